@@ -1,0 +1,190 @@
+"""Commerce contracts: what the commerce MCP server returns and accepts.
+
+All money is integer cents (CNY). Dates are ISO calendar dates; eligibility arithmetic uses the
+fixture snapshot date, never a wall clock.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from datetime import date, datetime
+from enum import StrEnum
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+FIXTURE_AS_OF = date(2026, 9, 12)
+"""The fixture snapshot date: every eligibility computation uses it as "today"."""
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class OrderStatus(StrEnum):
+    PROCESSING = "processing"
+    SHIPPED = "shipped"
+    DELIVERED = "delivered"
+    CANCELLED = "cancelled"
+
+
+class ProductCategory(StrEnum):
+    STANDARD = "standard"
+    CUSTOM = "custom"
+    DIGITAL = "digital"
+
+
+class Product(_Frozen):
+    sku: str
+    name_en: str
+    name_zh: str
+    category: ProductCategory
+    warranty_months: int
+
+
+class Order(_Frozen):
+    """One order as the commerce server reports it to its owner."""
+
+    order_id: str
+    tenant: str
+    customer: str
+    sku: str
+    category: ProductCategory
+    status: OrderStatus
+    quantity: int
+    currency: str
+    list_cents: int
+    discount_cents: int
+    paid_items_cents: int
+    freight_cents: int
+    refunded_cents: int
+    delivered_on: date | None
+    return_received: bool
+    version: int
+
+
+class OrderSummary(_Frozen):
+    order_id: str
+    sku: str
+    status: OrderStatus
+    paid_items_cents: int
+    refunded_cents: int
+
+
+class ShipmentEvent(_Frozen):
+    at: datetime
+    code: str
+    description_en: str
+    description_zh: str
+
+
+class Shipment(_Frozen):
+    order_id: str
+    carrier: str | None
+    tracking_number: str | None
+    status: OrderStatus
+    events: list[ShipmentEvent]
+
+
+class InvoiceState(StrEnum):
+    ISSUED = "issued"
+    VOID = "void"
+
+
+class Invoice(_Frozen):
+    invoice_id: str
+    order_id: str
+    state: InvoiceState
+    paid_items_cents: int
+    freight_cents: int
+    total_cents: int
+    currency: str
+    issued_on: date
+
+
+class Ticket(_Frozen):
+    ticket_id: str
+    order_id: str
+    text: str
+    idempotency_key: str
+    created_at: datetime
+
+
+class RefundQuote(_Frozen):
+    """The result of the executable refund rule for one order at one as-of date.
+
+    ``eligible`` is true only when the rule admits an automatic proposal; then ``reason`` is
+    ``"eligible"`` and ``amount_cents`` is the refundable item balance. Otherwise ``amount_cents`` is
+    zero and ``reason`` names the first failing check.
+    """
+
+    quote_id: str
+    order_id: str
+    order_version: int
+    tenant: str
+    rule_version: str
+    as_of: date
+    eligible: bool
+    reason: str
+    amount_cents: int
+    currency: str
+    paid_items_cents: int
+    freight_cents: int
+    refunded_cents: int
+    delivered_on: date | None
+    days_since_delivery: int | None
+    window_days: int | None
+    citations: list[str]
+    explanation_en: str
+    explanation_zh: str
+
+
+class RefundProposal(_Frozen):
+    """The exact proposal a human reviewer approves. Its digest binds every field."""
+
+    case_id: str
+    applicant: str
+    tenant: str
+    order_id: str
+    order_version: int
+    rule_version: str
+    amount_cents: int
+    currency: str
+    quote_id: str
+    created_at: datetime
+    expires_at: datetime
+
+    def digest(self) -> str:
+        return canonical_digest(self.model_dump(mode="json"))
+
+
+class RefundApproval(_Frozen):
+    """What the host sends to ``execute_refund`` after a reviewer approved a proposal."""
+
+    approval_id: str = Field(min_length=8, max_length=200)
+    proposal: RefundProposal
+    digest: str = Field(min_length=64, max_length=64)
+    reviewer: str
+    approved_at: datetime
+
+
+class RefundReceipt(_Frozen):
+    receipt_id: str
+    approval_id: str
+    order_id: str
+    amount_cents: int
+    currency: str
+    digest: str
+    order_version_after: int
+    created_at: datetime
+    simulated: bool = True
+
+
+def canonical_json(value: Any) -> str:
+    """JSON with sorted keys and no whitespace: the form every digest is computed over."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+
+
+def canonical_digest(value: Any) -> str:
+    return hashlib.sha256(canonical_json(value).encode("utf-8")).hexdigest()

@@ -1,0 +1,61 @@
+"""Knowledge contracts: documents, passages, search hits and skills."""
+
+from __future__ import annotations
+
+from datetime import date
+from enum import StrEnum
+
+from pydantic import BaseModel, ConfigDict
+
+
+class Language(StrEnum):
+    EN = "en"
+    ZH = "zh"
+
+
+class DocumentStatus(StrEnum):
+    ACTIVE = "active"
+    ARCHIVED = "archived"
+
+
+class DocumentHeader(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    id: str
+    title_en: str
+    title_zh: str
+    version: str
+    tenant: str
+    status: DocumentStatus
+    effective_from: date
+    effective_to: date | None = None
+
+
+class Passage(BaseModel):
+    """One authored paragraph of one page in one language: ``RETURNS:p02:en:0``."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    passage_id: str
+    page_id: str
+    doc_id: str
+    doc_version: str
+    tenant: str
+    language: Language
+    page_title: str
+    text: str
+
+
+class SearchHit(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    passage: Passage
+    score: float
+    rank: int
+
+
+class SkillSummary(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    name: str
+    description: str
