@@ -72,6 +72,12 @@ class OrderSummary(_Frozen):
     refunded_cents: int
 
 
+class OrderList(_Frozen):
+    """``list_orders``: the caller's own orders, sorted by order id."""
+
+    orders: list[OrderSummary]
+
+
 class ShipmentEvent(_Frozen):
     at: datetime
     code: str

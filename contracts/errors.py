@@ -81,7 +81,12 @@ COMMERCE_ERROR_CLASSES: dict[str, ErrorClass] = {
     "refund_not_eligible": ErrorClass.BUSINESS,
     "idempotency_conflict": ErrorClass.BUSINESS,
     "invalid_argument": ErrorClass.CONTRACT,
+    "tool_call_rejected": ErrorClass.CONTRACT,
+    "scope_missing": ErrorClass.AUTHORIZATION,
+    "token_rejected": ErrorClass.AUTHORIZATION,
     "database_unavailable": ErrorClass.TRANSIENT,
+    "commerce_unavailable": ErrorClass.TRANSIENT,
+    "internal_error": ErrorClass.TRANSIENT,
 }
 
 

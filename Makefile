@@ -1,0 +1,32 @@
+# Two commands: `make demo` runs the main job end to end, `make test` runs the whole suite.
+# Both create the virtual environment on first use.
+
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+STATE_DIR ?= .state/demo
+
+.PHONY: install test lint demo clean
+
+$(BIN)/.installed: pyproject.toml
+	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Python 3.11 or newer is required (set PYTHON=...)")'
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	@touch $@
+
+install: $(BIN)/.installed
+
+lint: install
+	$(BIN)/ruff check .
+
+test: lint
+	$(BIN)/pytest
+
+demo: install
+	$(BIN)/python starter.py --state-dir $(STATE_DIR) --profile alice init
+	$(BIN)/python starter.py --state-dir $(STATE_DIR) --profile alice mcp-tools
+	$(BIN)/python starter.py --state-dir $(STATE_DIR) --profile alice quote QH-1001
+
+clean:
+	rm -rf .state

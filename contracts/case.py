@@ -1,0 +1,327 @@
+"""Case contracts: what crosses the workflow/activity boundary and what clients see.
+
+Everything here is a pydantic model so that Temporal's pydantic data converter carries it intact.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from enum import StrEnum
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from contracts.commerce import RefundProposal, RefundQuote, RefundReceipt
+from contracts.identity import Identity
+from contracts.knowledge import Language, Passage
+
+TASK_QUEUE = "support-cases"
+WORKFLOW_NAME = "SupportCaseWorkflow"
+REHEARSAL_LABEL = "rehearsal"
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+# --- lifecycle -----------------------------------------------------------------------------------
+
+
+class Phase(StrEnum):
+    PLAN = "plan"
+    INVESTIGATE = "investigate"
+    REVIEW = "review"
+    DELIVER = "deliver"
+    WAITING_APPROVAL = "waiting_approval"
+    SETTLE = "settle"
+
+
+class CaseStatus(StrEnum):
+    RUNNING = "running"
+    WAITING_APPROVAL = "waiting_approval"
+    COMPLETED = "completed"
+    NEEDS_INPUT = "needs_input"
+    NEEDS_HUMAN = "needs_human"
+    REJECTED = "rejected"
+    EXPIRED = "expired"
+    FAILED = "failed"
+
+
+TERMINAL_STATUSES = frozenset(
+    {
+        CaseStatus.COMPLETED,
+        CaseStatus.NEEDS_INPUT,
+        CaseStatus.NEEDS_HUMAN,
+        CaseStatus.REJECTED,
+        CaseStatus.EXPIRED,
+        CaseStatus.FAILED,
+    }
+)
+
+
+class CaseOptions(_Model):
+    approval_ttl_seconds: int = Field(default=900, ge=1, le=7 * 24 * 3600)
+
+
+class CaseInput(_Model):
+    case_id: str = Field(pattern=r"^[A-Za-z0-9_-]{4,64}$")
+    question: str = Field(min_length=1, max_length=2000)
+    language: Language
+    applicant: Identity
+    options: CaseOptions = CaseOptions()
+
+
+class Budgets(_Model):
+    """Counters kept in workflow state, and their limits (SPEC §7)."""
+
+    model_requests: int = 0
+    tool_requests: int = 0
+    turns: int = 0
+    max_model_requests: int = 20
+    max_tool_requests: int = 24
+    max_turns: int = 7
+    max_calls_per_turn: int = 4
+
+
+class CaseEvent(_Model):
+    at: datetime
+    kind: str
+    detail: str
+
+
+# --- model requests and results ------------------------------------------------------------------
+
+
+class Intent(StrEnum):
+    REFUND = "refund"
+    DELIVERY = "delivery"
+    INVOICE = "invoice"
+    WARRANTY = "warranty"
+    POLICY = "policy"
+    GREETING = "greeting"
+    UNSUPPORTED = "unsupported"
+
+
+class Plan(_Model):
+    intent: Intent
+    order_id: str | None
+    action_requested: bool
+    queries: list[str] = Field(max_length=3)
+    milestones: list[str] = Field(max_length=4)
+
+
+class NextAction(StrEnum):
+    ANSWER = "answer"
+    PROPOSE_REFUND = "propose_refund"
+    NEEDS_INPUT = "needs_input"
+    HANDOFF = "handoff"
+
+
+class ComposedAnswer(_Model):
+    answer: str = Field(min_length=1, max_length=4000)
+    citations: list[str] = Field(max_length=8)
+    next_action: NextAction
+
+
+class Verdict(StrEnum):
+    PASS = "pass"
+    REVISE = "revise"
+    INSUFFICIENT = "insufficient"
+
+
+class ReviewVerdict(_Model):
+    verdict: Verdict
+    problems: list[str] = Field(max_length=6)
+
+
+class ModelUsage(_Model):
+    prompt_tokens: int
+    completion_tokens: int
+    total_tokens: int
+
+
+class ModelCallMeta(_Model):
+    """Which provider answered and what it cost. ``usage`` is None when the provider did not say."""
+
+    provider: str
+    model: str
+    attempt: int
+    usage: ModelUsage | None = None
+
+    @property
+    def usage_label(self) -> str:
+        return str(self.usage.total_tokens) if self.usage else "unknown"
+
+
+class ProposedToolCall(_Model):
+    """A tool call exactly as the model requested it; nothing about it is trusted yet."""
+
+    call_id: str
+    name: str
+    arguments: dict[str, Any] | None
+    """Parsed JSON object, or None when the model's arguments were not a JSON object."""
+    raw_arguments: str = Field(max_length=20000)
+
+
+class TranscriptEntry(_Model):
+    role: Literal["assistant", "tool"]
+    calls: list[ProposedToolCall] = []
+    call_id: str | None = None
+    content: str = ""
+
+
+class PlanRequest(_Model):
+    case_id: str
+    question: str
+    language: Language
+
+
+class PlanResult(_Model):
+    plan: Plan
+    meta: ModelCallMeta
+
+
+class InvestigateRequest(_Model):
+    case_id: str
+    question: str
+    language: Language
+    plan: Plan
+    transcript: list[TranscriptEntry]
+    tool_names: list[str]
+    turn: int
+
+
+class InvestigateResult(_Model):
+    calls: list[ProposedToolCall]
+    content: str | None
+    finish_reason: str | None
+    meta: ModelCallMeta
+
+
+class ComposeRequest(_Model):
+    case_id: str
+    question: str
+    language: Language
+    plan: Plan
+    facts: dict[str, Any]
+    evidence: list[Passage]
+    quote: RefundQuote | None
+    receipt_exists: bool = False
+    previous: ComposedAnswer | None = None
+    problems: list[str] = []
+
+
+class ComposeResult(_Model):
+    answer: ComposedAnswer
+    meta: ModelCallMeta
+
+
+class ReviewRequest(_Model):
+    case_id: str
+    question: str
+    language: Language
+    facts: dict[str, Any]
+    evidence: list[Passage]
+    quote: RefundQuote | None
+    candidate: ComposedAnswer
+    receipt_exists: bool = False
+
+
+class ReviewResult(_Model):
+    verdict: ReviewVerdict
+    meta: ModelCallMeta
+
+
+# --- tools ---------------------------------------------------------------------------------------
+
+
+class ToolRequest(_Model):
+    case_id: str
+    applicant: Identity
+    language: Language
+    call_id: str
+    name: str
+    arguments: dict[str, str]
+
+
+class ToolObservation(_Model):
+    call_id: str
+    name: str
+    ok: bool
+    result: dict[str, Any] | None = None
+    error_code: str | None = None
+    error_message: str | None = None
+
+
+# --- approval and settlement ---------------------------------------------------------------------
+
+
+class Decision(StrEnum):
+    APPROVE = "approve"
+    REJECT = "reject"
+
+
+class ReviewDecision(_Model):
+    """The payload of the ``review`` signal and update."""
+
+    reviewer: str = Field(min_length=1, max_length=40)
+    digest: str = Field(min_length=1, max_length=128)
+    decision: Decision
+    note: str = Field(default="", max_length=500)
+
+
+class ReviewOutcome(_Model):
+    accepted: bool
+    status: CaseStatus
+    reason: str
+
+
+class SettleRequest(_Model):
+    case_id: str
+    applicant: Identity
+    approval_id: str
+    proposal: RefundProposal
+    digest: str
+    reviewer: str
+    approved_at: datetime
+
+
+# --- results and records -------------------------------------------------------------------------
+
+
+class CaseView(_Model):
+    """What the ``status`` query returns and what the case record stores."""
+
+    case_id: str
+    status: CaseStatus
+    phase: Phase
+    applicant: str
+    tenant: str
+    question: str
+    language: Language
+    model: str
+    intent: Intent | None = None
+    order_id: str | None = None
+    answer: str | None = None
+    citations: list[str] = []
+    next_action: NextAction | None = None
+    quote: RefundQuote | None = None
+    proposal: RefundProposal | None = None
+    digest: str | None = None
+    receipt: RefundReceipt | None = None
+    reason: str | None = None
+    record_path: str | None = None
+    budgets: Budgets
+    tokens: str = "unknown"
+
+
+class CaseRecord(_Model):
+    """The file an auditor reads: written once per state change by an activity, atomically."""
+
+    fictional_notice: str = (
+        "FICTIONAL: every merchant, customer, order and receipt in this record is invented; "
+        "no real payment was made."
+    )
+    case: CaseView
+    events: list[CaseEvent]
+    notes: list[str] = []

@@ -1,0 +1,172 @@
+"""The executable refund rule: a pure function of order facts, the rule file and an as-of date.
+
+The quote never trusts anything a customer or a model says: it reads the order as the commerce
+server reports it, the rule from ``refund_rules.json`` and the two mandatory policy pages by id.
+If the pages' version differs from the version the rule was written against, there is no
+automatic proposal.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import date
+from functools import lru_cache
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict
+
+from contracts.commerce import FIXTURE_AS_OF, Order, OrderStatus, RefundQuote, canonical_digest
+from contracts.errors import SupportError
+
+RULES_PATH = Path(__file__).with_name("refund_rules.json")
+
+ELIGIBLE = "eligible"
+POLICY_VERSION_MISMATCH = "policy_version_mismatch"
+
+
+class RefundRules(BaseModel):
+    """``refund_rules.json``, validated."""
+
+    model_config = ConfigDict(frozen=True, extra="ignore")
+
+    rule_version: str
+    tenant: str
+    policy_document: str
+    policy_version: str
+    window_days: int
+    excluded_categories: list[str]
+    require_return_received: bool
+    refund_freight: bool
+    window_page: str
+    amount_page: str
+    proposal_ttl_minutes: int
+    reason_order: list[str]
+    manual_review_tenants: list[str]
+
+
+@lru_cache(maxsize=1)
+def load_refund_rules() -> RefundRules:
+    return RefundRules.model_validate(json.loads(RULES_PATH.read_text(encoding="utf-8")))
+
+
+def _policy_pages_match(rules: RefundRules, as_of: date) -> bool:
+    """Read the window and amount pages by id and compare their version with the rule's."""
+    from knowledge.store import default_knowledge_base
+
+    knowledge = default_knowledge_base()
+    for page_id in (rules.window_page, rules.amount_page):
+        try:
+            version = knowledge.page_version(page_id, tenant=rules.tenant, as_of=as_of)
+        except SupportError:
+            return False
+        if version != rules.policy_version:
+            return False
+    return True
+
+
+def _first_failing_reason(order: Order, rules: RefundRules, as_of: date) -> str | None:
+    days = (as_of - order.delivered_on).days if order.delivered_on else None
+    checks = {
+        "merchant_requires_manual_review": order.tenant != rules.tenant
+        or order.tenant in rules.manual_review_tenants,
+        "not_delivered": order.status is not OrderStatus.DELIVERED or order.delivered_on is None,
+        "excluded_category": order.category.value in rules.excluded_categories,
+        "outside_window": days is not None and days > rules.window_days,
+        "return_not_received": rules.require_return_received and not order.return_received,
+        "already_refunded": order.paid_items_cents - order.refunded_cents <= 0,
+    }
+    for reason in rules.reason_order:
+        if checks[reason]:
+            return reason
+    return None
+
+
+def _explain(reason: str, amount: int, order: Order, days: int | None, rules: RefundRules) -> tuple[str, str]:
+    yuan = f"{amount / 100:.2f}"
+    texts = {
+        ELIGIBLE: (
+            f"Delivered on {order.delivered_on} (day {days}), inside the {rules.window_days}-day window, "
+            f"return received: the refundable item balance is CNY {yuan} "
+            f"(paid items {order.paid_items_cents / 100:.2f} minus already refunded "
+            f"{order.refunded_cents / 100:.2f}); the delivery charge of CNY {order.freight_cents / 100:.2f} "
+            "is not refunded automatically.",
+            f"签收后第 {days} 天，在 {rules.window_days} 天退款期内，退货已入仓：可退商品余额为 {yuan} 元"
+            f"（实付商品 {order.paid_items_cents / 100:.2f} 元减已退 {order.refunded_cents / 100:.2f} 元）；"
+            f"运费 {order.freight_cents / 100:.2f} 元不自动退还。",
+        ),
+        "merchant_requires_manual_review": (
+            "This merchant has no automatic refund policy: every refund is reviewed manually by its staff.",
+            "该商户没有自动退款规则：所有退款均由其工作人员人工审核。",
+        ),
+        "not_delivered": (
+            "The order has not been delivered, so the returns window has not started.",
+            "订单尚未签收，退款期尚未开始。",
+        ),
+        "excluded_category": (
+            "Custom-made and digital items are excluded from automatic refunds.",
+            "定制商品和数字商品不适用自动退款。",
+        ),
+        "outside_window": (
+            f"Delivered {days} days ago: outside the {rules.window_days}-day window (day "
+            f"{rules.window_days} is the last day inside).",
+            f"已签收 {days} 天，超出 {rules.window_days} 天退款期（第 {rules.window_days} 天为最后一天）。",
+        ),
+        "return_not_received": (
+            "The returned item has not been received at the returns warehouse yet.",
+            "退货尚未到达退货仓。",
+        ),
+        "already_refunded": (
+            "The paid item amount has already been refunded in full.",
+            "实付商品金额已全部退还。",
+        ),
+        POLICY_VERSION_MISMATCH: (
+            "The policy pages do not match the refund rule's version; a human must review this refund.",
+            "政策页面版本与退款规则版本不一致，需人工审核。",
+        ),
+    }
+    return texts[reason]
+
+
+def calculate_refund_quote(order: Order, *, as_of: date = FIXTURE_AS_OF) -> RefundQuote:
+    """Quote the automatic refund for one order at one as-of date (the fixture date by default)."""
+    rules = load_refund_rules()
+    reason = _first_failing_reason(order, rules, as_of)
+    citations: list[str] = []
+    if reason != "merchant_requires_manual_review":
+        citations = [rules.window_page, rules.amount_page]
+        if reason is None and not _policy_pages_match(rules, as_of):
+            reason = POLICY_VERSION_MISMATCH
+    eligible = reason is None
+    amount = order.paid_items_cents - order.refunded_cents if eligible else 0
+    reason = reason or ELIGIBLE
+    days = (as_of - order.delivered_on).days if order.delivered_on else None
+    explanation_en, explanation_zh = _explain(reason, amount, order, days, rules)
+    identity = {
+        "order_id": order.order_id,
+        "order_version": order.version,
+        "rule_version": rules.rule_version,
+        "as_of": as_of.isoformat(),
+        "reason": reason,
+        "amount_cents": amount,
+    }
+    return RefundQuote(
+        quote_id="Q-" + canonical_digest(identity)[:16],
+        order_id=order.order_id,
+        order_version=order.version,
+        tenant=order.tenant,
+        rule_version=rules.rule_version,
+        as_of=as_of,
+        eligible=eligible,
+        reason=reason,
+        amount_cents=amount,
+        currency=order.currency,
+        paid_items_cents=order.paid_items_cents,
+        freight_cents=order.freight_cents,
+        refunded_cents=order.refunded_cents,
+        delivered_on=order.delivered_on,
+        days_since_delivery=days,
+        window_days=rules.window_days if order.tenant == rules.tenant else None,
+        citations=citations,
+        explanation_en=explanation_en,
+        explanation_zh=explanation_zh,
+    )

@@ -1,0 +1,152 @@
+"""The knowledge base: versioned bilingual policy passages, scoped search and scoped reads.
+
+Applicability comes before ranking. A passage is a candidate only when its document belongs to the
+caller's tenant, is active, and is in effect on the as-of date (``effective_from <= as_of <
+effective_to``), and only passages in the requested language are scored. Reads by passage or page id
+apply the same rule and refuse with one indistinguishable error, so guessing an archived or foreign
+id reveals nothing, not even that it exists.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections import defaultdict
+from dataclasses import dataclass
+from datetime import date
+from pathlib import Path
+
+from contracts.errors import AuthorizationError, ContractError
+from contracts.knowledge import DocumentHeader, DocumentStatus, Language, Passage, SearchHit
+from knowledge.bm25 import BM25Index, index_terms
+from knowledge.passages import parse_document_file
+
+DOCUMENTS_DIR = Path(__file__).parent / "documents"
+MAX_TOP_K = 4
+MAX_QUERY_CHARS = 500
+
+_NOT_ACCESSIBLE = "No accessible knowledge passage or page has this id for this tenant and date."
+
+
+@dataclass(frozen=True)
+class _Index:
+    passages: list[Passage]
+    bm25: BM25Index
+
+
+class KnowledgeBase:
+    def __init__(self, documents: dict[str, DocumentHeader], passages: list[Passage]) -> None:
+        self.documents = documents
+        self.passages = passages
+        self._by_id = {passage.passage_id: passage for passage in passages}
+        self._by_page: dict[str, list[Passage]] = defaultdict(list)
+        for passage in passages:
+            self._by_page[passage.page_id].append(passage)
+        self._indexes: dict[tuple[Language, frozenset[str]], _Index] = {}
+
+    @classmethod
+    def load(cls, documents_dir: Path | None = None) -> KnowledgeBase:
+        """Parse every ``*.md`` document in ``documents_dir`` (default: the packaged documents)."""
+        directory = documents_dir or DOCUMENTS_DIR
+        documents: dict[str, DocumentHeader] = {}
+        passages: list[Passage] = []
+        for path in sorted(directory.glob("*.md")):
+            parsed = parse_document_file(path)
+            doc_id = parsed.header.id
+            if path.stem != doc_id:
+                raise ContractError("malformed_document", f"{path.name}: header id {doc_id!r} != file name.")
+            documents[doc_id] = parsed.header
+            passages.extend(parsed.passages)
+        return cls(documents, passages)
+
+    @staticmethod
+    def is_applicable(header: DocumentHeader, *, tenant: str, as_of: date) -> bool:
+        return (
+            header.tenant == tenant
+            and header.status is DocumentStatus.ACTIVE
+            and header.effective_from <= as_of
+            and (header.effective_to is None or as_of < header.effective_to)
+        )
+
+    def search(
+        self, query: str, *, tenant: str, language: Language, as_of: date, top_k: int = MAX_TOP_K
+    ) -> list[SearchHit]:
+        """Rank applicable passages in ``language``; at most ``top_k`` hits, positive scores only."""
+        if not 1 <= top_k <= MAX_TOP_K:
+            raise ContractError("invalid_top_k", f"top_k must be between 1 and {MAX_TOP_K}, got {top_k}.")
+        if not isinstance(query, str) or not query.strip():
+            raise ContractError("invalid_query", "The search query is empty.")
+        if len(query) > MAX_QUERY_CHARS:
+            raise ContractError(
+                "invalid_query",
+                f"The search query has {len(query)} characters; the limit is {MAX_QUERY_CHARS}.",
+            )
+        index = self._index(tenant, _language(language), as_of)
+        scores = index.bm25.scores(index_terms(query))
+        ranked = sorted(
+            (i for i, score in enumerate(scores) if score > 0),
+            key=lambda i: (-scores[i], index.passages[i].passage_id),
+        )[:top_k]
+        return [
+            SearchHit(passage=index.passages[i], score=scores[i], rank=rank)
+            for rank, i in enumerate(ranked, start=1)
+        ]
+
+    def read_passage(self, passage_id: str, *, tenant: str, as_of: date) -> Passage:
+        passage = self._by_id.get(passage_id) if isinstance(passage_id, str) else None
+        if passage is None or not self._passage_applicable(passage, tenant, as_of):
+            raise AuthorizationError("passage_not_accessible", _NOT_ACCESSIBLE)
+        return passage
+
+    def read_page(self, page_id: str, *, tenant: str, language: Language, as_of: date) -> list[Passage]:
+        """Every paragraph of one page in ``language``, in authored order."""
+        language = _language(language)
+        page = self._applicable_page(page_id, tenant, as_of)
+        return [passage for passage in page if passage.language is language]
+
+    def page_version(self, page_id: str, *, tenant: str, as_of: date) -> str:
+        """The document version an applicable page belongs to (checked against the refund rules)."""
+        return self._applicable_page(page_id, tenant, as_of)[0].doc_version
+
+    def _applicable_page(self, page_id: str, tenant: str, as_of: date) -> list[Passage]:
+        page = self._by_page.get(page_id) if isinstance(page_id, str) else None
+        if not page or not self._passage_applicable(page[0], tenant, as_of):
+            raise AuthorizationError("passage_not_accessible", _NOT_ACCESSIBLE)
+        return page
+
+    def _passage_applicable(self, passage: Passage, tenant: str, as_of: date) -> bool:
+        return self.is_applicable(self.documents[passage.doc_id], tenant=tenant, as_of=as_of)
+
+    def _index(self, tenant: str, language: Language, as_of: date) -> _Index:
+        """The BM25 index over exactly the applicable passages, built once per applicable set.
+
+        The key is the language and the set of applicable documents (which already encodes tenant
+        and date), so every as-of date inside the same effective windows shares one index.
+
+        Each paragraph is indexed together with its page title, so that a paragraph which relies on
+        its page for context ("it is valid for 15 minutes") still matches the page's topic.
+        """
+        applicable = frozenset(
+            doc_id
+            for doc_id, header in self.documents.items()
+            if self.is_applicable(header, tenant=tenant, as_of=as_of)
+        )
+        key = (language, applicable)
+        index = self._indexes.get(key)
+        if index is None:
+            pool = [p for p in self.passages if p.doc_id in applicable and p.language is language]
+            index = _Index(pool, BM25Index([index_terms(f"{p.page_title}\n{p.text}") for p in pool]))
+            self._indexes[key] = index
+        return index
+
+
+@functools.lru_cache(maxsize=1)
+def default_knowledge_base() -> KnowledgeBase:
+    """The packaged knowledge base, parsed once per process."""
+    return KnowledgeBase.load()
+
+
+def _language(value: Language | str) -> Language:
+    try:
+        return Language(value)
+    except ValueError as exc:
+        raise ContractError("invalid_language", f"Unsupported language {value!r}; use 'en' or 'zh'.") from exc

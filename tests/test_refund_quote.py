@@ -1,0 +1,105 @@
+"""The executable refund rule against every row of the SPEC §3 table."""
+
+from __future__ import annotations
+
+import json
+from datetime import date, timedelta
+from pathlib import Path
+
+import pytest
+
+from contracts.commerce import FIXTURE_AS_OF, Order
+from knowledge import refund_quote
+from knowledge.refund_quote import calculate_refund_quote
+
+FIXTURE = Path(__file__).resolve().parents[1] / "commerce_server" / "fixtures" / "commerce.json"
+
+
+def _fixture_orders() -> dict[str, Order]:
+    data = json.loads(FIXTURE.read_text(encoding="utf-8"))
+    categories = {p["sku"]: p["category"] for p in data["products"]}
+    fields = set(Order.model_fields)
+    return {
+        o["order_id"]: Order.model_validate(
+            {**{k: v for k, v in o.items() if k in fields}, "category": categories[o["sku"]]}
+        )
+        for o in data["orders"]
+    }
+
+
+ORDERS = _fixture_orders()
+
+TABLE = [
+    ("QH-1001", True, "eligible", 12900),
+    ("QH-1002", True, "eligible", 17900),
+    ("QH-1003", False, "outside_window", 0),
+    ("QH-1004", False, "return_not_received", 0),
+    ("QH-1005", False, "not_delivered", 0),
+    ("QH-1006", False, "not_delivered", 0),
+    ("QH-1007", False, "excluded_category", 0),
+    ("QH-1008", False, "excluded_category", 0),
+    ("QH-1009", True, "eligible", 8000),
+    ("QH-1010", False, "already_refunded", 0),
+    ("QH-1011", False, "not_delivered", 0),
+    ("QH-1012", False, "outside_window", 0),
+]
+
+
+def test_fixture_has_24_orders_of_quantity_one_version_one() -> None:
+    assert len(ORDERS) == 24
+    assert all(o.quantity == 1 and o.version == 1 and o.currency == "CNY" for o in ORDERS.values())
+    assert sorted(o.order_id for o in ORDERS.values() if o.customer == "alice") == [
+        f"QH-10{n:02d}" for n in range(1, 13)
+    ]
+
+
+@pytest.mark.parametrize(("order_id", "eligible", "reason", "amount"), TABLE)
+def test_quote_matches_the_spec_table(order_id: str, eligible: bool, reason: str, amount: int) -> None:
+    quote = calculate_refund_quote(ORDERS[order_id])
+    assert (quote.eligible, quote.reason, quote.amount_cents) == (eligible, reason, amount)
+    assert quote.rule_version == "returns-2026-09"
+    assert quote.as_of == FIXTURE_AS_OF
+    assert quote.citations == ["RETURNS:p02", "RETURNS:p03"]
+
+
+def test_qh_1001_excludes_freight_and_does_not_subtract_the_discount_twice() -> None:
+    order = ORDERS["QH-1001"]
+    quote = calculate_refund_quote(order)
+    assert order.freight_cents == 1200 and order.discount_cents > 0
+    assert quote.amount_cents == 12900 != order.paid_items_cents + order.freight_cents
+    assert "12.00" in quote.explanation_en
+
+
+def test_day_30_is_in_and_day_31_is_out() -> None:
+    day30 = calculate_refund_quote(ORDERS["QH-1002"])
+    day31 = calculate_refund_quote(ORDERS["QH-1003"])
+    assert (day30.days_since_delivery, day30.eligible) == (30, True)
+    assert (day31.days_since_delivery, day31.eligible, day31.reason) == (31, False, "outside_window")
+    later = calculate_refund_quote(ORDERS["QH-1002"], as_of=FIXTURE_AS_OF + timedelta(days=1))
+    assert later.reason == "outside_window"
+
+
+def test_other_customers_follow_the_pattern_and_south_needs_manual_review() -> None:
+    assert calculate_refund_quote(ORDERS["QH-2001"]).amount_cents == 12900
+    south = calculate_refund_quote(ORDERS["QH-3001"])
+    assert (south.eligible, south.reason, south.amount_cents) == (False, "merchant_requires_manual_review", 0)
+    assert south.citations == []
+
+
+def test_quote_id_is_deterministic_and_bound_to_the_order_version() -> None:
+    order = ORDERS["QH-1001"]
+    first, second = calculate_refund_quote(order), calculate_refund_quote(order)
+    bumped = calculate_refund_quote(order.model_copy(update={"version": 2}))
+    assert first.quote_id == second.quote_id != bumped.quote_id
+
+
+def test_a_policy_page_version_mismatch_refuses_the_automatic_proposal(monkeypatch) -> None:
+    rules = refund_quote.load_refund_rules().model_copy(update={"policy_version": "2026-10"})
+    monkeypatch.setattr(refund_quote, "load_refund_rules", lambda: rules)
+    quote = calculate_refund_quote(ORDERS["QH-1001"])
+    assert (quote.eligible, quote.reason, quote.amount_cents) == (False, "policy_version_mismatch", 0)
+
+
+def test_the_window_page_must_be_applicable_on_the_as_of_date() -> None:
+    quote = calculate_refund_quote(ORDERS["QH-1001"], as_of=date(2026, 8, 20))
+    assert (quote.eligible, quote.reason) == (False, "policy_version_mismatch")

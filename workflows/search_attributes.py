@@ -1,0 +1,19 @@
+"""Search attributes of a case, so that `temporal workflow list --query` finds the work."""
+
+from __future__ import annotations
+
+from temporalio.common import SearchAttributeKey
+
+CASE_STATUS = SearchAttributeKey.for_keyword("CaseStatus")
+CASE_PHASE = SearchAttributeKey.for_keyword("CasePhase")
+ORDER_ID = SearchAttributeKey.for_keyword("OrderId")
+TENANT = SearchAttributeKey.for_keyword("Tenant")
+REFUND_CENTS = SearchAttributeKey.for_int("RefundCents")
+
+ALL_KEYS = [CASE_STATUS, CASE_PHASE, ORDER_ID, TENANT, REFUND_CENTS]
+"""Registered with the dev server as ``--search-attribute Name=Type``."""
+
+
+def dev_server_flags() -> list[str]:
+    kinds = {"KEYWORD": "Keyword", "INT": "Int"}
+    return [f"--search-attribute={key.name}={kinds[key.indexed_value_type.name]}" for key in ALL_KEYS]
