@@ -96,14 +96,20 @@ def error_from_code(code: str, message: str) -> SupportError:
     return ERROR_TYPES[error_class](code, message)
 
 
-def to_application_error(error: SupportError) -> ApplicationError:
-    """The one place where an error class becomes Temporal retry behaviour."""
+def to_application_error(error: SupportError, *, attempt: int | None = None) -> ApplicationError:
+    """The one place where an error class becomes Temporal retry behaviour.
+
+    ``attempt`` (the activity attempt that failed) is recorded in the details when given.
+    """
     from datetime import timedelta
 
     delay = timedelta(seconds=error.retry_after_seconds) if error.retry_after_seconds else None
+    details: dict[str, object] = {"code": error.code, "error_class": error.error_class.value}
+    if attempt is not None:
+        details["attempt"] = attempt
     return ApplicationError(
         f"{error.code}: {error.message}",
-        {"code": error.code, "error_class": error.error_class.value},
+        details,
         type=error.error_class.value,
         non_retryable=not error.retryable,
         next_retry_delay=delay,

@@ -1,0 +1,122 @@
+"""Command line: ``python -m commerce_server``.
+
+    python -m commerce_server --profile alice --state-dir .state          # stdio (default)
+    python -m commerce_server --http --host 127.0.0.1 --port 8765         # Streamable HTTP
+
+stdout belongs to the stdio transport, so every log line goes to stderr. Bad arguments and bad
+configuration print one line on stderr and exit non-zero.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import logging
+import sys
+from functools import partial
+from pathlib import Path
+from typing import NoReturn
+
+import anyio
+from sqlalchemy import Engine
+from sqlalchemy.exc import SQLAlchemyError
+
+from commerce_server.auth import token_secret_from_env
+from commerce_server.db import database_url, make_engine
+from commerce_server.seed import seed_fixture
+from commerce_server.server import build_http_server, build_stdio_server
+from contracts.errors import SupportError
+from contracts.identity import resolve_profile
+
+PROG = "commerce_server"
+LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
+
+
+class _OneLineParser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: {message} (see --help)\n")
+
+
+def _port(value: str) -> int:
+    port = int(value)
+    if not 1 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"port must be 1-65535, not {port}")
+    return port
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = _OneLineParser(prog=PROG, description="The fictional commerce MCP server.")
+    parser.add_argument(
+        "--profile", help="stdio only: the demonstration profile to act for (alice, bob, ...)"
+    )
+    parser.add_argument("--state-dir", default=".state", help="where the default SQLite database lives")
+    parser.add_argument(
+        "--database-url", help="SQLAlchemy URL; overrides COMMERCE_DATABASE_URL and the SQLite default"
+    )
+    parser.add_argument("--http", action="store_true", help="serve Streamable HTTP instead of stdio")
+    parser.add_argument("--host", default="127.0.0.1", help="HTTP only: the address to listen on")
+    parser.add_argument("--port", type=_port, default=8765, help="HTTP only: the port to listen on")
+    parser.add_argument(
+        "--log-level", type=str.upper, choices=LOG_LEVELS, help="default WARNING (stdio), INFO (HTTP)"
+    )
+    args = parser.parse_args(argv)
+    if args.http and args.profile:
+        parser.error("--profile is for stdio; over HTTP each request's token names the customer")
+    if not args.http and not args.profile:
+        parser.error("--profile is required for stdio (or pass --http)")
+    args.log_level = args.log_level or ("INFO" if args.http else "WARNING")
+    return args
+
+
+def open_database(args: argparse.Namespace) -> Engine:
+    """Open the database named by the arguments or environment and insert missing fixture rows."""
+    url = args.database_url or database_url(args.state_dir)
+    if url.startswith("sqlite") and not args.database_url:
+        Path(args.state_dir).mkdir(parents=True, exist_ok=True)
+    engine = make_engine(url)
+    seed_fixture(engine)
+    return engine
+
+
+def serve_http(engine: Engine, secret: str, args: argparse.Namespace) -> None:
+    """Stateless Streamable HTTP with JSON responses: any replica can answer any request."""
+    server = build_http_server(
+        engine, secret=secret, public_url=f"http://{args.host}:{args.port}", log_level=args.log_level
+    )
+    with contextlib.suppress(KeyboardInterrupt):
+        anyio.run(
+            partial(
+                server.run_streamable_http_async,
+                host=args.host,
+                port=args.port,
+                stateless_http=True,
+                json_response=True,
+            )
+        )
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    logging.basicConfig(
+        stream=sys.stderr, level=args.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
+    try:
+        identity = None if args.http else resolve_profile(args.profile)
+        secret = token_secret_from_env() if args.http else ""
+        engine = open_database(args)
+    except SupportError as error:
+        print(f"{PROG}: {error.message}", file=sys.stderr)
+        return 2
+    except SQLAlchemyError as error:
+        print(f"{PROG}: cannot open the commerce database ({type(error).__name__})", file=sys.stderr)
+        return 1
+
+    if identity is None:
+        serve_http(engine, secret, args)
+    else:
+        build_stdio_server(engine, identity, log_level=args.log_level).run("stdio")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

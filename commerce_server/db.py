@@ -1,0 +1,176 @@
+"""The commerce database: SQLModel tables, the database URL and the engine.
+
+SQLite (one file under the state dir) is the default; any SQLAlchemy URL works, and production
+uses PostgreSQL (``postgresql+psycopg://...``) through ``COMMERCE_DATABASE_URL``.
+"""
+
+from __future__ import annotations
+
+import os
+from datetime import date, datetime
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import Engine, String, TypeDecorator, UniqueConstraint, event
+from sqlmodel import Field, SQLModel, create_engine
+
+DATABASE_URL_ENV = "COMMERCE_DATABASE_URL"
+SQLITE_BUSY_TIMEOUT_SECONDS = 30
+
+
+class IsoDateTime(TypeDecorator[datetime]):
+    """A timezone-aware timestamp stored as ISO 8601 text, offset included.
+
+    SQLite has no timezone-aware type and PostgreSQL's ``timestamptz`` forgets the authored offset;
+    text keeps ``2026-09-05T14:00:00+08:00`` exactly as written, on both.
+    """
+
+    impl = String(40)
+    cache_ok = True
+
+    def process_bind_param(self, value: datetime | None, dialect: Any) -> str | None:
+        if value is None:
+            return None
+        if value.tzinfo is None:
+            raise ValueError("commerce timestamps must be timezone-aware")
+        return value.isoformat()
+
+    def process_result_value(self, value: str | None, dialect: Any) -> datetime | None:
+        return None if value is None else datetime.fromisoformat(value)
+
+
+class ProductRow(SQLModel, table=True):
+    __tablename__ = "products"
+
+    sku: str = Field(primary_key=True, max_length=32)
+    name_en: str
+    name_zh: str
+    category: str = Field(max_length=16)
+    warranty_months: int
+
+
+class OrderRow(SQLModel, table=True):
+    """One order line with its balances; ``version`` goes up with every change to them."""
+
+    __tablename__ = "orders"
+
+    order_id: str = Field(primary_key=True, max_length=16)
+    tenant: str = Field(index=True, max_length=32)
+    customer: str = Field(index=True, max_length=32)
+    sku: str = Field(foreign_key="products.sku", max_length=32)
+    status: str = Field(max_length=16)
+    quantity: int
+    currency: str = Field(max_length=3)
+    list_cents: int
+    discount_cents: int
+    paid_items_cents: int
+    freight_cents: int
+    refunded_cents: int
+    ordered_on: date
+    delivered_on: date | None = None
+    return_received: bool
+    carrier: str | None = None
+    tracking_number: str | None = None
+    version: int
+
+
+class ShipmentEventRow(SQLModel, table=True):
+    __tablename__ = "shipment_events"
+    __table_args__ = (UniqueConstraint("order_id", "seq"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    order_id: str = Field(foreign_key="orders.order_id", index=True, max_length=16)
+    seq: int
+    at: datetime = Field(sa_type=IsoDateTime)
+    code: str = Field(max_length=32)
+    description_en: str
+    description_zh: str
+
+
+class InvoiceRow(SQLModel, table=True):
+    __tablename__ = "invoices"
+
+    invoice_id: str = Field(primary_key=True, max_length=32)
+    order_id: str = Field(foreign_key="orders.order_id", unique=True, max_length=16)
+    state: str = Field(max_length=16)
+    paid_items_cents: int
+    freight_cents: int
+    total_cents: int
+    currency: str = Field(max_length=3)
+    issued_on: date
+
+
+class TicketRow(SQLModel, table=True):
+    """A support ticket; one per (tenant, customer, idempotency key)."""
+
+    __tablename__ = "tickets"
+    __table_args__ = (UniqueConstraint("tenant", "customer", "idempotency_key"),)
+
+    ticket_id: str = Field(primary_key=True, max_length=32)
+    tenant: str = Field(max_length=32)
+    customer: str = Field(max_length=32)
+    order_id: str = Field(foreign_key="orders.order_id", max_length=16)
+    idempotency_key: str = Field(max_length=128)
+    text: str
+    content_digest: str = Field(max_length=64)
+    created_at: datetime = Field(sa_type=IsoDateTime)
+
+
+class RefundRow(SQLModel, table=True):
+    """The idempotency record of one executed refund: its primary key is the approval id."""
+
+    __tablename__ = "refunds"
+
+    approval_id: str = Field(primary_key=True, max_length=200)
+    digest: str = Field(max_length=64)
+    tenant: str = Field(max_length=32)
+    customer: str = Field(max_length=32)
+    order_id: str = Field(foreign_key="orders.order_id", index=True, max_length=16)
+    case_id: str
+    reviewer: str = Field(max_length=32)
+    receipt_id: str = Field(unique=True, max_length=32)
+    amount_cents: int
+    currency: str = Field(max_length=3)
+    order_version_after: int
+    created_at: datetime = Field(sa_type=IsoDateTime)
+
+
+COMMERCE_TABLES = tuple(
+    model.__table__  # type: ignore[attr-defined]
+    for model in (ProductRow, OrderRow, ShipmentEventRow, InvoiceRow, TicketRow, RefundRow)
+)
+
+
+def database_url(state_dir: str | Path) -> str:
+    """``COMMERCE_DATABASE_URL`` when set, else a SQLite file in the state dir."""
+    configured = os.environ.get(DATABASE_URL_ENV, "").strip()
+    if configured:
+        return configured
+    return f"sqlite:///{Path(state_dir).resolve() / 'commerce.db'}"
+
+
+def make_engine(url: str, **engine_options: Any) -> Engine:
+    """An engine for ``url``; SQLite gets WAL and a busy timeout so concurrent writers wait."""
+    if not url.startswith("sqlite"):
+        return create_engine(url, pool_pre_ping=True, **engine_options)
+
+    engine = create_engine(
+        url,
+        connect_args={"timeout": SQLITE_BUSY_TIMEOUT_SECONDS, "check_same_thread": False},
+        **engine_options,
+    )
+
+    @event.listens_for(engine, "connect")
+    def _configure_sqlite(dbapi_connection: Any, _record: Any) -> None:
+        cursor = dbapi_connection.cursor()
+        cursor.execute("PRAGMA journal_mode=WAL")
+        cursor.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_SECONDS * 1000}")
+        cursor.execute("PRAGMA foreign_keys=ON")
+        cursor.close()
+
+    return engine
+
+
+def create_schema(engine: Engine) -> None:
+    """Create the commerce tables that do not exist yet (never alters or drops anything)."""
+    SQLModel.metadata.create_all(engine, tables=list(COMMERCE_TABLES))

@@ -1,0 +1,109 @@
+"""Load the fictional fixture into the commerce database, inserting missing rows only.
+
+Seeding is safe to repeat and safe on a live database: a row that exists is never touched, so
+refunded balances, versions, receipts and tickets survive every ``init``.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import Engine, select
+from sqlalchemy.exc import IntegrityError
+from sqlmodel import Session, SQLModel
+
+from commerce_server.db import InvoiceRow, OrderRow, ProductRow, ShipmentEventRow, create_schema
+
+FIXTURE_PATH = Path(__file__).with_name("fixtures") / "commerce.json"
+_SEED_ATTEMPTS = 3
+
+# Each fixture table with the columns that identify a row, parents before children.
+_TABLE_KEYS: tuple[tuple[str, type[SQLModel], tuple[str, ...]], ...] = (
+    ("products", ProductRow, ("sku",)),
+    ("orders", OrderRow, ("order_id",)),
+    ("invoices", InvoiceRow, ("invoice_id",)),
+    ("shipment_events", ShipmentEventRow, ("order_id", "seq")),
+)
+
+
+@dataclass(frozen=True)
+class SeedReport:
+    """How many fixture rows were inserted, and how many were already there, per table."""
+
+    inserted: dict[str, int] = field(default_factory=dict)
+    present: dict[str, int] = field(default_factory=dict)
+
+
+@lru_cache(maxsize=1)
+def load_fixture() -> dict[str, Any]:
+    fixture = json.loads(FIXTURE_PATH.read_text(encoding="utf-8"))
+    if fixture.get("fictional") is not True:
+        raise ValueError(f"{FIXTURE_PATH} is not marked fictional; refusing to load it")
+    return fixture
+
+
+def fixture_rows(fixture: dict[str, Any]) -> dict[str, list[SQLModel]]:
+    """The fixture as table rows, keyed by table name."""
+    rows: dict[str, list[SQLModel]] = {
+        "products": [ProductRow.model_validate(product) for product in fixture["products"]],
+        "orders": [],
+        "invoices": [],
+        "shipment_events": [],
+    }
+    for order in fixture["orders"]:
+        shipment = order["shipment"]
+        rows["orders"].append(
+            OrderRow.model_validate(
+                {key: value for key, value in order.items() if key not in ("shipment", "invoice")}
+                | {"carrier": shipment["carrier"], "tracking_number": shipment["tracking_number"]}
+            )
+        )
+        rows["invoices"].append(
+            InvoiceRow.model_validate(
+                order["invoice"] | {"order_id": order["order_id"], "currency": order["currency"]}
+            )
+        )
+        rows["shipment_events"].extend(
+            ShipmentEventRow.model_validate(event | {"order_id": order["order_id"], "seq": seq})
+            for seq, event in enumerate(shipment["events"])
+        )
+    return rows
+
+
+def seed_fixture(engine: Engine) -> SeedReport:
+    """Create missing tables and insert the fixture rows that are missing; touch nothing else.
+
+    Two processes seeding at once may collide on a primary key; the loser retries and then finds
+    every row present.
+    """
+    create_schema(engine)
+    for attempt in range(1, _SEED_ATTEMPTS + 1):
+        try:
+            return _insert_missing(engine, fixture_rows(load_fixture()))
+        except IntegrityError:
+            if attempt == _SEED_ATTEMPTS:
+                raise
+    raise AssertionError("unreachable")
+
+
+def _insert_missing(engine: Engine, rows: dict[str, list[SQLModel]]) -> SeedReport:
+    inserted: dict[str, int] = {}
+    present: dict[str, int] = {}
+    with Session(engine) as session:
+        for table, model, key_columns in _TABLE_KEYS:
+            columns = [getattr(model, name) for name in key_columns]
+            existing = {tuple(key) for key in session.execute(select(*columns))}
+            table_rows = rows[table]
+            missing = [
+                row for row in table_rows if tuple(getattr(row, name) for name in key_columns) not in existing
+            ]
+            session.add_all(missing)
+            session.flush()
+            inserted[table] = len(missing)
+            present[table] = len(table_rows) - len(missing)
+        session.commit()
+    return SeedReport(inserted=inserted, present=present)

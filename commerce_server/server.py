@@ -1,0 +1,245 @@
+"""The commerce MCP server: eight tools and one read-only resource over a CommerceService.
+
+Identity never comes from a tool argument. Over stdio it is bound once, from ``--profile``, when
+the process starts; over Streamable HTTP it comes from the verified bearer token of the current
+request, whose scopes must also cover the tool. Business refusals are returned as MCP tool errors
+(``isError``) whose text is ``{"code": ..., "message": ...}``, never as protocol errors.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Callable
+from typing import Annotated, Any, Literal
+
+import anyio
+from mcp.server.auth.middleware.auth_context import get_access_token
+from mcp.server.auth.settings import AuthSettings
+from mcp.server.mcpserver import MCPServer
+from mcp_types import CallToolResult, TextContent, ToolAnnotations
+from pydantic import BaseModel, Field
+from sqlalchemy import Engine
+
+from commerce_server.auth import (
+    SCOPE_ORDERS_READ,
+    SCOPE_REFUND_EXECUTE,
+    SCOPE_TICKETS_WRITE,
+    CommerceTokenVerifier,
+    identity_from_access_token,
+)
+from commerce_server.service import MAX_TICKET_TEXT, CommerceService
+from contracts.commerce import (
+    FIXTURE_AS_OF,
+    Invoice,
+    Order,
+    OrderList,
+    Product,
+    RefundApproval,
+    RefundReceipt,
+    Shipment,
+    Ticket,
+)
+from contracts.errors import AuthorizationError, SupportError, error_from_code
+from contracts.identity import Identity
+
+logger = logging.getLogger(__name__)
+
+SERVER_NAME = "qinghe-commerce"
+SCOPE_RESOURCE_URI = "commerce://scope"
+
+TOOL_SCOPES: dict[str, str] = {
+    "list_orders": SCOPE_ORDERS_READ,
+    "get_order": SCOPE_ORDERS_READ,
+    "get_shipment": SCOPE_ORDERS_READ,
+    "get_invoice": SCOPE_ORDERS_READ,
+    "get_product": SCOPE_ORDERS_READ,
+    "get_ticket": SCOPE_ORDERS_READ,
+    "create_ticket": SCOPE_TICKETS_WRITE,
+    "execute_refund": SCOPE_REFUND_EXECUTE,
+}
+
+SCOPE_DOCUMENT: dict[str, Any] = {
+    "service": SERVER_NAME,
+    "fictional": True,
+    "notice": "Every merchant, customer, order, invoice and receipt here is fictional; no payment is real.",
+    "merchants": ["qinghe", "south"],
+    "as_of": FIXTURE_AS_OF.isoformat(),
+    "currency": "CNY, integer cents",
+    "tools": {
+        "read": [name for name, scope in TOOL_SCOPES.items() if scope == SCOPE_ORDERS_READ],
+        "write": [name for name, scope in TOOL_SCOPES.items() if scope != SCOPE_ORDERS_READ],
+    },
+    "scopes": TOOL_SCOPES,
+    "identity": (
+        "The customer is bound by the process (stdio: --profile at start) or by the verified bearer "
+        "token of each HTTP request; it is never a tool argument. Every read is filtered by id, tenant "
+        "and owner: a missing record and another customer's record give the same error."
+    ),
+    "writes": (
+        "create_ticket is idempotent by its key. execute_refund needs a human reviewer's approval, "
+        "re-checks it and the quote, and pays at most once per approval id (simulated receipt SIM-...)."
+    ),
+    "errors": 'Refusals are tool errors whose text is {"code": ..., "message": ...}.',
+}
+
+LogLevel = Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"]
+IdentityResolver = Callable[[str], Identity]
+"""Given the scope a tool needs, the identity the current call acts for (or a typed refusal)."""
+
+OrderId = Annotated[str, Field(description="An order id such as QH-1001.")]
+Sku = Annotated[str, Field(description="A SKU such as DESK-01.")]
+TicketId = Annotated[str, Field(description="A ticket id: TCK- and 16 hex characters.")]
+TicketText = Annotated[
+    str, Field(description=f"What the ticket is about, 1 to {MAX_TICKET_TEXT} characters.")
+]
+IdempotencyKey = Annotated[
+    str, Field(description="The caller's key; repeating a call with it changes nothing.")
+]
+
+READ = ToolAnnotations(read_only_hint=True, idempotent_hint=True, open_world_hint=False)
+WRITE = ToolAnnotations(
+    read_only_hint=False, destructive_hint=False, idempotent_hint=True, open_world_hint=False
+)
+
+
+def tool_error(code: str, message: str) -> CallToolResult:
+    """An MCP tool error carrying a stable code; the SDK passes it through without output validation."""
+    payload = json.dumps({"code": code, "message": message}, ensure_ascii=False)
+    return CallToolResult(content=[TextContent(type="text", text=payload)], is_error=True)
+
+
+def bound_identity(identity: Identity) -> IdentityResolver:
+    """Stdio: one identity for the life of the process."""
+    return lambda _scope: identity
+
+
+def token_identity(scope: str) -> Identity:
+    """HTTP: the identity of the current request's verified token, if it grants ``scope``."""
+    access_token = get_access_token()
+    if access_token is None:
+        raise AuthorizationError("token_rejected", "This request carries no verified token.")
+    if scope not in access_token.scopes:
+        raise error_from_code("scope_missing", f"The token does not grant the {scope} scope.")
+    return identity_from_access_token(access_token)
+
+
+class _Dispatcher:
+    """Runs one tool call: identity, then the blocking service call on a worker thread."""
+
+    def __init__(self, engine: Engine, resolve_identity: IdentityResolver) -> None:
+        self._engine = engine
+        self._resolve_identity = resolve_identity
+
+    async def run(self, tool: str, operation: Callable[[CommerceService], BaseModel]) -> Any:
+        try:
+            identity = self._resolve_identity(TOOL_SCOPES[tool])
+            service = CommerceService(self._engine, identity)
+            return await anyio.to_thread.run_sync(operation, service)
+        except SupportError as error:
+            logger.info("%s refused: %s", tool, error.code)
+            return tool_error(error.code, error.message)
+        except Exception:
+            logger.exception("%s failed unexpectedly", tool)
+            return tool_error("internal_error", "The commerce server could not complete this request.")
+
+
+def build_server(
+    engine: Engine,
+    resolve_identity: IdentityResolver,
+    *,
+    token_verifier: CommerceTokenVerifier | None = None,
+    auth: AuthSettings | None = None,
+    log_level: LogLevel = "INFO",
+) -> MCPServer:
+    """The commerce MCP server; ``resolve_identity`` decides who each tool call acts for."""
+    mcp = MCPServer(
+        SERVER_NAME,
+        title="Qinghe commerce (fictional)",
+        instructions=(
+            "Order, shipment, invoice, product and ticket facts for the signed-in customer of a "
+            "fictional merchant. Amounts are integer cents."
+        ),
+        version="0.1.0",
+        token_verifier=token_verifier,
+        auth=auth,
+        log_level=log_level,
+    )
+    dispatch = _Dispatcher(engine, resolve_identity)
+
+    @mcp.tool(annotations=READ)
+    async def list_orders() -> OrderList:
+        """List the signed-in customer's own orders (summaries, sorted by order id)."""
+        return await dispatch.run("list_orders", lambda service: service.list_orders())
+
+    @mcp.tool(annotations=READ)
+    async def get_order(order_id: OrderId) -> Order:
+        """Read one of the customer's orders: status, amounts in cents, delivery date, version."""
+        return await dispatch.run("get_order", lambda service: service.get_order(order_id))
+
+    @mcp.tool(annotations=READ)
+    async def get_shipment(order_id: OrderId) -> Shipment:
+        """Read the shipment of one of the customer's orders: carrier, tracking number, events."""
+        return await dispatch.run("get_shipment", lambda service: service.get_shipment(order_id))
+
+    @mcp.tool(annotations=READ)
+    async def get_invoice(order_id: OrderId) -> Invoice:
+        """Read the invoice of one of the customer's orders (total = paid items + freight)."""
+        return await dispatch.run("get_invoice", lambda service: service.get_invoice(order_id))
+
+    @mcp.tool(annotations=READ)
+    async def get_product(sku: Sku) -> Product:
+        """Read a catalogue product: names, category and warranty months."""
+        return await dispatch.run("get_product", lambda service: service.get_product(sku))
+
+    @mcp.tool(annotations=READ)
+    async def get_ticket(ticket_id: TicketId) -> Ticket:
+        """Read one of the customer's support tickets."""
+        return await dispatch.run("get_ticket", lambda service: service.get_ticket(ticket_id))
+
+    @mcp.tool(annotations=WRITE)
+    async def create_ticket(
+        order_id: OrderId,
+        text: TicketText,
+        idempotency_key: IdempotencyKey,
+    ) -> Ticket:
+        """Open a support ticket on one of the customer's orders, at most once per idempotency key."""
+        return await dispatch.run(
+            "create_ticket", lambda service: service.create_ticket(order_id, text, idempotency_key)
+        )
+
+    @mcp.tool(annotations=WRITE)
+    async def execute_refund(approval: RefundApproval) -> RefundReceipt:
+        """Pay a human-approved refund proposal (simulated), exactly once per approval id."""
+        return await dispatch.run("execute_refund", lambda service: service.execute_refund(approval))
+
+    @mcp.resource(
+        SCOPE_RESOURCE_URI,
+        name="scope",
+        title="Commerce service scope",
+        description="What this fictional commerce service covers, its tools, and where identity comes from.",
+        mime_type="application/json",
+    )
+    def scope() -> str:
+        return json.dumps(SCOPE_DOCUMENT, ensure_ascii=False, indent=2)
+
+    return mcp
+
+
+def build_stdio_server(engine: Engine, identity: Identity, *, log_level: LogLevel = "WARNING") -> MCPServer:
+    """A server acting for one identity, bound when the process starts."""
+    return build_server(engine, bound_identity(identity), log_level=log_level)
+
+
+def build_http_server(
+    engine: Engine, *, secret: str, public_url: str, log_level: LogLevel = "INFO"
+) -> MCPServer:
+    """A server acting for whoever each request's verified token names; bad tokens get HTTP 401."""
+    auth = AuthSettings(issuer_url=public_url, resource_server_url=None)
+    return build_server(
+        engine,
+        token_identity,
+        token_verifier=CommerceTokenVerifier(secret),
+        auth=auth,
+        log_level=log_level,
+    )
