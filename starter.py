@@ -35,6 +35,7 @@ from rich.table import Table
 
 from contracts.case import (
     TASK_QUEUE,
+    TERMINAL_STATUSES,
     WORKFLOW_NAME,
     CaseInput,
     CaseOptions,
@@ -125,7 +126,6 @@ def quote(
 ) -> None:
     """Quote the automatic refund for one of your orders: order read through MCP, rule applied here."""
     from activities.commerce_client import open_stdio_client
-
     from contracts.commerce import Order
     from knowledge.refund_quote import calculate_refund_quote
 
@@ -250,7 +250,9 @@ async def _wait_until_settled(handle, what: str) -> CaseView:
     with Status(f"{what}…", console=errors) as status:
         while True:
             view = await _view(handle)
-            if view.status is not CaseStatus.RUNNING:
+            if view.status in TERMINAL_STATUSES:
+                return await handle.result()
+            if view.status is CaseStatus.WAITING_APPROVAL and view.record_path is not None:
                 return view
             status.update(
                 f"{what}: phase {view.phase.value}, model requests {view.budgets.model_requests}, "

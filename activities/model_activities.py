@@ -1,0 +1,74 @@
+"""The four model requests as Temporal activities.
+
+Each activity makes exactly one provider request (the SDK does not retry); Temporal's retry policy,
+chosen by the workflow, decides whether another attempt follows, and only transient errors allow
+one. The attempt number is recorded in the result's meta and in a failure's details, so the
+workflow can count every request against its budget. The activity's start-to-close timeout should
+exceed the 40-second request timeout.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from temporalio import activity
+
+from activities.model_gateway import ModelGateway
+from contracts.case import (
+    ComposeRequest,
+    ComposeResult,
+    InvestigateRequest,
+    InvestigateResult,
+    PlanRequest,
+    PlanResult,
+    ReviewRequest,
+    ReviewResult,
+)
+from contracts.errors import SupportError, to_application_error
+
+
+class ModelActivities:
+    def __init__(self, gateway: ModelGateway) -> None:
+        self.gateway = gateway
+
+    @classmethod
+    def from_environment(cls) -> ModelActivities:
+        """Activities on the provider configured by the environment (rehearsal when none is)."""
+        return cls(ModelGateway.from_environment())
+
+    def all(self) -> list[Callable[..., Awaitable[Any]]]:
+        """The bound activity methods, for ``Worker(activities=...)``."""
+        return [self.plan_case, self.investigate_turn, self.compose_answer, self.review_answer]
+
+    @activity.defn(name="plan_case")
+    async def plan_case(self, request: PlanRequest) -> PlanResult:
+        attempt = activity.info().attempt
+        try:
+            return await self.gateway.plan(request, attempt=attempt)
+        except SupportError as error:
+            raise to_application_error(error, attempt=attempt) from error
+
+    @activity.defn(name="investigate_turn")
+    async def investigate_turn(self, request: InvestigateRequest) -> InvestigateResult:
+        attempt = activity.info().attempt
+        try:
+            return await self.gateway.investigate(request, attempt=attempt)
+        except SupportError as error:
+            raise to_application_error(error, attempt=attempt) from error
+
+    @activity.defn(name="compose_answer")
+    async def compose_answer(self, request: ComposeRequest) -> ComposeResult:
+        attempt = activity.info().attempt
+        try:
+            return await self.gateway.compose(request, attempt=attempt)
+        except SupportError as error:
+            raise to_application_error(error, attempt=attempt) from error
+
+    @activity.defn(name="review_answer")
+    async def review_answer(self, request: ReviewRequest) -> ReviewResult:
+        attempt = activity.info().attempt
+        try:
+            return await self.gateway.review(request, attempt=attempt)
+        except SupportError as error:
+            raise to_application_error(error, attempt=attempt) from error

@@ -1,0 +1,335 @@
+"""The one adapter between the service and an OpenAI-compatible Chat Completions endpoint.
+
+``ModelGateway`` builds the messages for the four request kinds, sends them through ``AsyncOpenAI``
+(``max_retries=0``: retries belong to Temporal; timeout 40 s) and validates every reply with
+:mod:`activities.model_validation`. The rehearsal model is reached the same way, through an in-process
+``httpx`` transport, so there is no second code path.
+
+Provider failures become the service's error classes (SPEC §8):
+
+==========================================  ============================================  ==========
+what happened                               error                                         retried
+==========================================  ============================================  ==========
+timeout, connection failure                 TransientError provider_timeout/_unreachable  yes
+HTTP 408, 409, 5xx                          TransientError provider_unavailable           yes
+HTTP 429                                    TransientError provider_rate_limited,         yes, after
+                                            ``retry_after_seconds`` from Retry-After      that delay
+HTTP 401, 403                               ConfigurationError provider_auth_failed       no
+HTTP 402 (e.g. DeepSeek balance)            ConfigurationError provider_billing           no
+HTTP 404                                    ConfigurationError model_not_found            no
+other 4xx (400, 413, 422, ...)              ContractError provider_rejected_request       no
+unreadable body, no choices, truncated      ContractError truncated_or_malformed          no
+==========================================  ============================================  ==========
+
+A 4xx other than the above means the provider refused this request as built (an unsupported
+parameter, an oversized context): repeating it cannot help, and the workflow decides what follows.
+No error message ever contains the API key.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import json
+import time
+from collections.abc import Callable
+from typing import Any
+
+import httpx
+import openai
+from openai.types.chat import ChatCompletion, ChatCompletionMessageParam
+from openai.types.chat.chat_completion import Choice
+
+from activities import model_validation, prompts
+from activities.model_settings import ModelSettings, load_model_settings
+from activities.rehearsal_model import REHEARSAL_BASE_URL, RehearsalTransport
+from contracts.case import (
+    ComposeRequest,
+    ComposeResult,
+    InvestigateRequest,
+    InvestigateResult,
+    ModelCallMeta,
+    ModelUsage,
+    PlanRequest,
+    PlanResult,
+    ReviewRequest,
+    ReviewResult,
+    TranscriptEntry,
+)
+from contracts.errors import ConfigurationError, ContractError, SupportError, TransientError
+from contracts.knowledge import Passage
+from contracts.tools import INVESTIGATION_TOOLS
+
+MAX_CONTEXT_CHARS = 36_000
+"""Budget for the serialized messages of one request; older tool exchanges are dropped first."""
+MAX_TOOL_RESULT_CHARS = 8_000
+MAX_RETRY_AFTER_SECONDS = 600.0
+_NOT_EXECUTED = json.dumps(
+    {"ok": False, "error_code": "not_executed", "error_message": "No result was recorded for this call."}
+)
+
+
+class ModelGateway:
+    def __init__(self, settings: ModelSettings, http_client: httpx.AsyncClient | None = None) -> None:
+        self.settings = settings
+        if settings.is_rehearsal:
+            base_url, api_key = REHEARSAL_BASE_URL, "rehearsal"
+            http_client = http_client or httpx.AsyncClient(transport=RehearsalTransport())
+        else:
+            base_url = settings.base_url
+            api_key = settings.api_key.get_secret_value() if settings.api_key else ""
+        self._secret = settings.api_key.get_secret_value() if settings.api_key else None
+        self._client = openai.AsyncOpenAI(
+            base_url=base_url,
+            api_key=api_key,
+            timeout=settings.timeout_seconds,
+            max_retries=0,
+            http_client=http_client,  # the SDK accepts an httpx client as well as its httpx2 default
+        )
+
+    @classmethod
+    def from_environment(cls) -> ModelGateway:
+        return cls(load_model_settings())
+
+    async def aclose(self) -> None:
+        await self._client.close()
+
+    async def plan(self, request: PlanRequest, *, attempt: int = 1) -> PlanResult:
+        messages = _opening("plan", prompts.plan_payload(request))
+        completion = await self._complete(messages, json_mode=True)
+        data = self._json(completion, "plan")
+        return PlanResult(
+            plan=model_validation.validate_plan(data, request.question), meta=self._meta(completion, attempt)
+        )
+
+    async def investigate(self, request: InvestigateRequest, *, attempt: int = 1) -> InvestigateResult:
+        unknown = [name for name in request.tool_names if name not in INVESTIGATION_TOOLS]
+        if unknown:
+            raise ContractError("unknown_tool_offered", f"Not investigation tools: {', '.join(unknown)}.")
+        opening = _opening("investigate", prompts.investigate_payload(request))
+        messages = opening + fit_transcript(request.transcript, MAX_CONTEXT_CHARS - _size(opening))
+        tools = [INVESTIGATION_TOOLS[name].openai_schema() for name in request.tool_names]
+        completion = await self._complete(messages, tools=tools)
+        choice = _first_choice(completion, "investigate")
+        if choice.finish_reason == "length":
+            raise ContractError(
+                "truncated_or_malformed", "The investigate reply was cut off (finish_reason=length)."
+            )
+        return InvestigateResult(
+            calls=model_validation.parse_tool_calls(choice.message.tool_calls),
+            content=choice.message.content,
+            finish_reason=choice.finish_reason,
+            meta=self._meta(completion, attempt),
+        )
+
+    async def compose(self, request: ComposeRequest, *, attempt: int = 1) -> ComposeResult:
+        evidence = _fit_evidence(lambda ev: prompts.compose_payload(request, ev), request.evidence)
+        messages = _opening("compose", prompts.compose_payload(request, evidence))
+        completion = await self._complete(messages, json_mode=True)
+        data = self._json(completion, "compose")
+        shown = {passage.passage_id for passage in evidence}
+        return ComposeResult(
+            answer=model_validation.validate_composed(data, shown), meta=self._meta(completion, attempt)
+        )
+
+    async def review(self, request: ReviewRequest, *, attempt: int = 1) -> ReviewResult:
+        evidence = _fit_evidence(lambda ev: prompts.review_payload(request, ev), request.evidence)
+        messages = _opening("review", prompts.review_payload(request, evidence))
+        completion = await self._complete(messages, json_mode=True)
+        data = self._json(completion, "review")
+        return ReviewResult(
+            verdict=model_validation.validate_review(data), meta=self._meta(completion, attempt)
+        )
+
+    async def _complete(
+        self,
+        messages: list[ChatCompletionMessageParam],
+        *,
+        json_mode: bool = False,
+        tools: list[dict[str, Any]] | None = None,
+    ) -> ChatCompletion:
+        options: dict[str, Any] = {}
+        if json_mode:
+            options["response_format"] = {"type": "json_object"}
+        if tools:
+            options["tools"] = tools
+        try:
+            completion = await self._client.chat.completions.create(
+                model=self.settings.model, messages=messages, **options
+            )
+        except openai.OpenAIError as exc:
+            raise self._map_error(exc) from None
+        if not isinstance(completion, ChatCompletion):
+            raise ContractError("truncated_or_malformed", "The provider's reply is not a chat completion.")
+        return completion
+
+    def _json(self, completion: ChatCompletion, kind: str) -> dict[str, Any]:
+        choice = _first_choice(completion, kind)
+        return model_validation.parse_json_object(choice.message.content, choice.finish_reason, kind=kind)
+
+    def _meta(self, completion: ChatCompletion, attempt: int) -> ModelCallMeta:
+        return ModelCallMeta(
+            provider=self.settings.provider,
+            model=completion.model or self.settings.model,
+            attempt=attempt,
+            usage=_usage(completion),
+        )
+
+    def _map_error(self, exc: openai.OpenAIError) -> SupportError:
+        provider, model = self.settings.provider, self.settings.model
+        if isinstance(exc, openai.APITimeoutError):
+            return TransientError("provider_timeout", f"The {provider} request timed out.")
+        if isinstance(exc, openai.APIConnectionError):
+            return TransientError("provider_unreachable", f"The {provider} endpoint could not be reached.")
+        if not isinstance(exc, openai.APIStatusError):
+            return ContractError("truncated_or_malformed", f"The {provider} reply could not be read.")
+        status = exc.status_code
+        if status == 429:
+            return TransientError(
+                "provider_rate_limited",
+                f"The {provider} endpoint is rate limiting requests (HTTP 429).",
+                retry_after_seconds=retry_after_seconds(exc.response.headers),
+            )
+        if status in (408, 409) or status >= 500:
+            return TransientError(
+                "provider_unavailable",
+                f"The {provider} endpoint is temporarily unavailable (HTTP {status}).",
+                retry_after_seconds=retry_after_seconds(exc.response.headers),
+            )
+        if status in (401, 403):
+            return ConfigurationError(
+                "provider_auth_failed",
+                f"The {provider} endpoint rejected the API key (HTTP {status}); check "
+                f"{'DEEPSEEK_API_KEY' if provider == 'deepseek' else 'OPENAI_API_KEY'}.",
+            )
+        if status == 402:
+            return ConfigurationError(
+                "provider_billing", f"The {provider} account cannot pay for requests (HTTP 402)."
+            )
+        if status == 404:
+            variable = "DEEPSEEK_MODEL" if provider == "deepseek" else "SUPPORT_MODEL or OPENAI_BASE_URL"
+            return ConfigurationError(
+                "model_not_found",
+                f"The {provider} endpoint has no model {model!r} (HTTP 404); check {variable}.",
+            )
+        return ContractError(
+            "provider_rejected_request",
+            f"The {provider} endpoint rejected the request (HTTP {status}): {self._redact(exc.message)}",
+        )
+
+    def _redact(self, text: str) -> str:
+        if self._secret:
+            text = text.replace(self._secret, "[redacted]")
+        return " ".join(text.split())[:300]
+
+
+def retry_after_seconds(headers: httpx.Headers) -> float | None:
+    """Seconds to wait from ``retry-after-ms`` or ``retry-after`` (seconds or HTTP date), capped."""
+    seconds: float | None = None
+    try:
+        if "retry-after-ms" in headers:
+            seconds = float(headers["retry-after-ms"]) / 1000
+        elif "retry-after" in headers:
+            value = headers["retry-after"]
+            try:
+                seconds = float(value)
+            except ValueError:
+                parsed = email.utils.parsedate_to_datetime(value)
+                seconds = parsed.timestamp() - time.time()
+    except (ValueError, TypeError):
+        return None
+    if seconds is None or seconds <= 0:
+        return None
+    return min(seconds, MAX_RETRY_AFTER_SECONDS)
+
+
+def fit_transcript(transcript: list[TranscriptEntry], budget: int) -> list[ChatCompletionMessageParam]:
+    """Transcript entries as messages; the oldest complete assistant/tool groups go first when over budget.
+
+    Every assistant tool call is answered by exactly one tool message (a missing result is reported as
+    ``not_executed``); a tool entry that answers no call of its assistant message is dropped, because
+    the API refuses orphan tool messages.
+    """
+    groups = [_group_messages(group) for group in _groups(transcript)]
+    while len(groups) > 1 and sum(_size(g) for g in groups) > budget:
+        groups.pop(0)
+    return [message for group in groups for message in group]
+
+
+def _groups(transcript: list[TranscriptEntry]) -> list[tuple[TranscriptEntry, list[TranscriptEntry]]]:
+    groups: list[tuple[TranscriptEntry, list[TranscriptEntry]]] = []
+    for entry in transcript:
+        if entry.role == "assistant":
+            groups.append((entry, []))
+        elif groups:
+            groups[-1][1].append(entry)
+    return groups
+
+
+def _group_messages(group: tuple[TranscriptEntry, list[TranscriptEntry]]) -> list[ChatCompletionMessageParam]:
+    assistant, results = group
+    if not assistant.calls:
+        return [{"role": "assistant", "content": assistant.content or ""}]
+    by_id = {entry.call_id: entry.content for entry in results}
+    messages: list[ChatCompletionMessageParam] = [
+        {
+            "role": "assistant",
+            "content": assistant.content or None,
+            "tool_calls": [
+                {
+                    "id": call.call_id,
+                    "type": "function",
+                    "function": {"name": call.name, "arguments": call.raw_arguments},
+                }
+                for call in assistant.calls
+            ],
+        }
+    ]
+    for call in assistant.calls:
+        content = by_id.get(call.call_id, _NOT_EXECUTED)
+        if len(content) > MAX_TOOL_RESULT_CHARS:
+            content = content[:MAX_TOOL_RESULT_CHARS] + " …[truncated]"
+        messages.append({"role": "tool", "tool_call_id": call.call_id, "content": content})
+    return messages
+
+
+def _opening(kind: prompts.RequestKind, payload: dict[str, Any]) -> list[ChatCompletionMessageParam]:
+    return [
+        {"role": "system", "content": prompts.system_prompt(kind)},
+        {"role": "user", "content": prompts.render(payload)},
+    ]
+
+
+def _fit_evidence(build: Callable[[list[Passage]], dict[str, Any]], evidence: list[Passage]) -> list[Passage]:
+    """The longest prefix of ``evidence`` (it is ranked) whose context fits the budget."""
+    budget = MAX_CONTEXT_CHARS - 4_000  # room for the system prompt
+    kept: list[Passage] = []
+    for passage in evidence:
+        if len(prompts.render(build([*kept, passage]))) > budget:
+            break
+        kept.append(passage)
+    return kept
+
+
+def _first_choice(completion: ChatCompletion, kind: str) -> Choice:
+    if not completion.choices:
+        raise ContractError("truncated_or_malformed", f"The {kind} reply has no choices.")
+    return completion.choices[0]
+
+
+def _usage(completion: ChatCompletion) -> ModelUsage | None:
+    """Token counts when the provider reported all three; None (recorded as "unknown") otherwise."""
+    usage = completion.usage
+    if usage is None:
+        return None
+    counts = (usage.prompt_tokens, usage.completion_tokens, usage.total_tokens)
+    if not all(isinstance(count, int) for count in counts):
+        return None
+    return ModelUsage(
+        prompt_tokens=usage.prompt_tokens,
+        completion_tokens=usage.completion_tokens,
+        total_tokens=usage.total_tokens,
+    )
+
+
+def _size(messages: list[ChatCompletionMessageParam]) -> int:
+    return len(json.dumps(messages, ensure_ascii=False, default=str))

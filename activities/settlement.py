@@ -1,0 +1,80 @@
+"""Settlement: execute an approved refund on the commerce server, as the applicant.
+
+The approval id is the idempotency key: the commerce server stores one receipt per approval id, so
+a retried activity (a lost reply, a crashed worker) returns the original receipt and never pays
+twice. The server re-checks the approval and the quote itself; this activity only refuses what it
+can see is inconsistent before sending it.
+"""
+
+from __future__ import annotations
+
+from pydantic import ValidationError
+from temporalio import activity
+
+from activities.commerce_sessions import CommerceSessionPool
+from contracts.case import SettleRequest
+from contracts.commerce import RefundApproval, RefundReceipt
+from contracts.errors import ContractError, SupportError, TransientError, to_application_error
+
+
+class SettlementActivities:
+    def __init__(self, pool: CommerceSessionPool) -> None:
+        self.pool = pool
+
+    @activity.defn(name="execute_refund")
+    async def execute_refund(self, request: SettleRequest) -> RefundReceipt:
+        info = activity.info()
+        activity.logger.info(
+            "execute_refund case=%s approval=%s order=%s attempt=%d",
+            request.case_id,
+            request.approval_id,
+            request.proposal.order_id,
+            info.attempt,
+        )
+        try:
+            receipt = await self.settle(request)
+        except SupportError as error:
+            activity.logger.info(
+                "execute_refund case=%s approval=%s failed: %s (%s)",
+                request.case_id,
+                request.approval_id,
+                error.code,
+                error.error_class.value,
+            )
+            raise to_application_error(error, attempt=activity.info().attempt) from error
+        activity.logger.info(
+            "execute_refund case=%s approval=%s receipt=%s",
+            request.case_id,
+            request.approval_id,
+            receipt.receipt_id,
+        )
+        return receipt
+
+    async def settle(self, request: SettleRequest) -> RefundReceipt:
+        """Send the approval and return the commerce server's receipt (typed errors propagate)."""
+        proposal = request.proposal
+        if (proposal.applicant, proposal.tenant) != (request.applicant.subject, request.applicant.tenant):
+            raise ContractError("settle_request_invalid", "The proposal does not belong to the applicant.")
+        if proposal.digest() != request.digest:
+            raise ContractError("settle_request_invalid", "The digest does not match the proposal.")
+        try:
+            approval = RefundApproval(
+                approval_id=request.approval_id,
+                proposal=proposal,
+                digest=request.digest,
+                reviewer=request.reviewer,
+                approved_at=request.approved_at,
+            )
+        except ValidationError as exc:
+            raise ContractError("settle_request_invalid", "The approval is malformed.") from exc
+        result = await self.pool.call(
+            request.applicant, "execute_refund", {"approval": approval.model_dump(mode="json")}
+        )
+        try:
+            receipt = RefundReceipt.model_validate(result)
+        except ValidationError as exc:
+            # The refund may have been recorded; a retry replays the stored receipt by approval id.
+            raise TransientError("invalid_commerce_response", "The receipt was malformed; retrying.") from exc
+        if receipt.approval_id != request.approval_id or receipt.digest != request.digest:
+            raise ContractError("receipt_mismatch", "The receipt does not belong to this approval.")
+        return receipt

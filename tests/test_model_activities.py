@@ -1,0 +1,58 @@
+"""The model activities in Temporal's activity test environment (no server needed)."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import httpx
+import pytest
+from temporalio.exceptions import ApplicationError
+from temporalio.testing import ActivityEnvironment
+
+from activities.model_activities import ModelActivities
+from activities.model_gateway import ModelGateway
+from activities.model_settings import load_model_settings
+from contracts.case import PlanRequest
+
+
+def environment(attempt: int) -> ActivityEnvironment:
+    env = ActivityEnvironment()
+    env.info = dataclasses.replace(ActivityEnvironment.default_info(), attempt=attempt)
+    return env
+
+
+async def test_plan_case_records_the_attempt() -> None:
+    activities = ModelActivities(ModelGateway(load_model_settings({})))
+    request = PlanRequest(case_id="c-1", question="Please refund QH-1001", language="en")
+    result = await environment(2).run(activities.plan_case, request)
+    assert result.plan.order_id == "QH-1001"
+    assert (result.meta.provider, result.meta.attempt, result.meta.usage) == ("rehearsal", 2, None)
+
+
+@pytest.mark.parametrize(
+    ("status", "error_type", "non_retryable", "delay"),
+    [(429, "transient", False, 3.0), (401, "configuration", True, None), (400, "contract", True, None)],
+)
+async def test_failures_become_application_errors_with_class_and_attempt(
+    status: int, error_type: str, non_retryable: bool, delay: float | None
+) -> None:
+    reply = httpx.Response(status, headers={"retry-after": "3"}, json={})
+    transport = httpx.MockTransport(lambda request: reply)
+    settings = load_model_settings({"OPENAI_API_KEY": "k", "SUPPORT_MODEL": "m"})
+    activities = ModelActivities(ModelGateway(settings, http_client=httpx.AsyncClient(transport=transport)))
+    request = PlanRequest(case_id="c-1", question="Please refund QH-1001", language="en")
+
+    with pytest.raises(ApplicationError) as raised:
+        await environment(4).run(activities.plan_case, request)
+    error = raised.value
+    assert error.type == error_type
+    assert error.non_retryable is non_retryable
+    assert error.details[0]["attempt"] == 4
+    assert error.details[0]["error_class"] == error_type
+    assert (error.next_retry_delay.total_seconds() if error.next_retry_delay else None) == delay
+
+
+def test_activity_names() -> None:
+    activities = ModelActivities(ModelGateway(load_model_settings({})))
+    names = [getattr(method, "__temporal_activity_definition").name for method in activities.all()]
+    assert names == ["plan_case", "investigate_turn", "compose_answer", "review_answer"]

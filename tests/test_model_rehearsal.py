@@ -1,0 +1,335 @@
+"""The rehearsal model through the real gateway and SDK, fed observations constructed here."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import httpx
+import pytest
+
+from activities.model_gateway import ModelGateway
+from activities.model_settings import load_model_settings
+from activities.rehearsal_model import RehearsalTransport
+from contracts.case import (
+    ComposedAnswer,
+    ComposeRequest,
+    InvestigateRequest,
+    InvestigateResult,
+    NextAction,
+    Plan,
+    PlanRequest,
+    ReviewRequest,
+    ToolObservation,
+    TranscriptEntry,
+    Verdict,
+)
+from contracts.commerce import RefundQuote
+from contracts.knowledge import Language, Passage
+from contracts.tools import INVESTIGATION_TOOLS
+
+REFUND_QUESTION = "Please refund QH-1001 and explain the amount and the policy"
+ORDER_1001 = {
+    "order_id": "QH-1001",
+    "sku": "DESK-01",
+    "status": "delivered",
+    "paid_items_cents": 12900,
+    "freight_cents": 1200,
+    "refunded_cents": 0,
+    "delivered_on": "2026-09-05",
+    "version": 1,
+}
+QUOTE_1001 = RefundQuote(
+    quote_id="Q-1",
+    order_id="QH-1001",
+    order_version=1,
+    tenant="qinghe",
+    rule_version="returns-2026-09",
+    as_of="2026-09-12",
+    eligible=True,
+    reason="eligible",
+    amount_cents=12900,
+    currency="CNY",
+    paid_items_cents=12900,
+    freight_cents=1200,
+    refunded_cents=0,
+    delivered_on="2026-09-05",
+    days_since_delivery=7,
+    window_days=30,
+    citations=["RETURNS:p02", "RETURNS:p03"],
+    explanation_en="Eligible.",
+    explanation_zh="符合条件。",
+)
+
+
+def passage(passage_id: str, text: str = "Policy text.") -> Passage:
+    doc, page, language, _ = passage_id.split(":")
+    return Passage(
+        passage_id=passage_id,
+        page_id=f"{doc}:{page}",
+        doc_id=doc,
+        doc_version="2026-09",
+        tenant="qinghe",
+        language=Language(language),
+        page_title="Title",
+        text=text,
+    )
+
+
+@pytest.fixture
+def gateway() -> ModelGateway:
+    return ModelGateway(load_model_settings({}))
+
+
+async def plan_of(gateway: ModelGateway, question: str, language: str = "en") -> Plan:
+    result = await gateway.plan(PlanRequest(case_id="c-1", question=question, language=language))
+    assert (result.meta.provider, result.meta.model, result.meta.usage) == ("rehearsal", "rehearsal", None)
+    return result.plan
+
+
+async def turn(
+    gateway: ModelGateway, question: str, plan: Plan, transcript: list[TranscriptEntry], number: int
+) -> InvestigateResult:
+    return await gateway.investigate(
+        InvestigateRequest(
+            case_id="c-1",
+            question=question,
+            language="en",
+            plan=plan,
+            transcript=transcript,
+            tool_names=list(INVESTIGATION_TOOLS),
+            turn=number,
+        )
+    )
+
+
+def observe(transcript: list[TranscriptEntry], result: InvestigateResult, results: dict[str, Any]) -> None:
+    """Append the assistant turn and one observation per call (``results`` by tool name; str = error)."""
+    transcript.append(TranscriptEntry(role="assistant", calls=result.calls, content=result.content or ""))
+    for call in result.calls:
+        value = results.get(call.name, {})
+        observation = (
+            ToolObservation(
+                call_id=call.call_id, name=call.name, ok=False, error_code=value, error_message="No."
+            )
+            if isinstance(value, str)
+            else ToolObservation(call_id=call.call_id, name=call.name, ok=True, result=value)
+        )
+        transcript.append(
+            TranscriptEntry(role="tool", call_id=call.call_id, content=observation.model_dump_json())
+        )
+
+
+def calls_of(result: InvestigateResult) -> list[tuple[str, dict[str, Any] | None]]:
+    return [(call.name, call.arguments) for call in result.calls]
+
+
+async def test_refund_plan_investigation_and_proposal(gateway: ModelGateway) -> None:
+    plan = await plan_of(gateway, REFUND_QUESTION)
+    assert (plan.intent.value, plan.order_id, plan.action_requested) == ("refund", "QH-1001", True)
+    assert 1 <= len(plan.queries) <= 3 and len(plan.milestones) <= 4
+
+    transcript: list[TranscriptEntry] = []
+    first = await turn(gateway, REFUND_QUESTION, plan, transcript, 1)
+    assert calls_of(first) == [
+        ("get_order", {"order_id": "QH-1001"}),
+        ("search_knowledge", {"query": plan.queries[0]}),
+    ]
+    observe(transcript, first, {"get_order": ORDER_1001, "search_knowledge": {"passages": []}})
+
+    second = await turn(gateway, REFUND_QUESTION, plan, transcript, 2)
+    assert calls_of(second) == [
+        ("calculate_refund", {"order_id": "QH-1001"}),
+        ("load_skill", {"name": "refund"}),
+    ]
+    observe(transcript, second, {"calculate_refund": {"quote": QUOTE_1001.model_dump(mode="json")}})
+
+    third = await turn(gateway, REFUND_QUESTION, plan, transcript, 3)
+    assert third.calls == [] and third.content
+
+    ids = [call.call_id for result in (first, second) for call in result.calls]
+    assert len(ids) == len(set(ids))
+
+    evidence = [passage("RETURNS:p02:en:0"), passage("RETURNS:p03:en:0"), passage("RETURNS:p04:en:0")]
+    facts = {"order": ORDER_1001, "quote": QUOTE_1001.model_dump(mode="json")}
+    composed = await gateway.compose(
+        ComposeRequest(
+            case_id="c-1",
+            question=REFUND_QUESTION,
+            language="en",
+            plan=plan,
+            facts=facts,
+            evidence=evidence,
+            quote=QUOTE_1001,
+        )
+    )
+    answer = composed.answer
+    assert answer.next_action is NextAction.PROPOSE_REFUND
+    assert answer.citations == ["RETURNS:p02:en:0", "RETURNS:p03:en:0"]
+    assert "CNY 129.00" in answer.answer and "12900 cents" in answer.answer
+    assert "delivery charge" in answer.answer and "reviewer must approve" in answer.answer
+
+    review = await gateway.review(
+        ReviewRequest(
+            case_id="c-1",
+            question=REFUND_QUESTION,
+            language="en",
+            facts=facts,
+            evidence=evidence,
+            quote=QUOTE_1001,
+            candidate=answer,
+        )
+    )
+    assert review.verdict.verdict is Verdict.PASS
+
+
+async def test_chinese_question_gets_chinese_plan_and_answer(gateway: ModelGateway) -> None:
+    question = "请帮我申请退款 QH-1001，金额是多少？"
+    plan = await plan_of(gateway, question, "zh")
+    assert (plan.intent.value, plan.order_id, plan.action_requested) == ("refund", "QH-1001", True)
+    assert all(any("\u4e00" <= ch <= "\u9fff" for ch in query) for query in plan.queries)
+
+    composed = await gateway.compose(
+        ComposeRequest(
+            case_id="c-1",
+            question=question,
+            language="zh",
+            plan=plan,
+            facts={"order": ORDER_1001},
+            evidence=[passage("RETURNS:p02:zh:0"), passage("RETURNS:p03:zh:0")],
+            quote=QUOTE_1001,
+        )
+    )
+    assert composed.answer.next_action is NextAction.PROPOSE_REFUND
+    assert "129.00 元" in composed.answer.answer and "尚未付款" in composed.answer.answer
+    assert composed.answer.citations == ["RETURNS:p02:zh:0", "RETURNS:p03:zh:0"]
+
+
+@pytest.mark.parametrize(
+    ("question", "intent", "order_id", "action"),
+    [
+        ("Why does the invoice for QH-1009 differ from its refundable balance?", "invoice", "QH-1009", False),
+        ("Where is QH-1005, and can its address still be changed?", "delivery", "QH-1005", False),
+        (
+            "The QH-1012 lamp does not turn on. What safe checks and warranty steps apply?",
+            "warranty",
+            "QH-1012",
+            False,
+        ),
+        ("QH-1012 的台灯坏了，能保修吗？", "warranty", "QH-1012", False),
+        ("hello!", "greeting", None, False),
+        ("你好", "greeting", None, False),
+        ("Is lunar teleportation available?", "policy", None, False),
+        ("refund QH-10011", "refund", None, True),
+    ],
+)
+async def test_plan_routes(
+    gateway: ModelGateway, question: str, intent: str, order_id: str | None, action: bool
+) -> None:
+    plan = await plan_of(gateway, question)
+    assert (plan.intent.value, plan.order_id, plan.action_requested) == (intent, order_id, action)
+
+
+async def test_lunar_teleportation_with_no_evidence_is_handed_off(gateway: ModelGateway) -> None:
+    question = "What warranty covers lunar teleportation?"
+    plan = await plan_of(gateway, question)
+    assert plan.order_id is None and plan.queries[0] == question
+
+    first = await turn(gateway, question, plan, [], 1)
+    assert {name for name, _ in calls_of(first)} == {"search_knowledge"}
+
+    composed = await gateway.compose(
+        ComposeRequest(
+            case_id="c-1",
+            question=question,
+            language="en",
+            plan=plan,
+            facts={},
+            evidence=[],
+            quote=None,
+        )
+    )
+    assert composed.answer.next_action is NextAction.HANDOFF
+    assert composed.answer.citations == []
+    assert "human colleague" in composed.answer.answer
+
+
+async def test_foreign_order_stops_investigation_and_needs_input(gateway: ModelGateway) -> None:
+    question = "Please refund QH-2001"
+    plan = await plan_of(gateway, question)
+    transcript: list[TranscriptEntry] = []
+    first = await turn(gateway, question, plan, transcript, 1)
+    observe(transcript, first, {"get_order": "order_not_accessible", "search_knowledge": {"passages": []}})
+    second = await turn(gateway, question, plan, transcript, 2)
+    assert second.calls == []
+
+    composed = await gateway.compose(
+        ComposeRequest(
+            case_id="c-1",
+            question=question,
+            language="en",
+            plan=plan,
+            facts={},
+            evidence=[passage("RETURNS:p02:en:0")],
+            quote=None,
+        )
+    )
+    assert composed.answer.next_action is NextAction.NEEDS_INPUT
+    assert composed.answer.citations == []
+    assert composed.answer.answer == (
+        "I could not find order QH-2001 among your orders. Please check the order number."
+    )
+
+
+async def review_of(gateway: ModelGateway, candidate: ComposedAnswer, *, receipt: bool = False) -> Verdict:
+    result = await gateway.review(
+        ReviewRequest(
+            case_id="c-1",
+            question=REFUND_QUESTION,
+            language="en",
+            facts={},
+            evidence=[passage("RETURNS:p02:en:0"), passage("RETURNS:p03:en:0")],
+            quote=QUOTE_1001,
+            candidate=candidate,
+            receipt_exists=receipt,
+        )
+    )
+    return result.verdict.verdict
+
+
+async def test_review_rules(gateway: ModelGateway) -> None:
+    both = ["RETURNS:p02:en:0", "RETURNS:p03:en:0"]
+    paid = ComposedAnswer(answer="Your refund has been paid.", citations=both, next_action="answer")
+    assert await review_of(gateway, paid) is Verdict.INSUFFICIENT
+    assert await review_of(gateway, paid, receipt=True) is Verdict.PASS
+    paid_zh = ComposedAnswer(answer="已退款 129.00 元。", citations=both, next_action="answer")
+    assert await review_of(gateway, paid_zh) is Verdict.INSUFFICIENT
+    one_page = ComposedAnswer(answer="CNY 129.00", citations=both[:1], next_action="propose_refund")
+    assert await review_of(gateway, one_page) is Verdict.REVISE
+    stranger = ComposedAnswer(answer="CNY 129.00", citations=["RETURNS:p04:en:0"], next_action="answer")
+    assert await review_of(gateway, stranger) is Verdict.REVISE
+    handoff = ComposedAnswer(answer="A colleague can help.", citations=[], next_action="handoff")
+    assert await review_of(gateway, handoff) is Verdict.PASS
+
+
+async def test_transport_is_a_deterministic_chat_completions_endpoint() -> None:
+    async with httpx.AsyncClient(
+        transport=RehearsalTransport(), base_url="http://rehearsal.invalid/v1"
+    ) as client:
+        body = {
+            "model": "rehearsal",
+            "messages": [
+                {"role": "system", "content": "[kind: plan]\nPlan."},
+                {"role": "user", "content": json.dumps({"question": "Where is QH-1005?", "language": "en"})},
+            ],
+        }
+        first = (await client.post("/chat/completions", json=body)).json()
+        second = (await client.post("/chat/completions", json=body)).json()
+        assert first == second
+        assert first["object"] == "chat.completion" and first["model"] == "rehearsal"
+        assert "usage" not in first
+        assert json.loads(first["choices"][0]["message"]["content"])["intent"] == "delivery"
+
+        assert (await client.get("/models")).status_code == 404
+        unmarked = {"model": "rehearsal", "messages": [{"role": "user", "content": "{}"}]}
+        assert (await client.post("/chat/completions", json=unmarked)).status_code == 400

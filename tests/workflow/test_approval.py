@@ -1,0 +1,117 @@
+"""Human approval: who may approve, duplicates, rejection and expiry, against a real server."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+
+import pytest
+from temporalio.client import WorkflowUpdateFailedError
+from temporalio.service import RPCError
+
+from contracts.case import CaseStatus, CaseView, Decision, ReviewDecision, ReviewOutcome
+from temporal_dev import temporal_cli
+
+REFUND_QUESTION = "Please refund QH-1001 and explain the amount and the policy"
+
+
+def _decision(reviewer: str, digest: str, decision: Decision = Decision.APPROVE) -> ReviewDecision:
+    return ReviewDecision(reviewer=reviewer, digest=digest, decision=decision, note="test")
+
+
+async def _events(handle, kind: str) -> list[str]:
+    return [e["detail"] for e in await handle.query("events") if e["kind"] == kind]
+
+
+async def test_only_a_same_tenant_reviewer_with_the_digest_can_approve_and_it_pays_once(
+    world, temporal_server
+) -> None:
+    handle = await world.start(REFUND_QUESTION)
+    view = await world.settled(handle)
+    assert view.status is CaseStatus.WAITING_APPROVAL
+    digest = view.digest
+
+    listed = subprocess.run(
+        [
+            temporal_cli(),
+            "workflow",
+            "list",
+            "--address",
+            temporal_server.address,
+            "--query",
+            'CaseStatus="waiting_approval"',
+            "--output",
+            "json",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=True,
+    )
+    assert handle.id in {row["execution"]["workflowId"] for row in json.loads(listed.stdout)}
+
+    refusals = {
+        "digest_mismatch": _decision("chen", "0" * 64),
+        "applicant_cannot_review": _decision("alice", digest),
+        "reviewer_of_another_tenant": _decision("mei", digest),
+        "not_a_reviewer": _decision("bob", digest),
+    }
+    for reason, decision in refusals.items():
+        outcome = await handle.execute_update("review", decision, result_type=ReviewOutcome)
+        assert (outcome.accepted, outcome.reason) == (False, reason)
+    await handle.signal("review", _decision("mei", digest))
+    with pytest.raises(WorkflowUpdateFailedError):
+        await handle.execute_update("review", _decision("chen", "not-a-digest"), result_type=ReviewOutcome)
+
+    view = await world.wait_for(handle, lambda v: True)
+    refused = await _events(handle, "review_refused")
+    assert len(refused) == 5 and sum("via signal" in r for r in refused) == 1
+    assert view.status is CaseStatus.WAITING_APPROVAL and view.receipt is None
+    assert world.refund_records() == []
+
+    approve = _decision("chen", digest)
+    results = await asyncio.gather(
+        handle.signal("review", approve),
+        handle.signal("review", approve),
+        handle.execute_update("review", approve, result_type=ReviewOutcome),
+        handle.execute_update("review", approve, result_type=ReviewOutcome),
+        return_exceptions=True,
+    )
+    accepted = [r for r in results if isinstance(r, ReviewOutcome) and r.accepted]
+    assert len(accepted) <= 1
+    final: CaseView = await handle.result()
+    assert final.status is CaseStatus.COMPLETED
+    assert final.receipt is not None and final.receipt.receipt_id.startswith("SIM-")
+    assert final.receipt.amount_cents == 12900
+    assert len(await _events(handle, "review_accepted")) == 1
+
+    with pytest.raises(RPCError):
+        await handle.signal("review", approve)
+    records = world.refund_records()
+    assert [(r.order_id, r.amount_cents) for r in records] == [("QH-1001", 12900)]
+    order = world.order("QH-1001")
+    assert (order.refunded_cents, order.version) == (12900, 2)
+
+
+async def test_a_rejected_proposal_pays_nothing(world) -> None:
+    handle = await world.start("Please refund QH-1002")
+    view = await world.settled(handle)
+    assert view.status is CaseStatus.WAITING_APPROVAL and view.proposal.amount_cents == 17900
+    await handle.signal("review", _decision("chen", view.digest, Decision.REJECT))
+    final: CaseView = await handle.result()
+    assert final.status is CaseStatus.REJECTED and final.receipt is None
+    assert world.refund_records() == []
+    assert world.order("QH-1002").refunded_cents == 0
+
+
+async def test_an_unanswered_proposal_expires_and_a_late_approval_is_refused(world) -> None:
+    handle = await world.start(REFUND_QUESTION, ttl=3)
+    view = await world.settled(handle)
+    assert view.status is CaseStatus.WAITING_APPROVAL
+    final: CaseView = await asyncio.wait_for(handle.result(), timeout=60)
+    assert final.status is CaseStatus.EXPIRED and final.receipt is None
+    with pytest.raises(RPCError):
+        await handle.execute_update("review", _decision("chen", view.digest), result_type=ReviewOutcome)
+    assert world.refund_records() == []
+    assert world.order("QH-1001").refunded_cents == 0
