@@ -350,7 +350,7 @@ def ask(
                 WORKFLOW_NAME,
                 case,
                 id=workflow_id,
-                task_queue=TASK_QUEUE,
+                task_queue=os.environ.get("SUPPORT_TASK_QUEUE") or TASK_QUEUE,
                 id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE,
                 id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
                 memo={"applicant": case.applicant.subject, "fictional": True},

@@ -39,6 +39,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         default=Path(os.environ.get("SUPPORT_STATE_DIR") or ".state"),
         help="where the commerce database, preferences and case records live (env SUPPORT_STATE_DIR)",
     )
+    parser.add_argument(
+        "--task-queue",
+        default=os.environ.get("SUPPORT_TASK_QUEUE") or TASK_QUEUE,
+        help=f"task queue to poll (env SUPPORT_TASK_QUEUE; default {TASK_QUEUE})",
+    )
     return parser.parse_args(argv)
 
 
@@ -75,6 +80,7 @@ async def main(argv: list[str] | None = None) -> int:
             args.state_dir,
             database_url=os.environ.get("COMMERCE_DATABASE_URL") or None,
             model_settings=settings,
+            task_queue=args.task_queue,
             graceful_shutdown_timeout=GRACEFUL_SHUTDOWN,
         )
     except SupportError as error:
@@ -86,7 +92,7 @@ async def main(argv: list[str] | None = None) -> int:
     for signum in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(signum, stop.set)
     print(
-        f"worker: polling task queue {TASK_QUEUE!r} on {address} namespace {namespace!r}; "
+        f"worker: polling task queue {args.task_queue!r} on {address} namespace {namespace!r}; "
         f"state dir {args.state_dir}",
         flush=True,
     )
