@@ -24,9 +24,7 @@ test: lint
 	$(BIN)/pytest
 
 demo: install
-	$(BIN)/python starter.py --state-dir $(STATE_DIR) --profile alice init
-	$(BIN)/python starter.py --state-dir $(STATE_DIR) --profile alice mcp-tools
-	$(BIN)/python starter.py --state-dir $(STATE_DIR) --profile alice quote QH-1001
+	STATE_DIR=$(STATE_DIR) bash scripts/demo.sh
 
 clean:
 	rm -rf .state

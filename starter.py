@@ -45,7 +45,14 @@ from contracts.case import (
     ReviewDecision,
     ReviewOutcome,
 )
-from contracts.errors import AuthorizationError, BusinessError, ContractError, SupportError, TransientError
+from contracts.errors import (
+    AuthorizationError,
+    BusinessError,
+    ConfigurationError,
+    ContractError,
+    SupportError,
+    TransientError,
+)
 from contracts.identity import Identity, resolve_profile
 from contracts.knowledge import Language
 from workflows import search_attributes as sa
@@ -53,10 +60,10 @@ from workflows import search_attributes as sa
 DEFAULT_STATE_DIR = Path(os.environ.get("SUPPORT_STATE_DIR", ".state"))
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False)
-eval_app = typer.Typer(no_args_is_help=True, help="Evaluations: retrieval quality.")
+eval_app = typer.Typer(no_args_is_help=True, help="Evaluations: retrieval quality and end-to-end cases.")
 app.add_typer(eval_app, name="eval")
 console = Console()
-errors = Console(stderr=True)
+errors = Console(stderr=True, soft_wrap=True)
 
 
 @dataclass(frozen=True)
@@ -68,12 +75,8 @@ class Settings:
 @app.callback()
 def main(
     ctx: typer.Context,
-    profile: Annotated[
-        str, typer.Option(help="Demonstration profile: alice, bob, chen, lin, mei.")
-    ] = "alice",
-    state_dir: Annotated[
-        Path, typer.Option(help="Where databases and case records live.")
-    ] = DEFAULT_STATE_DIR,
+    profile: Annotated[str, typer.Option(help="Demonstration profile: alice, bob, chen, lin, mei.")] = "alice",
+    state_dir: Annotated[Path, typer.Option(help="Where databases and case records live.")] = DEFAULT_STATE_DIR,
 ) -> None:
     """Qinghe support cases: durable, human-approved, fictional."""
     ctx.obj = Settings(identity=resolve_profile(profile), state_dir=state_dir)
@@ -121,9 +124,7 @@ def mcp_tools(ctx: typer.Context) -> None:
 
 
 @app.command()
-def quote(
-    ctx: typer.Context, order_id: Annotated[str, typer.Argument(help="Order id, e.g. QH-1001.")]
-) -> None:
+def quote(ctx: typer.Context, order_id: Annotated[str, typer.Argument(help="Order id, e.g. QH-1001.")]) -> None:
     """Quote the automatic refund for one of your orders: order read through MCP, rule applied here."""
     from activities.commerce_client import open_stdio_client
     from contracts.commerce import Order
@@ -171,12 +172,8 @@ def create_ticket(
 
     async def run() -> None:
         async with open_stdio_client(settings.identity.subject, settings.state_dir) as client:
-            ticket = await client.call(
-                "create_ticket", {"order_id": order_id, "text": text, "idempotency_key": key}
-            )
-        console.print(
-            f"ticket {ticket['ticket_id']} on {ticket['order_id']} (key {ticket['idempotency_key']})"
-        )
+            ticket = await client.call("create_ticket", {"order_id": order_id, "text": text, "idempotency_key": key})
+        console.print(f"ticket {ticket['ticket_id']} on {ticket['order_id']} (key {ticket['idempotency_key']})")
 
     asyncio.run(run())
 
@@ -261,10 +258,20 @@ async def _wait_until_settled(handle, what: str) -> CaseView:
             if asyncio.get_running_loop().time() > deadline:
                 raise TransientError(
                     "wait_timeout",
-                    f"case {view.case_id} still running after "
-                    f"{WAIT_SECONDS:.0f}s; check that worker.py is running",
+                    f"case {view.case_id} still running after {WAIT_SECONDS:.0f}s; check that worker.py is running",
                 )
             await asyncio.sleep(0.5)
+
+
+async def _wait_until_ended(handle, what: str) -> CaseView:
+    """Wait, with visible progress, for the case workflow to finish."""
+    from rich.status import Status
+
+    with Status(f"{what}: waiting for the case to end…", console=errors):
+        try:
+            return await asyncio.wait_for(handle.result(), timeout=WAIT_SECONDS)
+        except TimeoutError:
+            raise TransientError("wait_timeout", f"{what} has not ended after {WAIT_SECONDS:.0f}s") from None
 
 
 def review_commands(view: CaseView) -> list[str]:
@@ -286,6 +293,8 @@ def review_commands(view: CaseView) -> list[str]:
 
 def _print_view(view: CaseView) -> None:
     table = Table(title=f"case {view.case_id} (fictional data; model: {view.model})", show_header=False)
+    table.add_column("field", no_wrap=True)
+    table.add_column("value", overflow="fold")
     rows = [
         ("status", view.status.value + (f" ({view.reason})" if view.reason else "")),
         ("phase", view.phase.value),
@@ -354,9 +363,10 @@ def ask(
                 id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE,
                 id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
                 memo={"applicant": case.applicant.subject, "fictional": True},
+                result_type=CaseView,
             )
         except WorkflowAlreadyStartedError:
-            handle = client.get_workflow_handle(workflow_id)
+            handle = client.get_workflow_handle(workflow_id, result_type=CaseView)
             errors.print(f"request key already used: showing existing case {case.case_id}")
         description = await handle.describe()
         if description.status not in (
@@ -370,7 +380,7 @@ def ask(
         if view.status is CaseStatus.WAITING_APPROVAL:
             console.print("A reviewer of the same tenant approves or rejects with one of:")
             for command in review_commands(view):
-                console.print(f"  {command}", markup=False, highlight=False)
+                print(f"  {command}")
 
     asyncio.run(run())
 
@@ -382,11 +392,11 @@ def review_info(ctx: typer.Context, case_id: Annotated[str, typer.Argument(help=
 
     async def run() -> None:
         client = await _client()
-        view = await _view(client.get_workflow_handle(_workflow_id(case_id)))
+        view = await _view(client.get_workflow_handle(_workflow_id(case_id), result_type=CaseView))
         _print_view(view)
         if view.status is CaseStatus.WAITING_APPROVAL:
             for command in review_commands(view):
-                console.print(f"  {command}", markup=False, highlight=False)
+                print(f"  {command}")
 
     asyncio.run(run())
 
@@ -416,15 +426,13 @@ def review(
 
     async def run() -> None:
         client = await _client()
-        handle = client.get_workflow_handle(_workflow_id(case_id))
+        handle = client.get_workflow_handle(_workflow_id(case_id), result_type=CaseView)
         try:
             outcome = await handle.execute_update("review", decision, result_type=ReviewOutcome)
         except WorkflowUpdateFailedError as error:
             raise ContractError("review_rejected", str(error.cause or error)) from None
         except RPCError as error:
-            raise BusinessError(
-                "case_not_waiting", f"case {case_id} cannot take a review: {error.message}"
-            ) from None
+            raise BusinessError("case_not_waiting", f"case {case_id} cannot take a review: {error.message}") from None
         if not outcome.accepted:
             raise AuthorizationError("review_refused", f"{outcome.reason} (recorded in the case events)")
         console.print(f"review accepted: {outcome.reason}")
@@ -434,15 +442,25 @@ def review(
 
 
 @app.command()
-def status(ctx: typer.Context, case_id: Annotated[str, typer.Argument(help="Case id.")]) -> None:
-    """Show a case: status, answer, proposal, receipt, budgets, record path, recent events."""
+def status(
+    ctx: typer.Context,
+    case_id: Annotated[str, typer.Argument(help="Case id.")],
+    wait: Annotated[bool, typer.Option("--wait", help="Wait until the case has ended.")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the case as JSON (for scripts).")] = False,
+) -> None:
+    """Show a case: status, answer, proposal, receipt, budgets and record path."""
     _settings(ctx)
 
     async def run() -> None:
         client = await _client()
-        handle = client.get_workflow_handle(_workflow_id(case_id))
+        handle = client.get_workflow_handle(_workflow_id(case_id), result_type=CaseView)
         view = await _view(handle)
-        _print_view(view)
+        if wait and view.status not in TERMINAL_STATUSES:
+            view = await _wait_until_ended(handle, f"case {case_id}")
+        if as_json:
+            print(view.model_dump_json(indent=2))
+        else:
+            _print_view(view)
 
     asyncio.run(run())
 
@@ -450,9 +468,7 @@ def status(ctx: typer.Context, case_id: Annotated[str, typer.Argument(help="Case
 @app.command("list")
 def list_cases(
     ctx: typer.Context,
-    status_filter: Annotated[
-        CaseStatus | None, typer.Option("--status", help="Only cases in this status.")
-    ] = None,
+    status_filter: Annotated[CaseStatus | None, typer.Option("--status", help="Only cases in this status.")] = None,
 ) -> None:
     """List cases through Temporal visibility (search attributes)."""
     _settings(ctx)
@@ -484,9 +500,7 @@ def list_cases(
 def remember(
     ctx: typer.Context,
     language: Annotated[Language, typer.Option(help="Preferred reply language.")],
-    consent: Annotated[
-        bool, typer.Option("--consent", help="Required: you agree that this is remembered.")
-    ] = False,
+    consent: Annotated[bool, typer.Option("--consent", help="Required: you agree that this is remembered.")] = False,
 ) -> None:
     """Remember your reply-language preference (only with --consent)."""
     from activities.preferences import LanguagePreferences
@@ -496,13 +510,61 @@ def remember(
     console.print(f"remembered reply language {language.value} for {settings.identity.subject}")
 
 
+@eval_app.command("cases")
+def eval_cases(
+    ctx: typer.Context,
+    live: Annotated[bool, typer.Option("--live", help="Require a real provider (paid requests).")] = False,
+) -> None:
+    """Run the fixed end-to-end questions through real workflows (needs worker.py running)."""
+    from case_eval import EVAL_CASES, eval_rows, is_rehearsal, run_case
+
+    _settings(ctx)
+    task_queue = os.environ.get("SUPPORT_TASK_QUEUE") or TASK_QUEUE
+
+    async def run() -> None:
+        client = await _client()
+        rows = []
+        with errors.status("running evaluation cases…") as status:
+            for number, case in enumerate(EVAL_CASES, start=1):
+                status.update(f"case {number}/{len(EVAL_CASES)}: {case.name}")
+                rows.append(await run_case(client, case, task_queue, WAIT_SECONDS))
+        rehearsal = is_rehearsal(rows)
+        if live and rehearsal:
+            raise ConfigurationError(
+                "not_live",
+                "--live was given but the worker answers with the rehearsal "
+                "model; configure a provider for worker.py (see README)",
+            )
+        title = (
+            "case evaluation with the REHEARSAL model: a regression check of the plumbing, not of any model's quality"
+            if rehearsal
+            else "case evaluation (live provider): semantic judgement PENDING"
+        )
+        table = Table(title=title)
+        table_rows = eval_rows(rows, live=not rehearsal)
+        for column in table_rows[0]:
+            table.add_column(column, overflow="fold")
+        for row in table_rows[1:]:
+            table.add_row(*row)
+        console.print(table)
+
+    asyncio.run(run())
+
+
 def run() -> None:
-    """Entry point: typed errors become one line on stderr and exit status 2."""
+    """Entry point: typed errors become one line on stderr and exit status 2.
+
+    The process ends with ``os._exit`` after flushing: the Temporal client's native runtime threads
+    can otherwise crash the interpreter while it finalizes, turning a clean exit into a signal.
+    """
+    code = 0
     try:
         app()
+    except SystemExit as exit_:
+        code = exit_.code if isinstance(exit_.code, int) else int(exit_.code is not None)
     except SupportError as error:
         errors.print(f"error: {error}", markup=False, highlight=False)
-        sys.exit(2)
+        code = 2
     except Exception as error:  # a bug, not bad input: still one line unless asked for more
         if os.environ.get("SUPPORT_DEBUG"):
             raise
@@ -511,7 +573,10 @@ def run() -> None:
             markup=False,
             highlight=False,
         )
-        sys.exit(1)
+        code = 1
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
 
 
 if __name__ == "__main__":

@@ -73,9 +73,7 @@ class CaseWorld:
             result_type=CaseView,
         )
 
-    async def wait_for(
-        self, handle: WorkflowHandle, done: Callable[[CaseView], bool], timeout: float = 60
-    ) -> CaseView:
+    async def wait_for(self, handle: WorkflowHandle, done: Callable[[CaseView], bool], timeout: float = 60) -> CaseView:
         deadline = asyncio.get_running_loop().time() + timeout
         while True:
             view = await handle.query("status", result_type=CaseView)
@@ -87,9 +85,7 @@ class CaseWorld:
 
     async def settled(self, handle: WorkflowHandle) -> CaseView:
         """Wait until the case waits for a reviewer (record written) or the workflow has ended."""
-        view = await self.wait_for(
-            handle, lambda v: v.status is not CaseStatus.RUNNING and v.record_path is not None
-        )
+        view = await self.wait_for(handle, lambda v: v.status is not CaseStatus.RUNNING and v.record_path is not None)
         if view.status in TERMINAL_STATUSES:
             return await handle.result()
         return view
@@ -108,9 +104,7 @@ async def open_world(client: Client, state_dir: Path) -> tuple[CaseWorld, object
     engine = make_engine(f"sqlite:///{state_dir / 'commerce.db'}")
     seed_fixture(engine)
     task_queue = f"support-cases-test-{uuid.uuid4().hex[:8]}"
-    worker, cleanup = build_worker(
-        client, state_dir, task_queue=task_queue, model_settings=load_model_settings({})
-    )
+    worker, cleanup = build_worker(client, state_dir, task_queue=task_queue, model_settings=load_model_settings({}))
     return CaseWorld(client, state_dir, task_queue, engine), worker, cleanup
 
 
@@ -124,13 +118,9 @@ async def world(temporal_client: Client, tmp_path: Path) -> AsyncIterator[CaseWo
 
 
 @pytest.fixture(scope="module")
-async def shared_world(
-    temporal_client: Client, tmp_path_factory: pytest.TempPathFactory
-) -> AsyncIterator[CaseWorld]:
+async def shared_world(temporal_client: Client, tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[CaseWorld]:
     """A world for cases that never settle a refund, shared by one test module."""
-    case_world, worker, cleanup = await open_world(
-        temporal_client, tmp_path_factory.mktemp("world") / "state"
-    )
+    case_world, worker, cleanup = await open_world(temporal_client, tmp_path_factory.mktemp("world") / "state")
     async with worker:
         yield case_world
     await cleanup()

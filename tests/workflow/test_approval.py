@@ -24,9 +24,7 @@ async def _events(handle, kind: str) -> list[str]:
     return [e["detail"] for e in await handle.query("events") if e["kind"] == kind]
 
 
-async def test_only_a_same_tenant_reviewer_with_the_digest_can_approve_and_it_pays_once(
-    world, temporal_server
-) -> None:
+async def test_only_a_same_tenant_reviewer_with_the_digest_can_approve_and_it_pays_once(world, temporal_server) -> None:
     handle = await world.start(REFUND_QUESTION)
     view = await world.settled(handle)
     assert view.status is CaseStatus.WAITING_APPROVAL

@@ -69,9 +69,7 @@ async def test_shipment_question_is_answered_from_the_delivery_terms(shared_worl
 
 
 async def test_lamp_warranty_question_cites_the_warranty_terms(shared_world) -> None:
-    handle = await shared_world.start(
-        "My reading lamp from order QH-1012 stopped working. Is it under warranty?"
-    )
+    handle = await shared_world.start("My reading lamp from order QH-1012 stopped working. Is it under warranty?")
     view = await shared_world.settled(handle)
     assert view.status is CaseStatus.COMPLETED
     assert view.intent is Intent.WARRANTY and view.proposal is None

@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# make demo: from nothing to a SIMULATED refund receipt for QH-1001 (all data fictional).
+#
+# Starts a local Temporal dev server (unless TEMPORAL_ADDRESS names one), the worker and the
+# commerce MCP server (over stdio, launched by the worker), runs one refund case to
+# waiting_approval, approves it with `temporal workflow signal` as reviewer chen, shows the receipt
+# and the number of history events, and stops what it started.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+BIN=.venv/bin
+STATE_DIR=${STATE_DIR:-.state/demo}
+TEMPORAL=${TEMPORAL_CLI:-$BIN/temporal}
+mkdir -p "$STATE_DIR"
+started=()
+
+say() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
+cleanup() {
+  for pid in "${started[@]}"; do
+    kill "$pid" 2>/dev/null || true
+    wait "$pid" 2>/dev/null || true
+  done
+}
+trap cleanup EXIT INT TERM
+
+say "1. Commerce data (fictional) and the MCP server's tools"
+$BIN/python starter.py --state-dir "$STATE_DIR" --profile alice init
+$BIN/python starter.py --state-dir "$STATE_DIR" --profile alice mcp-tools
+
+say "2. The refund quote for QH-1001, read through the real MCP server"
+$BIN/python starter.py --state-dir "$STATE_DIR" --profile alice quote QH-1001
+
+if [ -z "${TEMPORAL_ADDRESS:-}" ]; then
+  export TEMPORAL_ADDRESS=127.0.0.1:7233
+  say "3. Local Temporal dev server on $TEMPORAL_ADDRESS (Web UI http://localhost:8233, state $STATE_DIR/temporal.db)"
+  "$TEMPORAL" server start-dev --ip 127.0.0.1 --port 7233 --ui-port 8233 --ui-disable-news-fetch \
+    --db-filename "$STATE_DIR/temporal.db" --log-level error \
+    $($BIN/python -c 'from workflows.search_attributes import dev_server_flags; print(" ".join(dev_server_flags()))') \
+    >"$STATE_DIR/temporal-dev-server.log" 2>&1 &
+  started+=($!)
+  for _ in $(seq 1 100); do
+    "$TEMPORAL" operator cluster health --address "$TEMPORAL_ADDRESS" >/dev/null 2>&1 && break
+    sleep 0.3
+  done
+  "$TEMPORAL" operator cluster health --address "$TEMPORAL_ADDRESS" >/dev/null \
+    || { echo "the Temporal dev server did not start; see $STATE_DIR/temporal-dev-server.log" >&2; exit 1; }
+else
+  say "3. Using the Temporal server at $TEMPORAL_ADDRESS"
+  for attribute in $($BIN/python -c 'from workflows.search_attributes import dev_server_flags; print(" ".join(f.split("=", 1)[1] for f in dev_server_flags()))'); do
+    "$TEMPORAL" operator search-attribute create --address "$TEMPORAL_ADDRESS" \
+      --name "${attribute%%=*}" --type "${attribute#*=}" >/dev/null 2>&1 || true
+  done
+fi
+
+say "4. The worker (model: rehearsal unless a provider is configured; see README)"
+$BIN/python worker.py --state-dir "$STATE_DIR" >"$STATE_DIR/worker.log" 2>&1 &
+started+=($!)
+sleep 1
+head -n 1 "$STATE_DIR/worker.log" || true
+
+KEY="demo-$(date +%s)"
+CASE=$($BIN/python -c "from starter import case_id_for; print(case_id_for('$KEY'))")
+say "5. alice asks: Please refund QH-1001 and explain the amount and the policy"
+$BIN/python starter.py --state-dir "$STATE_DIR" --profile alice ask \
+  "Please refund QH-1001 and explain the amount and the policy" --request-key "$KEY"
+
+DIGEST=$($BIN/python starter.py --state-dir "$STATE_DIR" status "$CASE" --json \
+  | $BIN/python -c 'import json, sys; print(json.load(sys.stdin)["digest"])')
+say "6. Reviewer chen approves with the Temporal CLI (a signal)"
+INPUT="{\"reviewer\": \"chen\", \"digest\": \"$DIGEST\", \"decision\": \"approve\", \"note\": \"demo\"}"
+echo "$TEMPORAL workflow signal --workflow-id case-$CASE --name review --input '$INPUT'"
+"$TEMPORAL" workflow signal --address "$TEMPORAL_ADDRESS" --workflow-id "case-$CASE" --name review --input "$INPUT"
+
+say "7. The completed case"
+$BIN/python starter.py --state-dir "$STATE_DIR" status "$CASE" --wait
+EVENTS=$("$TEMPORAL" workflow describe --address "$TEMPORAL_ADDRESS" --workflow-id "case-$CASE" -o json \
+  | $BIN/python -c 'import json, sys; print(json.load(sys.stdin)["workflowExecutionInfo"]["historyLength"])')
+echo "workflow history of case-$CASE: $EVENTS events (temporal workflow show --workflow-id case-$CASE)"
+say "Done: the receipt above is SIMULATED; no money moved. Stopping what the demo started."
