@@ -1,0 +1,29 @@
+"""Replay committed histories of real runs: any non-deterministic change to the workflow fails here."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from temporalio.client import WorkflowHistory
+from temporalio.contrib.pydantic import pydantic_data_converter
+from temporalio.worker import Replayer
+
+from workflows.support_case import SupportCaseWorkflow
+
+HISTORIES = sorted((Path(__file__).parent / "histories").glob("*.json"))
+REQUIRED = {"approved_refund", "rejected_refund", "expired_refund", "answered_delivery", "needs_human_uncovered"}
+
+
+def test_histories_of_every_outcome_are_committed() -> None:
+    assert {path.stem for path in HISTORIES} >= REQUIRED
+
+
+@pytest.mark.parametrize("path", HISTORIES, ids=[p.stem for p in HISTORIES])
+async def test_recorded_history_replays_without_nondeterminism(path: Path) -> None:
+    data = json.loads(path.read_text(encoding="utf-8"))
+    history = WorkflowHistory.from_json(f"replay-{path.stem}", data)
+    replayer = Replayer(workflows=[SupportCaseWorkflow], data_converter=pydantic_data_converter)
+    result = await replayer.replay_workflow(history, raise_on_replay_failure=True)
+    assert result.replay_failure is None
