@@ -103,3 +103,25 @@ def test_a_policy_page_version_mismatch_refuses_the_automatic_proposal(monkeypat
 def test_the_window_page_must_be_applicable_on_the_as_of_date() -> None:
     quote = calculate_refund_quote(ORDERS["QH-1001"], as_of=date(2026, 8, 20))
     assert (quote.eligible, quote.reason) == (False, "policy_version_mismatch")
+
+
+def test_fixture_has_the_six_products_of_the_spec() -> None:
+    data = json.loads(FIXTURE.read_text(encoding="utf-8"))
+    products = {p["sku"]: (p["category"], p["warranty_months"]) for p in data["products"]}
+    assert products == {
+        "DESK-01": ("standard", 12),
+        "LAMP-02": ("standard", 12),
+        "CABLE-03": ("standard", 6),
+        "MUG-04": ("custom", 6),
+        "EBOOK-05": ("digital", 0),
+        "CASE-06": ("standard", 6),
+    }
+    assert data["fictional"] is True and data["as_of"] == "2026-09-12"
+
+
+def test_invoice_totals_are_paid_items_plus_freight_and_void_for_the_cancelled_order() -> None:
+    data = json.loads(FIXTURE.read_text(encoding="utf-8"))
+    invoices = {o["order_id"]: o["invoice"] for o in data["orders"]}
+    assert all(i["total_cents"] == i["paid_items_cents"] + i["freight_cents"] for i in invoices.values())
+    assert invoices["QH-1001"]["total_cents"] == 14100
+    assert (invoices["QH-1011"]["state"], invoices["QH-1011"]["total_cents"]) == ("void", 0)
