@@ -10,7 +10,6 @@ intended change of workflow logic that is not guarded by ``workflow.patched``, a
 from __future__ import annotations
 
 import asyncio
-import sys
 import tempfile
 import uuid
 from pathlib import Path
@@ -18,14 +17,11 @@ from pathlib import Path
 from temporalio.client import Client
 from temporalio.contrib.pydantic import pydantic_data_converter
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from activities.model_settings import load_model_settings  # noqa: E402
-from activities.worker_setup import build_worker  # noqa: E402
-from commerce_server.db import make_engine  # noqa: E402
-from commerce_server.seed import seed_fixture  # noqa: E402
-from contracts.case import (  # noqa: E402
+from activities.model_settings import load_model_settings
+from activities.worker_setup import build_worker
+from commerce_server.db import make_engine
+from commerce_server.seed import seed_fixture
+from contracts.case import (
     WORKFLOW_NAME,
     CaseInput,
     CaseOptions,
@@ -34,11 +30,11 @@ from contracts.case import (  # noqa: E402
     Decision,
     ReviewDecision,
 )
-from contracts.identity import resolve_profile  # noqa: E402
-from contracts.knowledge import Language  # noqa: E402
-from temporal_dev import start_dev_server  # noqa: E402
+from contracts.identity import resolve_profile
+from contracts.knowledge import Language
+from temporal_dev import start_dev_server
 
-OUT = ROOT / "tests" / "histories"
+OUT = Path(__file__).resolve().parents[1] / "tests" / "histories"
 CASES = [
     ("approved_refund", "Please refund QH-1001 and explain the amount and the policy", Decision.APPROVE, 900),
     ("rejected_refund", "Please refund QH-1002", Decision.REJECT, 900),

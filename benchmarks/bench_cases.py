@@ -1,0 +1,87 @@
+"""Benchmark: end-to-end case latency and throughput with the rehearsal model (prints figures).
+
+    .venv/bin/python benchmarks/bench_cases.py [CASES] [CONCURRENCY]
+
+Starts a throwaway Temporal dev server and one in-process worker (real commerce MCP server over
+stdio, SQLite), then runs delivery questions until they complete. The rehearsal model answers in
+microseconds, so the figures measure the lifecycle's own cost: Temporal round trips, MCP calls,
+retrieval and case records. They say nothing about a real model's latency.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import statistics
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+from temporalio.client import Client
+from temporalio.contrib.pydantic import pydantic_data_converter
+
+from activities.model_settings import load_model_settings
+from activities.worker_setup import build_worker
+from commerce_server.db import make_engine
+from commerce_server.seed import seed_fixture
+from contracts.case import WORKFLOW_NAME, CaseInput, CaseStatus, CaseView
+from contracts.identity import resolve_profile
+from contracts.knowledge import Language
+from temporal_dev import start_dev_server
+
+QUESTION = "Where is my order QH-1005? Can I still change the delivery address?"
+
+
+async def one_case(client: Client, task_queue: str) -> float:
+    case = CaseInput(
+        case_id=f"bench-{uuid.uuid4().hex[:10]}",
+        question=QUESTION,
+        language=Language.EN,
+        applicant=resolve_profile("alice"),
+    )
+    started = time.perf_counter()
+    result = await client.execute_workflow(
+        WORKFLOW_NAME, case, id=f"case-{case.case_id}", task_queue=task_queue, result_type=CaseView
+    )
+    if result.status is not CaseStatus.COMPLETED:
+        raise RuntimeError(f"benchmark case ended {result.status}: {result.reason}")
+    return time.perf_counter() - started
+
+
+async def main(cases: int, concurrency: int) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        server = start_dev_server(Path(tmp) / "temporal")
+        try:
+            client = await Client.connect(server.address, data_converter=pydantic_data_converter)
+            state_dir = Path(tmp) / "state"
+            state_dir.mkdir()
+            seed_fixture(make_engine(f"sqlite:///{state_dir / 'commerce.db'}"))
+            task_queue = f"bench-{uuid.uuid4().hex[:6]}"
+            worker, cleanup = build_worker(
+                client, state_dir, task_queue=task_queue, model_settings=load_model_settings({})
+            )
+            async with worker:
+                await one_case(client, task_queue)
+                limit = asyncio.Semaphore(concurrency)
+
+                async def bounded() -> float:
+                    async with limit:
+                        return await one_case(client, task_queue)
+
+                started = time.perf_counter()
+                latencies = sorted(await asyncio.gather(*(bounded() for _ in range(cases))))
+                elapsed = time.perf_counter() - started
+            await cleanup()
+        finally:
+            server.stop()
+    print(f"{cases} delivery cases, concurrency {concurrency}, one worker, rehearsal model")
+    print(
+        f"throughput {cases / elapsed:.2f} cases/s; latency median {statistics.median(latencies):.2f} s, "
+        f"p95 {latencies[int(0.95 * (len(latencies) - 1))]:.2f} s, max {latencies[-1]:.2f} s"
+    )
+
+
+if __name__ == "__main__":
+    arguments = [int(a) for a in sys.argv[1:3]]
+    asyncio.run(main(*(arguments + [20, 5][len(arguments) :])))
