@@ -18,7 +18,8 @@ HTTP 401, 403                               ConfigurationError provider_auth_fai
 HTTP 402 (e.g. DeepSeek balance)            ConfigurationError provider_billing           no
 HTTP 404                                    ConfigurationError model_not_found            no
 other 4xx (400, 413, 422, ...)              ContractError provider_rejected_request       no
-unreadable body, no choices, truncated      ContractError truncated_or_malformed          no
+unreadable body, no choices, truncated,     ContractError truncated_or_malformed          no
+a reply of the wrong shape
 ==========================================  ============================================  ==========
 
 A 4xx other than the above means the provider refused this request as built (an unsupported
@@ -31,7 +32,8 @@ from __future__ import annotations
 import email.utils
 import json
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import httpx
@@ -96,10 +98,11 @@ class ModelGateway:
     async def plan(self, request: PlanRequest, *, attempt: int = 1) -> PlanResult:
         messages = _opening("plan", prompts.plan_payload(request))
         completion = await self._complete(messages, json_mode=True)
-        data = self._json(completion, "plan")
-        return PlanResult(
-            plan=model_validation.validate_plan(data, request.question), meta=self._meta(completion, attempt)
-        )
+        with _reading_reply("plan"):
+            data = self._json(completion, "plan")
+            return PlanResult(
+                plan=model_validation.validate_plan(data, request.question), meta=self._meta(completion, attempt)
+            )
 
     async def investigate(self, request: InvestigateRequest, *, attempt: int = 1) -> InvestigateResult:
         unknown = [name for name in request.tool_names if name not in INVESTIGATION_TOOLS]
@@ -109,36 +112,39 @@ class ModelGateway:
         messages = opening + fit_transcript(request.transcript, MAX_CONTEXT_CHARS - _size(opening))
         tools = [INVESTIGATION_TOOLS[name].openai_schema() for name in request.tool_names]
         completion = await self._complete(messages, tools=tools)
-        choice = _first_choice(completion, "investigate")
-        if choice.finish_reason == "length":
-            raise ContractError(
-                "truncated_or_malformed", "The investigate reply was cut off (finish_reason=length)."
+        with _reading_reply("investigate"):
+            choice = _first_choice(completion, "investigate")
+            if choice.finish_reason == "length":
+                raise ContractError(
+                    "truncated_or_malformed", "The investigate reply was cut off (finish_reason=length)."
+                )
+            return InvestigateResult(
+                calls=model_validation.parse_tool_calls(choice.message.tool_calls),
+                content=choice.message.content,
+                finish_reason=choice.finish_reason,
+                meta=self._meta(completion, attempt),
             )
-        return InvestigateResult(
-            calls=model_validation.parse_tool_calls(choice.message.tool_calls),
-            content=choice.message.content,
-            finish_reason=choice.finish_reason,
-            meta=self._meta(completion, attempt),
-        )
 
     async def compose(self, request: ComposeRequest, *, attempt: int = 1) -> ComposeResult:
         evidence = _fit_evidence(lambda ev: prompts.compose_payload(request, ev), request.evidence)
         messages = _opening("compose", prompts.compose_payload(request, evidence))
         completion = await self._complete(messages, json_mode=True)
-        data = self._json(completion, "compose")
         shown = {passage.passage_id for passage in evidence}
-        return ComposeResult(
-            answer=model_validation.validate_composed(data, shown), meta=self._meta(completion, attempt)
-        )
+        with _reading_reply("compose"):
+            data = self._json(completion, "compose")
+            return ComposeResult(
+                answer=model_validation.validate_composed(data, shown), meta=self._meta(completion, attempt)
+            )
 
     async def review(self, request: ReviewRequest, *, attempt: int = 1) -> ReviewResult:
         evidence = _fit_evidence(lambda ev: prompts.review_payload(request, ev), request.evidence)
         messages = _opening("review", prompts.review_payload(request, evidence))
         completion = await self._complete(messages, json_mode=True)
-        data = self._json(completion, "review")
-        return ReviewResult(
-            verdict=model_validation.validate_review(data), meta=self._meta(completion, attempt)
-        )
+        with _reading_reply("review"):
+            data = self._json(completion, "review")
+            return ReviewResult(
+                verdict=model_validation.validate_review(data), meta=self._meta(completion, attempt)
+            )
 
     async def _complete(
         self,
@@ -158,6 +164,9 @@ class ModelGateway:
             )
         except openai.OpenAIError as exc:
             raise self._map_error(exc) from None
+        except json.JSONDecodeError:
+            # a 2xx whose body is not JSON at all (cut off, empty): the SDK raises the decoder's error
+            raise ContractError("truncated_or_malformed", "The provider's reply is not valid JSON.") from None
         if not isinstance(completion, ChatCompletion):
             raise ContractError("truncated_or_malformed", "The provider's reply is not a chat completion.")
         return completion
@@ -269,7 +278,9 @@ def _group_messages(group: tuple[TranscriptEntry, list[TranscriptEntry]]) -> lis
     assistant, results = group
     if not assistant.calls:
         return [{"role": "assistant", "content": assistant.content or ""}]
-    by_id = {entry.call_id: entry.content for entry in results}
+    by_id: dict[str | None, list[str]] = {}
+    for entry in results:
+        by_id.setdefault(entry.call_id, []).append(entry.content)
     messages: list[ChatCompletionMessageParam] = [
         {
             "role": "assistant",
@@ -285,7 +296,9 @@ def _group_messages(group: tuple[TranscriptEntry, list[TranscriptEntry]]) -> lis
         }
     ]
     for call in assistant.calls:
-        content = by_id.get(call.call_id, _NOT_EXECUTED)
+        # results come in call order; two calls that share an id each get their own result
+        pending = by_id.get(call.call_id)
+        content = pending.pop(0) if pending else _NOT_EXECUTED
         if len(content) > MAX_TOOL_RESULT_CHARS:
             content = content[:MAX_TOOL_RESULT_CHARS] + " …[truncated]"
         messages.append({"role": "tool", "tool_call_id": call.call_id, "content": content})
@@ -308,6 +321,23 @@ def _fit_evidence(build: Callable[[list[Passage]], dict[str, Any]], evidence: li
             break
         kept.append(passage)
     return kept
+
+
+@contextmanager
+def _reading_reply(kind: str) -> Iterator[None]:
+    """Read a reply; a reply of the wrong shape is a contract error, never a crash that Temporal retries.
+
+    The SDK builds its objects from the provider's JSON without validating them, so a ``message`` that
+    is null or a ``tool_calls`` that is a string surfaces as an AttributeError or TypeError here.
+    """
+    try:
+        yield
+    except SupportError:
+        raise
+    except (AttributeError, TypeError, ValueError, KeyError, IndexError) as exc:
+        raise ContractError(
+            "truncated_or_malformed", f"The {kind} reply has an unexpected shape ({type(exc).__name__})."
+        ) from None
 
 
 def _first_choice(completion: ChatCompletion, kind: str) -> Choice:

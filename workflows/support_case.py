@@ -179,11 +179,15 @@ class SupportCaseWorkflow:
         self._move(Phase.REVIEW)
         problems: list[str] = []
         previous: ComposedAnswer | None = None
+        refused_draft: str | None = None
         for attempt in (1, 2):
-            candidate = await self._compose(previous, problems)
-            if candidate is None:
-                problems = ["the draft violated the answer contract"]
+            try:
+                candidate = await self._compose(previous, problems)
+            except _ContractViolation as violation:
+                refused_draft = violation.code
+                problems = [f"the draft violated the answer contract ({violation.code})"]
                 continue
+            refused_draft = None
             verdict = await self._call_model(
                 "review_answer",
                 ReviewRequest(
@@ -209,6 +213,8 @@ class SupportCaseWorkflow:
             if verdict.verdict.verdict is Verdict.INSUFFICIENT and attempt == 2:
                 raise CaseStopped(CaseStatus.NEEDS_INPUT, "review_insufficient_evidence")
             previous, problems = candidate, list(verdict.verdict.problems)
+        if refused_draft is not None:
+            raise CaseStopped(CaseStatus.NEEDS_HUMAN, f"draft_refused:{refused_draft}")
         raise CaseStopped(CaseStatus.NEEDS_HUMAN, "review_failed_after_rewrite")
 
     async def _deliver(self) -> bool:
@@ -403,7 +409,8 @@ class SupportCaseWorkflow:
 
     # --- model helpers ---------------------------------------------------------------------------
 
-    async def _compose(self, previous: ComposedAnswer | None, problems: list[str]) -> ComposedAnswer | None:
+    async def _compose(self, previous: ComposedAnswer | None, problems: list[str]) -> ComposedAnswer:
+        """One draft; a draft that breaks the answer contract is recorded and raised as _ContractViolation."""
         assert self._plan is not None
         request = ComposeRequest(
             case_id=self._case.case_id,
@@ -421,7 +428,7 @@ class SupportCaseWorkflow:
             result = await self._call_model("compose_answer", request, ComposeResult, contract_ok=True)
         except _ContractViolation as violation:
             self._event("draft_refused", violation.code)
-            return None
+            raise
         self._event(
             "drafted",
             f"next_action={result.answer.next_action.value} citations={','.join(result.answer.citations)}",
@@ -448,7 +455,7 @@ class SupportCaseWorkflow:
             if error_class == "contract" and contract_ok:
                 raise _ContractViolation(code) from None
             if error_class == "configuration":
-                raise CaseStopped(CaseStatus.FAILED, f"model_configuration:{code}") from None
+                raise CaseStopped(CaseStatus.FAILED, f"model_configuration:{_failure_message(error, code)}") from None
             if error_class == "contract":
                 raise CaseStopped(CaseStatus.NEEDS_HUMAN, f"model_contract:{code}") from None
             raise CaseStopped(CaseStatus.NEEDS_HUMAN, f"model_unavailable:{code}") from None
@@ -635,6 +642,16 @@ def _failure_code(error: ActivityError) -> tuple[str, str]:
         return ("activity_timeout", "transient")
     details = failure.details[0] if failure.details and isinstance(failure.details[0], dict) else {}
     return (str(details.get("code", failure.type or "unknown")), failure.type or "transient")
+
+
+def _failure_message(error: ActivityError, code: str) -> str:
+    """``code: message`` of a failed activity, as the activity wrote it (no secrets: the adapter's
+    messages never contain the key), on one line and bounded."""
+    failure = _application_failure(error)
+    message = " ".join((failure.message if failure else "").split())
+    if not message.startswith(f"{code}:"):
+        message = f"{code}: {message}" if message else code
+    return message[:300]
 
 
 def _failed_attempts(error: ActivityError, maximum: int) -> int:
