@@ -1,0 +1,296 @@
+"""Helpers for the fault tests: real worker processes, their process trees, the case and its history.
+
+A :class:`WorkerProcess` is ``python worker.py`` (or the test-only ``paused_worker.py``) in its own
+process group, polling its own task queue on the given Temporal server with its own state dir. The
+commerce MCP servers it launches over stdio run in process groups of their own (the MCP SDK starts
+them with a new session), so they are found through ``/proc/<pid>/task/*/children`` and remembered,
+and every cleanup kills them by pid as well.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from case_world import CaseWorld
+from temporalio.client import Client, WorkflowHandle
+from temporalio.contrib.pydantic import pydantic_data_converter
+
+from commerce_server.db import make_engine
+from commerce_server.seed import seed_fixture
+from contracts.case import TERMINAL_STATUSES, CaseStatus, CaseView, Decision, ReviewDecision
+
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
+WORKER_SCRIPT = PROJECT_ROOT / "worker.py"
+PAUSED_WORKER_SCRIPT = Path(__file__).with_name("paused_worker.py")
+READY_LINE = "worker: polling task queue"
+REFUND_QUESTION = "Please refund QH-1001 and explain the amount and the policy"
+
+# Variables that would point the worker elsewhere than the test wants (a real provider, another
+# database, queue or state dir); the workers under test always use the rehearsal model.
+_FOREIGN_ENV = (
+    "OPENAI_API_KEY",
+    "OPENAI_BASE_URL",
+    "SUPPORT_MODEL",
+    "DEEPSEEK_API_KEY",
+    "DEEPSEEK_MODEL",
+    "COMMERCE_DATABASE_URL",
+    "SUPPORT_TASK_QUEUE",
+    "SUPPORT_STATE_DIR",
+    "TEMPORAL_NAMESPACE",
+)
+
+
+def approval(reviewer: str, digest: str, decision: Decision = Decision.APPROVE, note: str = "fault test"):
+    return ReviewDecision(reviewer=reviewer, digest=digest, decision=decision, note=note)
+
+
+async def wait_until(predicate: Callable[[], Any], what: str, timeout: float = 60.0, interval: float = 0.1) -> Any:
+    """Poll ``predicate`` until it returns something truthy; fail the test with ``what`` on timeout."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what}")
+        await asyncio.sleep(interval)
+
+
+async def connect(address: str) -> Client:
+    """A client with the pydantic data converter, retried while a fresh dev server warms up."""
+    for _ in range(100):
+        try:
+            return await Client.connect(address, data_converter=pydantic_data_converter)
+        except RuntimeError:
+            await asyncio.sleep(0.2)
+    raise RuntimeError(f"Temporal dev server at {address} never accepted a client")
+
+
+# --- processes ----------------------------------------------------------------------------------
+
+
+def children_of(pid: int) -> list[int]:
+    found: list[int] = []
+    with contextlib.suppress(FileNotFoundError, ProcessLookupError):
+        for task in os.listdir(f"/proc/{pid}/task"):
+            with contextlib.suppress(FileNotFoundError, ProcessLookupError):
+                found += [int(x) for x in Path(f"/proc/{pid}/task/{task}/children").read_text().split()]
+    return found
+
+
+def descendants_of(pid: int) -> list[int]:
+    result: list[int] = []
+    stack = children_of(pid)
+    while stack:
+        child = stack.pop()
+        result.append(child)
+        stack += children_of(child)
+    return result
+
+
+def cmdline(pid: int) -> list[str]:
+    try:
+        raw = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except (FileNotFoundError, ProcessLookupError):
+        return []
+    return [part.decode("utf-8", "replace") for part in raw.split(b"\0") if part]
+
+
+def alive(pid: int) -> bool:
+    """True while ``pid`` exists and is not a zombie."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (FileNotFoundError, ProcessLookupError):
+        return False
+    return fields[0] != "Z"
+
+
+def bytes_read(pid: int) -> int:
+    """``rchar`` of ``pid``: every byte it has read so far (pipes included)."""
+    for line in Path(f"/proc/{pid}/io").read_text().splitlines():
+        if line.startswith("rchar:"):
+            return int(line.split()[1])
+    raise AssertionError(f"no rchar for {pid}")
+
+
+def kill_group(pid: int) -> None:
+    """SIGKILL the process group led by ``pid`` (every process here starts its own session)."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pid, signal.SIGKILL)
+
+
+@dataclass
+class WorkerProcess:
+    process: subprocess.Popen
+    log_path: Path
+    task_queue: str
+    seen: set[int] = field(default_factory=set)
+
+    @property
+    def pid(self) -> int:
+        return self.process.pid
+
+    def log(self) -> str:
+        return self.log_path.read_text(encoding="utf-8", errors="replace")
+
+    def exited(self) -> bool:
+        return self.process.poll() is not None
+
+    async def ready(self, timeout: float = 60.0) -> WorkerProcess:
+        def check() -> bool:
+            if self.exited():
+                raise AssertionError(f"worker exited with {self.process.returncode}:\n{self.log()[-3000:]}")
+            return READY_LINE in self.log()
+
+        await wait_until(check, f"worker {self.pid} to poll {self.task_queue}")
+        return self
+
+    def commerce_servers(self, profile: str = "alice") -> list[int]:
+        """Live ``python -m commerce_server --profile <profile>`` processes started by this worker."""
+        found = []
+        for pid in descendants_of(self.pid):
+            self.seen.add(pid)
+            args = cmdline(pid)
+            if "commerce_server" in args and profile in args and alive(pid):
+                found.append(pid)
+        return found
+
+    def sigkill(self) -> None:
+        """SIGKILL the worker's process group (the fault); its commerce servers are remembered."""
+        self.commerce_servers()
+        kill_group(self.pid)
+        self.process.wait(timeout=30)
+
+    def cleanup(self) -> None:
+        with contextlib.suppress(Exception):
+            self.commerce_servers()
+        kill_group(self.pid)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.process.wait(timeout=30)
+        for pid in self.seen:
+            kill_group(pid)
+
+
+def worker_env(address: str, **extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in _FOREIGN_ENV}
+    env.update(TEMPORAL_ADDRESS=address, PYTHONUNBUFFERED="1", **extra)
+    return env
+
+
+def spawn_worker(
+    address: str,
+    state_dir: Path,
+    task_queue: str,
+    *,
+    name: str,
+    script: Path = WORKER_SCRIPT,
+    env: dict[str, str] | None = None,
+) -> WorkerProcess:
+    """Start ``script`` (worker.py or the paused launcher) in a new process group; output to a log."""
+    log_path = state_dir.parent / f"{name}.log"
+    with log_path.open("ab") as log:
+        process = subprocess.Popen(
+            [sys.executable, str(script), "--state-dir", str(state_dir), "--task-queue", task_queue],
+            cwd=PROJECT_ROOT,
+            env=worker_env(address, **(env or {})),
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    return WorkerProcess(process, log_path, task_queue)
+
+
+# --- the case, the commerce database and the history ---------------------------------------------
+
+
+class FaultWorld(CaseWorld):
+    """A :class:`CaseWorld` whose worker may be a separate process (or several, one after another)."""
+
+    @classmethod
+    def create(cls, client: Client, root: Path) -> FaultWorld:
+        """A seeded commerce database under ``root/state`` and a fresh task queue; no worker yet."""
+        state_dir = root / "state"
+        state_dir.mkdir(parents=True, exist_ok=True)
+        engine = make_engine(f"sqlite:///{state_dir / 'commerce.db'}")
+        seed_fixture(engine)
+        return cls(client, state_dir, f"support-faults-{uuid.uuid4().hex[:8]}", engine)
+
+    async def view(self, handle: WorkflowHandle) -> CaseView:
+        return await handle.query("status", result_type=CaseView)
+
+    async def waiting_for_approval(self, handle: WorkflowHandle) -> CaseView:
+        view = await self.settled(handle, timeout=90)
+        assert view.status is CaseStatus.WAITING_APPROVAL, (view.status, view.reason)
+        assert view.proposal is not None and view.digest is not None
+        return view
+
+    async def result(self, handle: WorkflowHandle, timeout: float = 120) -> CaseView:
+        view = await asyncio.wait_for(handle.result(), timeout=timeout)
+        assert view.status in TERMINAL_STATUSES
+        return view
+
+
+@dataclass
+class ActivityRun:
+    """One scheduled activity and its final attempt, read from the workflow history."""
+
+    name: str
+    tool: str | None
+    arguments: dict[str, str] | None
+    attempt: int | None
+    last_failure: str
+    outcome: str | None
+
+
+async def activity_runs(handle: WorkflowHandle) -> list[ActivityRun]:
+    """Every activity the workflow scheduled, with the attempt that finished it.
+
+    Temporal records the retries of one scheduled activity server-side: the history holds one
+    ``ActivityTaskScheduled``, then (when it finished) one ``ActivityTaskStarted`` carrying the final
+    attempt number and the previous attempt's failure, then the completion.
+    """
+    runs: dict[int, ActivityRun] = {}
+    async for event in handle.fetch_history_events():
+        if event.HasField("activity_task_scheduled_event_attributes"):
+            attrs = event.activity_task_scheduled_event_attributes
+            payload: dict[str, Any] = {}
+            if attrs.input.payloads:
+                with contextlib.suppress(ValueError):
+                    payload = json.loads(attrs.input.payloads[0].data)
+            tool = payload.get("name") if attrs.activity_type.name == "run_investigation_tool" else None
+            runs[event.event_id] = ActivityRun(
+                attrs.activity_type.name, tool, payload.get("arguments") if tool else None, None, "", None
+            )
+        elif event.HasField("activity_task_started_event_attributes"):
+            attrs = event.activity_task_started_event_attributes
+            run = runs[attrs.scheduled_event_id]
+            run.attempt = attrs.attempt
+            run.last_failure = attrs.last_failure.message if attrs.HasField("last_failure") else ""
+        else:
+            for kind in ("completed", "failed", "timed_out", "canceled"):
+                name = f"activity_task_{kind}_event_attributes"
+                if event.HasField(name):
+                    runs[getattr(event, name).scheduled_event_id].outcome = kind
+    return list(runs.values())
+
+
+def scheduled_counts(runs: list[ActivityRun]) -> Counter[str]:
+    return Counter(run.tool or run.name for run in runs)
+
+
+async def events_of(handle: WorkflowHandle, kind: str) -> list[str]:
+    return [e["detail"] for e in await handle.query("events") if e["kind"] == kind]
