@@ -4,13 +4,15 @@
 # Starts a local Temporal dev server (unless TEMPORAL_ADDRESS names one), the worker and the
 # commerce MCP server (over stdio, launched by the worker), runs one refund case to
 # waiting_approval, approves it with `temporal workflow signal` as reviewer chen, shows the receipt
-# and the number of history events, and stops what it started.
+# and the number of history events, and stops what it started. The demo's own state dir
+# (.state/demo by default) is recreated on every run, so the demo can be run again and again.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 BIN=.venv/bin
 STATE_DIR=${STATE_DIR:-.state/demo}
 TEMPORAL=${TEMPORAL_CLI:-$BIN/temporal}
+rm -rf "$STATE_DIR"
 mkdir -p "$STATE_DIR"
 started=()
 
