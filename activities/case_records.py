@@ -101,9 +101,7 @@ class CaseRecords:
         except SupportError as error:
             raise to_application_error(error, attempt=activity.info().attempt) from error
         except OSError as error:
-            transient = TransientError(
-                "case_record_write_failed", f"{type(error).__name__}: {error.strerror}"
-            )
+            transient = TransientError("case_record_write_failed", f"{type(error).__name__}: {error.strerror}")
             raise to_application_error(transient, attempt=activity.info().attempt) from error
         activity.logger.info("case record for %s written to %s", record.case.case_id, path.name)
         return str(path)

@@ -83,12 +83,8 @@ class CommerceClient:
     def failure(self, exc: BaseException) -> SupportError:
         """Translate a transport or protocol failure into a typed error."""
         if self._token_watch is not None and self._token_watch.refused:
-            return AuthorizationError(
-                "token_rejected", "The commerce server refused the bearer token (HTTP 401)."
-            )
-        return TransientError(
-            "commerce_unavailable", f"The commerce server is unavailable ({_describe(exc)})."
-        )
+            return AuthorizationError("token_rejected", "The commerce server refused the bearer token (HTTP 401).")
+        return TransientError("commerce_unavailable", f"The commerce server is unavailable ({_describe(exc)}).")
 
 
 def tool_error_from_result(result: CallToolResult) -> SupportError:

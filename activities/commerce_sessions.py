@@ -42,6 +42,16 @@ class CommerceCaller(Protocol):
     async def call(self, tool: str, arguments: dict[str, Any]) -> dict[str, Any]: ...
 
 
+class CommerceGateway(Protocol):
+    """What activities call: the stdio pool here, or the HTTP caller of activities.commerce_http."""
+
+    async def call(
+        self, identity: Identity, tool: str, arguments: dict[str, Any], *, case_id: str = "unbound"
+    ) -> dict[str, Any]: ...
+
+    async def aclose(self) -> None: ...
+
+
 SessionOpener = Callable[[str], AbstractAsyncContextManager[CommerceCaller]]
 """Given a profile name, an async context manager that yields a connected client."""
 
@@ -101,8 +111,13 @@ class CommerceSessionPool:
         self._locks: dict[str, asyncio.Lock] = {}
         self._closed = False
 
-    async def call(self, identity: Identity, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
+    async def call(
+        self, identity: Identity, tool: str, arguments: dict[str, Any], *, case_id: str = "unbound"
+    ) -> dict[str, Any]:
         """Call ``tool`` on the commerce server acting as ``identity``.
+
+        ``case_id`` is accepted for parity with :class:`activities.commerce_http.CommerceHttpCaller`,
+        whose tokens name the case; a stdio session is bound to its profile at start instead.
 
         Typed commerce errors pass through unchanged. A transport failure drops the session and
         raises ``TransientError("commerce_unavailable")``; the next call opens a fresh session.
@@ -169,9 +184,7 @@ class CommerceSessionPool:
                 raise
             except Exception as exc:
                 self._drop(session)
-                raise TransientError(
-                    UNAVAILABLE, f"Could not open a commerce session ({_describe(exc)})."
-                ) from exc
+                raise TransientError(UNAVAILABLE, f"Could not open a commerce session ({_describe(exc)}).") from exc
             return session
 
     def _start(self, profile: str) -> _OwnedSession:

@@ -142,9 +142,7 @@ class ModelGateway:
         completion = await self._complete(messages, json_mode=True)
         with _reading_reply("review"):
             data = self._json(completion, "review")
-            return ReviewResult(
-                verdict=model_validation.validate_review(data), meta=self._meta(completion, attempt)
-            )
+            return ReviewResult(verdict=model_validation.validate_review(data), meta=self._meta(completion, attempt))
 
     async def _complete(
         self,
@@ -211,9 +209,7 @@ class ModelGateway:
                 f"{'DEEPSEEK_API_KEY' if provider == 'deepseek' else 'OPENAI_API_KEY'}.",
             )
         if status == 402:
-            return ConfigurationError(
-                "provider_billing", f"The {provider} account cannot pay for requests (HTTP 402)."
-            )
+            return ConfigurationError("provider_billing", f"The {provider} account cannot pay for requests (HTTP 402).")
         if status == 404:
             variable = "DEEPSEEK_MODEL" if provider == "deepseek" else "SUPPORT_MODEL or OPENAI_BASE_URL"
             return ConfigurationError(

@@ -78,9 +78,7 @@ def validate_plan(data: dict[str, Any], question: str) -> Plan:
         order_id=order_id,
         action_requested=_bool(data, "plan", "action_requested"),
         queries=_text_list(data, "plan", "queries", max_items=MAX_QUERIES, max_chars=MAX_QUERY_CHARS),
-        milestones=_text_list(
-            data, "plan", "milestones", max_items=MAX_MILESTONES, max_chars=MAX_MILESTONE_CHARS
-        ),
+        milestones=_text_list(data, "plan", "milestones", max_items=MAX_MILESTONES, max_chars=MAX_MILESTONE_CHARS),
     )
 
 

@@ -115,10 +115,7 @@ def render(payload: dict[str, Any]) -> str:
 
 
 def evidence_payload(passages: list[Passage]) -> list[dict[str, str]]:
-    return [
-        {"passage_id": p.passage_id, "page_id": p.page_id, "title": p.page_title, "text": p.text}
-        for p in passages
-    ]
+    return [{"passage_id": p.passage_id, "page_id": p.page_id, "title": p.page_title, "text": p.text} for p in passages]
 
 
 def plan_payload(request: PlanRequest) -> dict[str, Any]:

@@ -11,14 +11,14 @@ from __future__ import annotations
 from pydantic import ValidationError
 from temporalio import activity
 
-from activities.commerce_sessions import CommerceSessionPool
+from activities.commerce_sessions import CommerceGateway
 from contracts.case import SettleRequest
 from contracts.commerce import RefundApproval, RefundReceipt
 from contracts.errors import ContractError, SupportError, TransientError, to_application_error
 
 
 class SettlementActivities:
-    def __init__(self, pool: CommerceSessionPool) -> None:
+    def __init__(self, pool: CommerceGateway) -> None:
         self.pool = pool
 
     @activity.defn(name="execute_refund")
@@ -68,7 +68,10 @@ class SettlementActivities:
         except ValidationError as exc:
             raise ContractError("settle_request_invalid", "The approval is malformed.") from exc
         result = await self.pool.call(
-            request.applicant, "execute_refund", {"approval": approval.model_dump(mode="json")}
+            request.applicant,
+            "execute_refund",
+            {"approval": approval.model_dump(mode="json")},
+            case_id=request.case_id,
         )
         try:
             receipt = RefundReceipt.model_validate(result)

@@ -18,7 +18,7 @@ from typing import Any
 from pydantic import ValidationError
 from temporalio import activity
 
-from activities.commerce_sessions import CommerceSessionPool
+from activities.commerce_sessions import CommerceGateway
 from activities.preferences import LanguagePreferences
 from contracts.case import ToolObservation, ToolRequest
 from contracts.commerce import FIXTURE_AS_OF, Order
@@ -43,9 +43,7 @@ MAX_ERROR_MESSAGE_CHARS = 300
 
 
 class ToolActivities:
-    def __init__(
-        self, pool: CommerceSessionPool, knowledge: KnowledgeBase, preferences: LanguagePreferences
-    ) -> None:
+    def __init__(self, pool: CommerceGateway, knowledge: KnowledgeBase, preferences: LanguagePreferences) -> None:
         self.pool = pool
         self.knowledge = knowledge
         self.preferences = preferences
@@ -77,7 +75,7 @@ class ToolActivities:
         arguments = request.arguments
         applicant = request.applicant
         if spec.source == "mcp":
-            return await self.pool.call(applicant, request.name, dict(arguments))
+            return await self.pool.call(applicant, request.name, dict(arguments), case_id=request.case_id)
         if request.name == "search_knowledge":
             hits = self.knowledge.search(
                 arguments["query"], tenant=applicant.tenant, language=request.language, as_of=FIXTURE_AS_OF
@@ -108,13 +106,11 @@ class ToolActivities:
     async def _calculate_refund(self, request: ToolRequest) -> dict[str, Any]:
         """The order comes from the commerce server, the rule from ``refund_rules.json``, never the model."""
         order_id = request.arguments["order_id"]
-        raw = await self.pool.call(request.applicant, "get_order", {"order_id": order_id})
+        raw = await self.pool.call(request.applicant, "get_order", {"order_id": order_id}, case_id=request.case_id)
         try:
             order = Order.model_validate(raw)
         except ValidationError as exc:
-            raise ContractError(
-                "invalid_commerce_response", "The commerce server returned a malformed order."
-            ) from exc
+            raise ContractError("invalid_commerce_response", "The commerce server returned a malformed order.") from exc
         quote = calculate_refund_quote(order)
         passages = [
             _passage_view(passage)
@@ -138,9 +134,7 @@ def _check(request: ToolRequest) -> None:
 
 def _check_arguments(spec: ToolSpec, arguments: dict[str, str]) -> None:
     if set(arguments) != set(spec.params):
-        raise ContractError(
-            "tool_call_rejected", f"{spec.name} takes exactly the fields {sorted(spec.params)}."
-        )
+        raise ContractError("tool_call_rejected", f"{spec.name} takes exactly the fields {sorted(spec.params)}.")
     for name, param in spec.params.items():
         value = arguments[name]
         if len(value) > param.max_length or (param.pattern and not re.fullmatch(param.pattern, value)):

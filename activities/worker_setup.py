@@ -16,7 +16,8 @@ from temporalio.contrib.pydantic import PydanticPayloadConverter
 from temporalio.worker import Worker
 
 from activities.case_records import CaseRecords
-from activities.commerce_sessions import CommerceSessionPool
+from activities.commerce_http import CommerceHttpCaller
+from activities.commerce_sessions import CommerceGateway, CommerceSessionPool
 from activities.model_activities import ModelActivities
 from activities.model_gateway import ModelGateway
 from activities.model_settings import ModelSettings, load_model_settings
@@ -57,7 +58,7 @@ def build_worker(
     state_dir = Path(state_dir)
     state_dir.mkdir(parents=True, exist_ok=True)
     gateway = model_gateway or ModelGateway(model_settings or load_model_settings())
-    pool = CommerceSessionPool(state_dir, database_url)
+    pool: CommerceGateway = CommerceHttpCaller.from_env() or CommerceSessionPool(state_dir, database_url)
     tools = ToolActivities(pool, knowledge or default_knowledge_base(), LanguagePreferences(state_dir))
     settlement = SettlementActivities(pool)
     records = CaseRecords(state_dir)

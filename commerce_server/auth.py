@@ -34,6 +34,18 @@ SCOPE_TICKETS_WRITE = "tickets:write"
 SCOPE_REFUND_EXECUTE = "refund:execute"
 ALL_SCOPES = (SCOPE_ORDERS_READ, SCOPE_TICKETS_WRITE, SCOPE_REFUND_EXECUTE)
 
+TOOL_SCOPES: dict[str, str] = {
+    "list_orders": SCOPE_ORDERS_READ,
+    "get_order": SCOPE_ORDERS_READ,
+    "get_shipment": SCOPE_ORDERS_READ,
+    "get_invoice": SCOPE_ORDERS_READ,
+    "get_product": SCOPE_ORDERS_READ,
+    "get_ticket": SCOPE_ORDERS_READ,
+    "create_ticket": SCOPE_TICKETS_WRITE,
+    "execute_refund": SCOPE_REFUND_EXECUTE,
+}
+"""The one scope each tool needs on a bearer token."""
+
 
 class TokenClaims(BaseModel):
     """The verified claims of one commerce token."""

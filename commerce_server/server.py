@@ -23,8 +23,7 @@ from sqlalchemy import Engine
 
 from commerce_server.auth import (
     SCOPE_ORDERS_READ,
-    SCOPE_REFUND_EXECUTE,
-    SCOPE_TICKETS_WRITE,
+    TOOL_SCOPES,
     CommerceTokenVerifier,
     identity_from_access_token,
 )
@@ -48,16 +47,6 @@ logger = logging.getLogger(__name__)
 SERVER_NAME = "qinghe-commerce"
 SCOPE_RESOURCE_URI = "commerce://scope"
 
-TOOL_SCOPES: dict[str, str] = {
-    "list_orders": SCOPE_ORDERS_READ,
-    "get_order": SCOPE_ORDERS_READ,
-    "get_shipment": SCOPE_ORDERS_READ,
-    "get_invoice": SCOPE_ORDERS_READ,
-    "get_product": SCOPE_ORDERS_READ,
-    "get_ticket": SCOPE_ORDERS_READ,
-    "create_ticket": SCOPE_TICKETS_WRITE,
-    "execute_refund": SCOPE_REFUND_EXECUTE,
-}
 
 SCOPE_DOCUMENT: dict[str, Any] = {
     "service": SERVER_NAME,

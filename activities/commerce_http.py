@@ -1,0 +1,53 @@
+"""Calls to a commerce server deployed as its own service, over Streamable HTTP.
+
+The stdio pool (:mod:`activities.commerce_sessions`) launches the commerce server next to the worker.
+When ``COMMERCE_MCP_URL`` names a server instead, every call opens a short, stateless HTTP session
+with a freshly minted bearer token bound to the identity, the case and the one scope the tool needs,
+valid for a few minutes. The identity therefore never travels as a tool argument, and a leaked token
+is worth one case, one scope, briefly.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from typing import Any
+
+from activities.commerce_client import open_http_client
+from commerce_server.auth import TOOL_SCOPES, mint_token, token_secret_from_env
+from contracts.errors import AuthorizationError
+from contracts.identity import PROFILES, Identity
+
+COMMERCE_URL_ENV = "COMMERCE_MCP_URL"
+TOKEN_TTL_SECONDS = 120
+
+
+class CommerceHttpCaller:
+    """Same ``call`` as the stdio pool, for a remote commerce server."""
+
+    def __init__(self, url: str, secret: str) -> None:
+        self.url = url
+        self._secret = secret
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] = os.environ) -> CommerceHttpCaller | None:
+        """The HTTP caller when ``COMMERCE_MCP_URL`` is set (then the token secret is required)."""
+        url = environ.get(COMMERCE_URL_ENV)
+        return cls(url, token_secret_from_env(environ)) if url else None
+
+    async def call(
+        self, identity: Identity, tool: str, arguments: dict[str, Any], *, case_id: str = "unbound"
+    ) -> dict[str, Any]:
+        if PROFILES.get(identity.subject) != identity:
+            raise AuthorizationError("identity_rejected", "Only registry profiles may call the commerce server.")
+        scope = TOOL_SCOPES.get(tool)
+        if scope is None:
+            raise AuthorizationError("tool_not_allowed", f"No commerce tool named {tool!r}.")
+        token = mint_token(
+            identity, case_id=case_id, scopes=[scope], secret=self._secret, ttl_seconds=TOKEN_TTL_SECONDS
+        )
+        async with open_http_client(self.url, token) as client:
+            return await client.call(tool, arguments)
+
+    async def aclose(self) -> None:
+        """Nothing is held between calls."""

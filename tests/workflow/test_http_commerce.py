@@ -1,0 +1,99 @@
+"""A worker that reaches the commerce server as its own service, over Streamable HTTP with tokens."""
+
+from __future__ import annotations
+
+import os
+import secrets
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+
+import pytest
+from case_world import CaseWorld
+
+from activities.commerce_http import COMMERCE_URL_ENV
+from activities.model_settings import load_model_settings
+from activities.worker_setup import build_worker
+from commerce_server.auth import TOKEN_SECRET_ENV
+from commerce_server.db import make_engine
+from contracts.case import CaseStatus, CaseView, Decision, ReviewDecision, ReviewOutcome
+from temporal_dev import free_port, wait_for_port
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture
+def http_commerce(tmp_path: Path):
+    state_dir = tmp_path / "commerce-service"
+    state_dir.mkdir()
+    port, secret = free_port(), secrets.token_urlsafe(32)
+    env = {k: v for k, v in os.environ.items() if k != "COMMERCE_DATABASE_URL"} | {TOKEN_SECRET_ENV: secret}
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "commerce_server",
+            "--http",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--state-dir",
+            str(state_dir),
+            "--log-level",
+            "WARNING",
+        ],
+        cwd=ROOT,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        wait_for_port("127.0.0.1", port, timeout=30, process=process)
+        yield f"http://127.0.0.1:{port}/mcp", secret, state_dir
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
+
+
+async def test_a_refund_settles_through_the_http_commerce_service(
+    temporal_client, http_commerce, tmp_path, monkeypatch
+) -> None:
+    url, secret, service_dir = http_commerce
+    monkeypatch.setenv(COMMERCE_URL_ENV, url)
+    monkeypatch.setenv(TOKEN_SECRET_ENV, secret)
+    worker_dir = tmp_path / "worker"
+    task_queue = f"http-commerce-{uuid.uuid4().hex[:8]}"
+    worker, cleanup = build_worker(
+        temporal_client, worker_dir, task_queue=task_queue, model_settings=load_model_settings({})
+    )
+    world = CaseWorld(temporal_client, worker_dir, task_queue, make_engine(f"sqlite:///{service_dir / 'commerce.db'}"))
+    try:
+        async with worker:
+            handle = await world.start("Please refund QH-1001 and explain the amount and the policy")
+            view = await world.settled(handle)
+            assert view.status is CaseStatus.WAITING_APPROVAL and view.proposal.amount_cents == 12900
+            outcome = await handle.execute_update(
+                "review",
+                ReviewDecision(reviewer="chen", digest=view.digest, decision=Decision.APPROVE),
+                result_type=ReviewOutcome,
+            )
+            assert outcome.accepted
+            final: CaseView = await handle.result()
+    finally:
+        await cleanup()
+        world.engine.dispose()
+    assert final.status is CaseStatus.COMPLETED and final.receipt.receipt_id.startswith("SIM-")
+    assert [(r.order_id, r.amount_cents) for r in world.refund_records()] == [("QH-1001", 12900)]
+    assert not (worker_dir / "commerce.db").exists()
+
+
+def test_http_mode_without_a_token_secret_is_a_configuration_error(monkeypatch, tmp_path) -> None:
+    from activities.commerce_http import CommerceHttpCaller
+    from contracts.errors import ConfigurationError
+
+    with pytest.raises(ConfigurationError, match=TOKEN_SECRET_ENV):
+        CommerceHttpCaller.from_env({COMMERCE_URL_ENV: "http://127.0.0.1:1/mcp"})
+    assert CommerceHttpCaller.from_env({}) is None
