@@ -89,7 +89,7 @@ async def run_case(client: Client, case: EvalCase, task_queue: str, wait_seconds
     )
     while True:
         view = await handle.query("status", result_type=CaseView)
-        if view.status is not CaseStatus.RUNNING and view.record_path is not None:
+        if view.status is not CaseStatus.RUNNING and view.record_attempted:
             break
         if time.monotonic() - started > wait_seconds:
             break

@@ -53,7 +53,7 @@ from contracts.errors import (
     SupportError,
     TransientError,
 )
-from contracts.identity import Identity, resolve_profile
+from contracts.identity import Identity, Role, resolve_profile
 from contracts.knowledge import Language
 from workflows import search_attributes as sa
 
@@ -220,36 +220,59 @@ def _workflow_id(case_id: str) -> str:
     return case_id if case_id.startswith("case-") else f"case-{case_id}"
 
 
-def case_id_for(request_key: str | None) -> str:
-    """A new random case id, or one derived from the request key (same key, same case)."""
+def case_id_for(request_key: str | None, identity: Identity) -> str:
+    """A new random case id, or one derived from the applicant and request key (same key, same case).
+
+    The applicant is part of the derivation, so one customer's key can never name another's case.
+    """
     if request_key is None:
         return uuid.uuid4().hex[:12]
-    return "k" + hashlib.sha256(request_key.encode("utf-8")).hexdigest()[:15]
+    scoped = f"{identity.tenant}:{identity.subject}:{request_key}"
+    return "k" + hashlib.sha256(scoped.encode("utf-8")).hexdigest()[:15]
 
 
-async def _view(handle) -> CaseView:
-    """The case as the workflow reports it; a closed case answers from its result."""
+CASE_NOT_ACCESSIBLE = "No such case is available to this profile."
+
+
+def may_see(view: CaseView, identity: Identity) -> bool:
+    """The applicant sees their case; reviewers see the cases of their own tenant."""
+    return view.applicant == identity.subject or (identity.role is Role.REVIEWER and identity.tenant == view.tenant)
+
+
+async def _view(handle, identity: Identity) -> CaseView:
+    """The case as the workflow reports it (a closed case answers from its result), if ``identity``
+    may see it. A missing case and someone else's case give the same error."""
     from temporalio.client import WorkflowExecutionStatus
+    from temporalio.service import RPCError, RPCStatusCode
 
-    description = await handle.describe()
+    try:
+        description = await handle.describe()
+    except RPCError as error:
+        if error.status is RPCStatusCode.NOT_FOUND:
+            raise AuthorizationError("case_not_accessible", CASE_NOT_ACCESSIBLE) from None
+        raise
     if description.status in (None, WorkflowExecutionStatus.RUNNING):
-        return await handle.query("status", result_type=CaseView)
-    if description.status is WorkflowExecutionStatus.COMPLETED:
-        return await handle.result()
-    raise BusinessError("case_not_available", f"case workflow {handle.id} ended as {description.status.name}")
+        view = await handle.query("status", result_type=CaseView)
+    elif description.status is WorkflowExecutionStatus.COMPLETED:
+        view = await handle.result()
+    else:
+        raise BusinessError("case_not_available", f"case workflow {handle.id} ended as {description.status.name}")
+    if not may_see(view, identity):
+        raise AuthorizationError("case_not_accessible", CASE_NOT_ACCESSIBLE)
+    return view
 
 
-async def _wait_until_settled(handle, what: str) -> CaseView:
+async def _wait_until_settled(handle, identity: Identity, what: str) -> CaseView:
     """Poll the status query with visible progress until the case waits or ends."""
     from rich.status import Status
 
     deadline = asyncio.get_running_loop().time() + WAIT_SECONDS
     with Status(f"{what}…", console=errors) as status:
         while True:
-            view = await _view(handle)
+            view = await _view(handle, identity)
             if view.status in TERMINAL_STATUSES:
                 return await handle.result()
-            if view.status is CaseStatus.WAITING_APPROVAL and view.record_path is not None:
+            if view.status is CaseStatus.WAITING_APPROVAL and view.record_attempted:
                 return view
             status.update(
                 f"{what}: phase {view.phase.value}, model requests {view.budgets.model_requests}, "
@@ -322,7 +345,7 @@ def _print_view(view: CaseView) -> None:
             f"{view.budgets.tool_requests}/{view.budgets.max_tool_requests}, turns {view.budgets.turns}",
         ),
         ("tokens", view.tokens),
-        ("case record", view.record_path or "-"),
+        ("case record", view.record_path or (f"not written: {view.record_error}" if view.record_error else "-")),
     ]
     for label, value in rows:
         table.add_row(label, value)
@@ -344,7 +367,7 @@ def ask(
 
     settings = _settings(ctx)
     case = CaseInput(
-        case_id=case_id_for(request_key),
+        case_id=case_id_for(request_key, settings.identity),
         question=question,
         language=language,
         applicant=settings.identity,
@@ -375,7 +398,11 @@ def ask(
             WorkflowExecutionStatus.COMPLETED,
         ):
             raise BusinessError("case_closed", f"case {case.case_id} ended as {description.status.name}")
-        view = await _wait_until_settled(handle, f"case {case.case_id}")
+        view = await _wait_until_settled(handle, settings.identity, f"case {case.case_id}")
+        if view.question != case.question:
+            raise BusinessError(
+                "request_key_reused", f"request key {request_key!r} was already used for another question"
+            )
         _print_view(view)
         if view.status is CaseStatus.WAITING_APPROVAL:
             console.print("A reviewer of the same tenant approves or rejects with one of:")
@@ -388,11 +415,11 @@ def ask(
 @app.command("review-info")
 def review_info(ctx: typer.Context, case_id: Annotated[str, typer.Argument(help="Case id.")]) -> None:
     """Show the exact proposal a reviewer approves, with its digest."""
-    _settings(ctx)
+    settings = _settings(ctx)
 
     async def run() -> None:
         client = await _client()
-        view = await _view(client.get_workflow_handle(_workflow_id(case_id), result_type=CaseView))
+        view = await _view(client.get_workflow_handle(_workflow_id(case_id), result_type=CaseView), settings.identity)
         _print_view(view)
         if view.status is CaseStatus.WAITING_APPROVAL:
             for command in review_commands(view):
@@ -436,7 +463,7 @@ def review(
         if not outcome.accepted:
             raise AuthorizationError("review_refused", f"{outcome.reason} (recorded in the case events)")
         console.print(f"review accepted: {outcome.reason}")
-        _print_view(await _wait_until_settled(handle, f"case {case_id}"))
+        _print_view(await _wait_until_settled(handle, settings.identity, f"case {case_id}"))
 
     asyncio.run(run())
 
@@ -449,12 +476,12 @@ def status(
     as_json: Annotated[bool, typer.Option("--json", help="Print the case as JSON (for scripts).")] = False,
 ) -> None:
     """Show a case: status, answer, proposal, receipt, budgets and record path."""
-    _settings(ctx)
+    settings = _settings(ctx)
 
     async def run() -> None:
         client = await _client()
         handle = client.get_workflow_handle(_workflow_id(case_id), result_type=CaseView)
-        view = await _view(handle)
+        view = await _view(handle, settings.identity)
         if wait and view.status not in TERMINAL_STATUSES:
             view = await _wait_until_ended(handle, f"case {case_id}")
         if as_json:
@@ -470,9 +497,13 @@ def list_cases(
     ctx: typer.Context,
     status_filter: Annotated[CaseStatus | None, typer.Option("--status", help="Only cases in this status.")] = None,
 ) -> None:
-    """List cases through Temporal visibility (search attributes)."""
-    _settings(ctx)
-    query = f'WorkflowType="{WORKFLOW_NAME}"'
+    """List the cases this profile may see through Temporal visibility (search attributes).
+
+    Reviewers see their tenant's cases; a customer sees their own.
+    """
+    settings = _settings(ctx)
+    identity = settings.identity
+    query = f'WorkflowType="{WORKFLOW_NAME}" AND Tenant="{identity.tenant}"'
     if status_filter:
         query += f' AND CaseStatus="{status_filter.value}"'
 
@@ -482,6 +513,8 @@ def list_cases(
         for column in ("case", "status", "phase", "order", "refund cents", "started"):
             table.add_column(column)
         async for execution in client.list_workflows(query, limit=200):
+            if identity.role is not Role.REVIEWER and (await execution.memo()).get("applicant") != identity.subject:
+                continue
             attrs = execution.typed_search_attributes
             table.add_row(
                 execution.id.removeprefix("case-"),
@@ -510,6 +543,20 @@ def remember(
     console.print(f"remembered reply language {language.value} for {settings.identity.subject}")
 
 
+def _check_provider_matches(*, live: bool, rehearsal: bool) -> None:
+    """Stop after the first case when the worker's model is not what the operator asked for."""
+    if live and rehearsal:
+        raise ConfigurationError(
+            "not_live",
+            "--live was given but the worker answers with the rehearsal model; configure a provider "
+            "for worker.py (see README)",
+        )
+    if not live and not rehearsal:
+        raise ConfigurationError(
+            "live_provider", "the worker uses a real provider, so these requests are paid: pass --live to go on"
+        )
+
+
 @eval_app.command("cases")
 def eval_cases(
     ctx: typer.Context,
@@ -528,13 +575,9 @@ def eval_cases(
             for number, case in enumerate(EVAL_CASES, start=1):
                 status.update(f"case {number}/{len(EVAL_CASES)}: {case.name}")
                 rows.append(await run_case(client, case, task_queue, WAIT_SECONDS))
+                if number == 1:
+                    _check_provider_matches(live=live, rehearsal=is_rehearsal(rows))
         rehearsal = is_rehearsal(rows)
-        if live and rehearsal:
-            raise ConfigurationError(
-                "not_live",
-                "--live was given but the worker answers with the rehearsal "
-                "model; configure a provider for worker.py (see README)",
-            )
         title = (
             "case evaluation with the REHEARSAL model: a regression check of the plumbing, not of any model's quality"
             if rehearsal

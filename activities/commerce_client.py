@@ -24,9 +24,9 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 from mcp_types import CallToolResult, Resource, TextResourceContents, Tool
 
+from commerce_server.db import DATABASE_URL_ENV
 from contracts.errors import AuthorizationError, SupportError, TransientError, error_from_code
 
-DATABASE_URL_ENV = "COMMERCE_DATABASE_URL"
 CALL_TIMEOUT_SECONDS = 60.0
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 

@@ -35,9 +35,7 @@ class CommerceHttpCaller:
         url = environ.get(COMMERCE_URL_ENV)
         return cls(url, token_secret_from_env(environ)) if url else None
 
-    async def call(
-        self, identity: Identity, tool: str, arguments: dict[str, Any], *, case_id: str = "unbound"
-    ) -> dict[str, Any]:
+    async def call(self, identity: Identity, tool: str, arguments: dict[str, Any], *, case_id: str) -> dict[str, Any]:
         if PROFILES.get(identity.subject) != identity:
             raise AuthorizationError("identity_rejected", "Only registry profiles may call the commerce server.")
         scope = TOOL_SCOPES.get(tool)

@@ -46,7 +46,7 @@ class CommerceGateway(Protocol):
     """What activities call: the stdio pool here, or the HTTP caller of activities.commerce_http."""
 
     async def call(
-        self, identity: Identity, tool: str, arguments: dict[str, Any], *, case_id: str = "unbound"
+        self, identity: Identity, tool: str, arguments: dict[str, Any], *, case_id: str
     ) -> dict[str, Any]: ...
 
     async def aclose(self) -> None: ...
@@ -111,9 +111,7 @@ class CommerceSessionPool:
         self._locks: dict[str, asyncio.Lock] = {}
         self._closed = False
 
-    async def call(
-        self, identity: Identity, tool: str, arguments: dict[str, Any], *, case_id: str = "unbound"
-    ) -> dict[str, Any]:
+    async def call(self, identity: Identity, tool: str, arguments: dict[str, Any], *, case_id: str) -> dict[str, Any]:
         """Call ``tool`` on the commerce server acting as ``identity``.
 
         ``case_id`` is accepted for parity with :class:`activities.commerce_http.CommerceHttpCaller`,

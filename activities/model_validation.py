@@ -25,8 +25,8 @@ from typing import Any, TypeVar
 from openai.types.chat import ChatCompletionMessageToolCallUnion
 
 from contracts.case import ComposedAnswer, Intent, NextAction, Plan, ProposedToolCall, ReviewVerdict, Verdict
+from contracts.commerce import ORDER_ID_FORMAT, order_ids_in
 from contracts.errors import ContractError
-from contracts.tools import ORDER_ID
 
 PLAN_FIELDS = ("intent", "order_id", "action_requested", "queries", "milestones")
 COMPOSE_FIELDS = ("answer", "citations", "next_action")
@@ -41,7 +41,7 @@ MAX_RAW_ARGUMENT_CHARS = 20000
 
 E = TypeVar("E", bound=StrEnum)
 
-_ORDER_ID = re.compile(ORDER_ID.pattern or r"^QH-\d{4}$")
+_ORDER_ID = re.compile(ORDER_ID_FORMAT)
 
 
 def parse_json_object(content: str | None, finish_reason: str | None, *, kind: str) -> dict[str, Any]:
@@ -69,7 +69,7 @@ def validate_plan(data: dict[str, Any], question: str) -> Plan:
         order_id = _text(data, "plan", "order_id", max_chars=20)
         if not _ORDER_ID.match(order_id):
             raise ContractError("contract_violation", "plan.order_id: expected an order id like QH-1001.")
-        if order_id not in question:
+        if order_id not in order_ids_in(question):
             raise ContractError(
                 "order_id_not_in_question", f"plan.order_id {order_id!r} does not occur in the question."
             )

@@ -60,9 +60,9 @@ class LanguagePreferences:
         except FileNotFoundError:
             return {}
         except json.JSONDecodeError as exc:
-            raise ContractError("preferences_unreadable", f"{self.path} is not valid JSON.") from exc
+            raise ContractError("preferences_unreadable", "The stored preferences are not valid JSON.") from exc
         if not isinstance(data, dict):
-            raise ContractError("preferences_unreadable", f"{self.path} is not a JSON object.")
+            raise ContractError("preferences_unreadable", "The stored preferences are not a JSON object.")
         return data
 
     def _write(self, entries: dict[str, Any]) -> None:

@@ -10,12 +10,12 @@ import json
 import re
 from typing import Any, Literal, cast
 
-from contracts.case import ComposeRequest, InvestigateRequest, PlanRequest, ReviewRequest
+from contracts.case import Budgets, ComposeRequest, InvestigateRequest, PlanRequest, ReviewRequest
 from contracts.knowledge import Passage
 
 RequestKind = Literal["plan", "investigate", "compose", "review"]
 REQUEST_KINDS: tuple[RequestKind, ...] = ("plan", "investigate", "compose", "review")
-MAX_CALLS_PER_TURN = 4
+MAX_CALLS_PER_TURN = Budgets().max_calls_per_turn
 
 _MARKER = re.compile(r"^\[kind: (plan|investigate|compose|review)\]")
 
@@ -36,8 +36,9 @@ these fields:
  "action_requested": true only when the customer asks for a refund to be carried out, else false,
  "queries": up to 3 short search queries for the policy pages, written in the case language,
  "milestones": up to 4 short investigation steps, each under 80 characters}}
-Never invent, complete or correct an order id; if the question names none, use null; if it names
-several, use the first. Use "unsupported" for requests outside after-sales support."""
+Never invent, complete or correct an order id; if the question names none, use null; a question
+names only one order (the host stops questions naming several before planning).
+Use "unsupported" for requests outside after-sales support."""
 
 _INVESTIGATE = f"""[kind: investigate]
 {_SHOP}

@@ -21,9 +21,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-MAX_CALLS_PER_TURN = 4
+from contracts.case import Budgets
+from contracts.commerce import ORDER_ID_IN_TEXT
 
-_ORDER_ID = re.compile(r"(?<![A-Za-z0-9])QH-\d{4}(?!\d)")
+MAX_CALLS_PER_TURN = Budgets().max_calls_per_turn
+
+_ORDER_ID = ORDER_ID_IN_TEXT
 _CJK = re.compile(r"[\u4e00-\u9fff]")
 _GREETINGS = {"hello", "hi", "hey", "hello there", "good morning", "你好", "您好", "嗨", "哈喽"}
 

@@ -46,19 +46,13 @@ def _port(value: str) -> int:
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = _OneLineParser(prog=PROG, description="The fictional commerce MCP server.")
-    parser.add_argument(
-        "--profile", help="stdio only: the demonstration profile to act for (alice, bob, ...)"
-    )
+    parser.add_argument("--profile", help="stdio only: the demonstration profile to act for (alice, bob, ...)")
     parser.add_argument("--state-dir", default=".state", help="where the default SQLite database lives")
-    parser.add_argument(
-        "--database-url", help="SQLAlchemy URL; overrides COMMERCE_DATABASE_URL and the SQLite default"
-    )
+    parser.add_argument("--database-url", help="SQLAlchemy URL; overrides COMMERCE_DATABASE_URL and the SQLite default")
     parser.add_argument("--http", action="store_true", help="serve Streamable HTTP instead of stdio")
     parser.add_argument("--host", default="127.0.0.1", help="HTTP only: the address to listen on")
     parser.add_argument("--port", type=_port, default=8765, help="HTTP only: the port to listen on")
-    parser.add_argument(
-        "--log-level", type=str.upper, choices=LOG_LEVELS, help="default WARNING (stdio), INFO (HTTP)"
-    )
+    parser.add_argument("--log-level", type=str.upper, choices=LOG_LEVELS, help="default WARNING (stdio), INFO (HTTP)")
     args = parser.parse_args(argv)
     if args.http and args.profile:
         parser.error("--profile is for stdio; over HTTP each request's token names the customer")

@@ -28,6 +28,8 @@ ISSUER = "qinghe-support-worker"
 AUDIENCE = "qinghe-commerce-mcp"
 ALGORITHM = "HS256"
 DEFAULT_TTL_SECONDS = 300
+MAX_TTL_SECONDS = 600
+"""Tokens minted for longer than this are refused whatever their expiry: they must be short-lived."""
 
 SCOPE_ORDERS_READ = "orders:read"
 SCOPE_TICKETS_WRITE = "tickets:write"
@@ -115,10 +117,17 @@ def verify_token(token: str, *, secret: str) -> TokenClaims:
     except (jwt.PyJWTError, ValidationError) as exc:
         reason = f"The bearer token was rejected ({type(exc).__name__})."
         raise AuthorizationError("token_rejected", reason) from exc
+    if claims.exp - claims.iat > MAX_TTL_SECONDS:
+        raise AuthorizationError("token_rejected", "The bearer token is valid for longer than this server accepts.")
     profile = PROFILES.get(claims.sub)
     if profile is None or profile.tenant != claims.tenant:
         raise AuthorizationError("token_rejected", "The bearer token names an unknown identity.")
     return claims
+
+
+def case_of_access_token(access_token: AccessToken) -> str | None:
+    """The case a verified token was issued for."""
+    return (access_token.claims or {}).get("case_id")
 
 
 def identity_from_access_token(access_token: AccessToken) -> Identity:

@@ -63,9 +63,7 @@ def fixture_rows(fixture: dict[str, Any]) -> dict[str, list[SQLModel]]:
             )
         )
         rows["invoices"].append(
-            InvoiceRow.model_validate(
-                order["invoice"] | {"order_id": order["order_id"], "currency": order["currency"]}
-            )
+            InvoiceRow.model_validate(order["invoice"] | {"order_id": order["order_id"], "currency": order["currency"]})
         )
         rows["shipment_events"].extend(
             ShipmentEventRow.model_validate(event | {"order_id": order["order_id"], "seq": seq})
@@ -98,9 +96,7 @@ def _insert_missing(engine: Engine, rows: dict[str, list[SQLModel]]) -> SeedRepo
             columns = [getattr(model, name) for name in key_columns]
             existing = {tuple(key) for key in session.execute(select(*columns))}
             table_rows = rows[table]
-            missing = [
-                row for row in table_rows if tuple(getattr(row, name) for name in key_columns) not in existing
-            ]
+            missing = [row for row in table_rows if tuple(getattr(row, name) for name in key_columns) not in existing]
             session.add_all(missing)
             session.flush()
             inserted[table] = len(missing)

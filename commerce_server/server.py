@@ -25,6 +25,7 @@ from commerce_server.auth import (
     SCOPE_ORDERS_READ,
     TOOL_SCOPES,
     CommerceTokenVerifier,
+    case_of_access_token,
     identity_from_access_token,
 )
 from commerce_server.service import MAX_TICKET_TEXT, CommerceService
@@ -79,17 +80,11 @@ IdentityResolver = Callable[[str], Identity]
 OrderId = Annotated[str, Field(description="An order id such as QH-1001.")]
 Sku = Annotated[str, Field(description="A SKU such as DESK-01.")]
 TicketId = Annotated[str, Field(description="A ticket id: TCK- and 16 hex characters.")]
-TicketText = Annotated[
-    str, Field(description=f"What the ticket is about, 1 to {MAX_TICKET_TEXT} characters.")
-]
-IdempotencyKey = Annotated[
-    str, Field(description="The caller's key; repeating a call with it changes nothing.")
-]
+TicketText = Annotated[str, Field(description=f"What the ticket is about, 1 to {MAX_TICKET_TEXT} characters.")]
+IdempotencyKey = Annotated[str, Field(description="The caller's key; repeating a call with it changes nothing.")]
 
 READ = ToolAnnotations(read_only_hint=True, idempotent_hint=True, open_world_hint=False)
-WRITE = ToolAnnotations(
-    read_only_hint=False, destructive_hint=False, idempotent_hint=True, open_world_hint=False
-)
+WRITE = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=True, open_world_hint=False)
 
 
 def tool_error(code: str, message: str) -> CallToolResult:
@@ -200,6 +195,9 @@ def build_server(
     @mcp.tool(annotations=WRITE)
     async def execute_refund(approval: RefundApproval) -> RefundReceipt:
         """Pay a human-approved refund proposal (simulated), exactly once per approval id."""
+        access_token = get_access_token()
+        if access_token is not None and case_of_access_token(access_token) != approval.proposal.case_id:
+            return tool_error("approval_invalid", "The bearer token was issued for another case.")
         return await dispatch.run("execute_refund", lambda service: service.execute_refund(approval))
 
     @mcp.resource(
@@ -220,9 +218,7 @@ def build_stdio_server(engine: Engine, identity: Identity, *, log_level: LogLeve
     return build_server(engine, bound_identity(identity), log_level=log_level)
 
 
-def build_http_server(
-    engine: Engine, *, secret: str, public_url: str, log_level: LogLevel = "INFO"
-) -> MCPServer:
+def build_http_server(engine: Engine, *, secret: str, public_url: str, log_level: LogLevel = "INFO") -> MCPServer:
     """A server acting for whoever each request's verified token names; bad tokens get HTTP 401."""
     auth = AuthSettings(issuer_url=public_url, resource_server_url=None)
     return build_server(

@@ -20,6 +20,7 @@ from sqlmodel.sql.expression import SelectOfScalar
 
 from commerce_server.db import InvoiceRow, OrderRow, ProductRow, RefundRow, ShipmentEventRow, TicketRow
 from contracts.commerce import (
+    ORDER_ID_FORMAT,
     Invoice,
     Order,
     OrderList,
@@ -36,7 +37,7 @@ from contracts.errors import SupportError, TransientError, error_from_code
 from contracts.identity import PROFILES, Identity, Role
 from knowledge.refund_quote import calculate_refund_quote
 
-ORDER_ID = re.compile(r"^QH-\d{4}$")
+ORDER_ID = re.compile(ORDER_ID_FORMAT)
 SKU = re.compile(r"^[A-Z]{2,8}-\d{2}$")
 TICKET_ID = re.compile(r"^TCK-[0-9a-f]{16}$")
 IDEMPOTENCY_KEY = re.compile(r"^[A-Za-z0-9._:-]{1,128}$")
@@ -241,9 +242,7 @@ class CommerceService:
             or reviewer.tenant != proposal.tenant
             or reviewer.subject == proposal.applicant
         ):
-            raise error_from_code(
-                "approval_invalid", "The approval must come from a reviewer of the same merchant."
-            )
+            raise error_from_code("approval_invalid", "The approval must come from a reviewer of the same merchant.")
         if datetime.now(UTC) >= proposal.expires_at:
             raise error_from_code("approval_expired", "The refund proposal expired before execution.")
 
@@ -305,9 +304,7 @@ class CommerceService:
         recorded = session.get(RefundRow, approval.approval_id)
         if recorded is not None:
             return self._replay(recorded, approval)
-        raise error_from_code(
-            "quote_changed", "The order or the refund rule changed since approval; quote again."
-        )
+        raise error_from_code("quote_changed", "The order or the refund rule changed since approval; quote again.")
 
     # --- helpers -------------------------------------------------------------------------------
 
@@ -318,9 +315,7 @@ class CommerceService:
             with Session(self._engine, expire_on_commit=False) as session:
                 yield session
         except OperationalError as exc:
-            raise TransientError(
-                "database_unavailable", "The commerce database is unavailable; try again."
-            ) from exc
+            raise TransientError("database_unavailable", "The commerce database is unavailable; try again.") from exc
 
     def _owned_by_identity(self) -> tuple[ColumnElement[bool], ...]:
         return (
@@ -358,9 +353,7 @@ class CommerceService:
 
 def _same_ticket(existing: TicketRow, content_digest: str) -> Ticket:
     if existing.content_digest != content_digest:
-        raise error_from_code(
-            "idempotency_conflict", "This idempotency key was already used for a different ticket."
-        )
+        raise error_from_code("idempotency_conflict", "This idempotency key was already used for a different ticket.")
     return _ticket(existing)
 
 

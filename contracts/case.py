@@ -311,16 +311,21 @@ class CaseView(_Model):
     receipt: RefundReceipt | None = None
     reason: str | None = None
     record_path: str | None = None
+    record_error: str | None = None
     budgets: Budgets
     tokens: str = "unknown"
+
+    @property
+    def record_attempted(self) -> bool:
+        """The record for the current state was written, or its failure was recorded."""
+        return self.record_path is not None or self.record_error is not None
 
 
 class CaseRecord(_Model):
     """The file an auditor reads: written once per state change by an activity, atomically."""
 
     fictional_notice: str = (
-        "FICTIONAL: every merchant, customer, order and receipt in this record is invented; "
-        "no real payment was made."
+        "FICTIONAL: every merchant, customer, order and receipt in this record is invented; no real payment was made."
     )
     case: CaseView
     events: list[CaseEvent]

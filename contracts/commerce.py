@@ -8,11 +8,24 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from datetime import date, datetime
 from enum import StrEnum
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
+
+ORDER_ID_FORMAT = r"^QH-\d{4}$"
+"""What an order id looks like, whole."""
+
+ORDER_ID_IN_TEXT = re.compile(r"(?<![\w-])QH-\d{4}(?![\w-])")
+"""An order id standing on its own inside free text (``QH-10012`` does not contain ``QH-1001``)."""
+
+
+def order_ids_in(text: str) -> list[str]:
+    """Distinct order ids literally present in a text, in order of appearance."""
+    return list(dict.fromkeys(ORDER_ID_IN_TEXT.findall(text)))
+
 
 FIXTURE_AS_OF = date(2026, 9, 12)
 """The fixture snapshot date: every eligibility computation uses it as "today"."""

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict
 
+from contracts.commerce import ORDER_ID_FORMAT
+
 MAX_ARGUMENT_CHARS = 1500
 
 
@@ -52,7 +54,7 @@ class ToolSpec(BaseModel):
 
 ORDER_ID = ParamSpec(
     description="An order id exactly as written in the question, e.g. QH-1001.",
-    pattern=r"^QH-\d{4}$",
+    pattern=ORDER_ID_FORMAT,
     max_length=7,
 )
 
@@ -87,9 +89,7 @@ INVESTIGATION_TOOLS: dict[str, ToolSpec] = {
             name="get_product",
             source="mcp",
             params={
-                "sku": ParamSpec(
-                    description="Product SKU, e.g. LAMP-02.", pattern=r"^[A-Z]+-\d{2}$", max_length=12
-                )
+                "sku": ParamSpec(description="Product SKU, e.g. LAMP-02.", pattern=r"^[A-Z]+-\d{2}$", max_length=12)
             },
             description="Read a product: name, category, warranty months.",
         ),
@@ -145,11 +145,7 @@ INVESTIGATION_TOOLS: dict[str, ToolSpec] = {
         ToolSpec(
             name="save_case_note",
             source="case",
-            params={
-                "note": ParamSpec(
-                    description="A short working note kept with this case only.", max_length=500
-                )
-            },
+            params={"note": ParamSpec(description="A short working note kept with this case only.", max_length=500)},
             description="Save a short working note in this case (not memory, not a ticket).",
         ),
     ]

@@ -117,8 +117,7 @@ def _split_languages(lines: list[str], source: str, page_no: str) -> dict[Langua
             if match is None or expected is None or match.group(1) != expected.value:
                 raise ContractError(
                     "malformed_document",
-                    f"{source} {page_no}: unknown or misplaced heading {line!r}; each page has '## en' "
-                    "then '## zh'.",
+                    f"{source} {page_no}: unknown or misplaced heading {line!r}; each page has '## en' then '## zh'.",
                 )
             current = sections[expected] = []
         elif current is not None:

@@ -16,7 +16,7 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict
 
 from contracts.commerce import FIXTURE_AS_OF, Order, OrderStatus, RefundQuote, canonical_digest
-from contracts.errors import SupportError
+from contracts.errors import ConfigurationError, SupportError
 
 RULES_PATH = Path(__file__).with_name("refund_rules.json")
 
@@ -46,7 +46,12 @@ class RefundRules(BaseModel):
 
 @lru_cache(maxsize=1)
 def load_refund_rules() -> RefundRules:
-    return RefundRules.model_validate(json.loads(RULES_PATH.read_text(encoding="utf-8")))
+    """The rule file, validated. The engine refunds item balances only: a rule that would refund
+    freight automatically is refused rather than silently ignored."""
+    rules = RefundRules.model_validate(json.loads(RULES_PATH.read_text(encoding="utf-8")))
+    if rules.refund_freight:
+        raise ConfigurationError("unsupported_rule", "refund_rules.json: automatic freight refunds are not supported.")
+    return rules
 
 
 def _policy_pages_match(rules: RefundRules, as_of: date) -> bool:
@@ -67,8 +72,7 @@ def _policy_pages_match(rules: RefundRules, as_of: date) -> bool:
 def _first_failing_reason(order: Order, rules: RefundRules, as_of: date) -> str | None:
     days = (as_of - order.delivered_on).days if order.delivered_on else None
     checks = {
-        "merchant_requires_manual_review": order.tenant != rules.tenant
-        or order.tenant in rules.manual_review_tenants,
+        "merchant_requires_manual_review": order.tenant != rules.tenant or order.tenant in rules.manual_review_tenants,
         "not_delivered": order.status is not OrderStatus.DELIVERED or order.delivered_on is None,
         "excluded_category": order.category.value in rules.excluded_categories,
         "outside_window": days is not None and days > rules.window_days,

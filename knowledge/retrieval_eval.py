@@ -96,12 +96,8 @@ def should_abstain(top_score: float, language: Language) -> bool:
     return top_score < ABSTAIN_BELOW[language]
 
 
-def evaluate_question(
-    kb: KnowledgeBase, question: EvalQuestion, *, tenant: str, as_of: date
-) -> QuestionResult:
-    hits = kb.search(
-        question.question, tenant=tenant, language=question.language, as_of=as_of, top_k=MAX_TOP_K
-    )
+def evaluate_question(kb: KnowledgeBase, question: EvalQuestion, *, tenant: str, as_of: date) -> QuestionResult:
+    hits = kb.search(question.question, tenant=tenant, language=question.language, as_of=as_of, top_k=MAX_TOP_K)
     pages = [hit.passage.page_id for hit in hits]
     top_score = hits[0].score if hits else 0.0
     relevant = set(question.relevant_pages)
@@ -141,12 +137,9 @@ def run_retrieval_eval(
 ) -> RetrievalEvalReport:
     """Run every labelled question through ``kb.search`` and summarise per language and overall."""
     results = [
-        evaluate_question(kb, question, tenant=tenant, as_of=as_of)
-        for question in questions or load_questions()
+        evaluate_question(kb, question, tenant=tenant, as_of=as_of) for question in questions or load_questions()
     ]
-    per_language = [
-        summarize(language.value, [r for r in results if r.language is language]) for language in Language
-    ]
+    per_language = [summarize(language.value, [r for r in results if r.language is language]) for language in Language]
     return RetrievalEvalReport(
         tenant=tenant,
         as_of=as_of,

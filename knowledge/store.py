@@ -87,8 +87,7 @@ class KnowledgeBase:
             key=lambda i: (-scores[i], index.passages[i].passage_id),
         )[:top_k]
         return [
-            SearchHit(passage=index.passages[i], score=scores[i], rank=rank)
-            for rank, i in enumerate(ranked, start=1)
+            SearchHit(passage=index.passages[i], score=scores[i], rank=rank) for rank, i in enumerate(ranked, start=1)
         ]
 
     def read_passage(self, passage_id: str, *, tenant: str, as_of: date) -> Passage:

@@ -56,7 +56,7 @@ async def record(client: Client, task_queue: str) -> None:
         if decision is not None:
             while (view := await handle.query("status", result_type=CaseView)).status is not (
                 CaseStatus.WAITING_APPROVAL
-            ) or view.record_path is None:
+            ) or not view.record_attempted:
                 await asyncio.sleep(0.2)
             await handle.signal("review", ReviewDecision(reviewer="chen", digest=view.digest, decision=decision))
         result = await asyncio.wait_for(handle.result(), timeout=120)

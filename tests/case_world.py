@@ -69,9 +69,7 @@ class CaseWorld:
 
     async def settled(self, handle: WorkflowHandle, timeout: float = 60) -> CaseView:
         """Wait until the case waits for a reviewer (record written) or the workflow has ended."""
-        view = await self.wait_for(
-            handle, lambda v: v.status is not CaseStatus.RUNNING and v.record_path is not None, timeout
-        )
+        view = await self.wait_for(handle, lambda v: v.status is not CaseStatus.RUNNING and v.record_attempted, timeout)
         if view.status in TERMINAL_STATUSES:
             return await handle.result()
         return view

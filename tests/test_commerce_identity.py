@@ -42,9 +42,7 @@ def test_lin_sees_only_south_orders(commerce_engine: Engine) -> None:
         ("get_invoice", "invoice_not_accessible"),
     ],
 )
-def test_foreign_and_missing_records_give_identical_errors(
-    commerce_engine: Engine, read: str, code: str
-) -> None:
+def test_foreign_and_missing_records_give_identical_errors(commerce_engine: Engine, read: str, code: str) -> None:
     alice = service(commerce_engine, "alice")
     errors = {
         order_id: refusal(lambda order_id=order_id: getattr(alice, read)(order_id))

@@ -20,6 +20,7 @@ import pytest
 
 from activities.commerce_client import open_http_client
 from commerce_server.auth import ALL_SCOPES, SCOPE_ORDERS_READ, TOKEN_SECRET_ENV, mint_token
+from contracts.commerce import Order
 from contracts.errors import AuthorizationError, SupportError, TransientError
 from contracts.identity import PROFILES
 
@@ -33,9 +34,7 @@ class RunningServer:
     secret: str
 
     def token(self, profile: str = "alice", scopes: tuple[str, ...] = ALL_SCOPES, **options: int) -> str:
-        return mint_token(
-            PROFILES[profile], case_id="case-http", scopes=scopes, secret=self.secret, **options
-        )
+        return mint_token(PROFILES[profile], case_id="case-http", scopes=scopes, secret=self.secret, **options)
 
 
 def free_port() -> int:
@@ -109,6 +108,7 @@ BAD_TOKENS: dict[str, Callable[[RunningServer], str | None]] = {
     "tampered": lambda server: tampered(server.token()),
     "expired": lambda server: server.token(ttl_seconds=-5),
     "wrong-audience": lambda server: other_audience(server.secret),
+    "long-lived": lambda server: server.token(ttl_seconds=3600),
 }
 
 
@@ -142,9 +142,7 @@ def test_bad_tokens_get_http_401(server: RunningServer, kind: str) -> None:
 
 
 @pytest.mark.parametrize("kind", ["tampered", "expired", "wrong-audience"])
-async def test_client_reports_a_refused_token_as_authorization_error(
-    server: RunningServer, kind: str
-) -> None:
+async def test_client_reports_a_refused_token_as_authorization_error(server: RunningServer, kind: str) -> None:
     async def connect_and_call() -> None:
         async with open_http_client(server.url, BAD_TOKENS[kind](server) or "") as client:
             await client.call("list_orders")
@@ -169,9 +167,7 @@ async def test_tools_need_their_scope(server: RunningServer) -> None:
     async with open_http_client(server.url, server.token(scopes=(SCOPE_ORDERS_READ,))) as client:
         await client.call("get_order", {"order_id": "QH-1005"})
         error = await refusal(
-            lambda: client.call(
-                "create_ticket", {"order_id": "QH-1005", "text": "Late", "idempotency_key": "scoped"}
-            )
+            lambda: client.call("create_ticket", {"order_id": "QH-1005", "text": "Late", "idempotency_key": "scoped"})
         )
 
     assert isinstance(error, AuthorizationError)
@@ -187,3 +183,17 @@ async def test_unreachable_server_is_transient() -> None:
 
     assert isinstance(error, TransientError)
     assert error.code == "commerce_unavailable"
+
+
+async def test_a_refund_token_only_pays_the_case_it_was_issued_for(server: RunningServer, refund_approval) -> None:
+    async with open_http_client(server.url, server.token()) as client:
+        order = Order.model_validate(await client.call("get_order", {"order_id": "QH-1002"}))
+    approval = refund_approval(order)
+    other_case = mint_token(PROFILES["alice"], case_id="case-other", scopes=ALL_SCOPES, secret=server.secret)
+    async with open_http_client(server.url, other_case) as client:
+        error = await refusal(lambda: client.call("execute_refund", {"approval": approval.model_dump(mode="json")}))
+    assert error.code == "approval_invalid"
+    own_case = mint_token(PROFILES["alice"], case_id=approval.proposal.case_id, scopes=ALL_SCOPES, secret=server.secret)
+    async with open_http_client(server.url, own_case) as client:
+        receipt = await client.call("execute_refund", {"approval": approval.model_dump(mode="json")})
+    assert receipt["amount_cents"] == 17900 and receipt["receipt_id"].startswith("SIM-")

@@ -114,9 +114,7 @@ async def test_foreign_order_is_a_tool_error_not_a_protocol_error(alice: Commerc
 
 
 @pytest.mark.parametrize(("tool", "arguments"), [("get_order", {"order_id": 5}), ("drop_tables", {})])
-async def test_calls_the_sdk_rejects_are_contract_errors(
-    alice: CommerceClient, tool: str, arguments: dict
-) -> None:
+async def test_calls_the_sdk_rejects_are_contract_errors(alice: CommerceClient, tool: str, arguments: dict) -> None:
     error = await refusal(lambda: alice.call(tool, arguments))
 
     assert isinstance(error, ContractError)
@@ -134,9 +132,7 @@ async def test_tickets_over_mcp(alice: CommerceClient) -> None:
     assert conflict.code == "idempotency_conflict"
 
 
-async def test_refund_over_mcp_pays_once(
-    alice: CommerceClient, refund_approval: Callable[..., RefundApproval]
-) -> None:
+async def test_refund_over_mcp_pays_once(alice: CommerceClient, refund_approval: Callable[..., RefundApproval]) -> None:
     order = Order.model_validate(await alice.call("get_order", {"order_id": "QH-1002"}))
     approval = refund_approval(order).model_dump(mode="json")
     self_approved = refund_approval(order, reviewer="alice").model_dump(mode="json")

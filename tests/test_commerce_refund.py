@@ -51,9 +51,7 @@ def test_refund_pays_the_quoted_amount_once(
     assert refunds_recorded(commerce_engine) == 1
 
 
-def test_partially_refunded_order_pays_the_balance(
-    alice: CommerceService, refund_approval: MakeApproval
-) -> None:
+def test_partially_refunded_order_pays_the_balance(alice: CommerceService, refund_approval: MakeApproval) -> None:
     receipt = alice.execute_refund(refund_approval(alice.get_order("QH-1009")))
 
     assert receipt.amount_cents == 8000
@@ -166,9 +164,7 @@ def test_concurrent_executions_pay_once(commerce_engine: Engine, refund_approval
     assert (order.refunded_cents, order.version) == (12900, 2)
 
 
-def test_competing_approvals_for_one_order_pay_once(
-    commerce_engine: Engine, refund_approval: MakeApproval
-) -> None:
+def test_competing_approvals_for_one_order_pay_once(commerce_engine: Engine, refund_approval: MakeApproval) -> None:
     order = CommerceService(commerce_engine, PROFILES["alice"]).get_order("QH-1002")
     approvals = [refund_approval(order) for _ in range(6)]
     start = Barrier(len(approvals))

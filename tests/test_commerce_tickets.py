@@ -68,9 +68,7 @@ def test_concurrent_twins_create_one_ticket(commerce_engine: Engine) -> None:
         ("QH-1005", "Fine", "spaces are not allowed", "invalid_argument"),
     ],
 )
-def test_bad_tickets_are_refused(
-    alice: CommerceService, order_id: str, text: str, key: str, code: str
-) -> None:
+def test_bad_tickets_are_refused(alice: CommerceService, order_id: str, text: str, key: str, code: str) -> None:
     with pytest.raises(SupportError) as caught:
         alice.create_ticket(order_id, text, key)
 

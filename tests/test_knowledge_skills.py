@@ -75,9 +75,7 @@ def test_name_must_match_its_directory(tmp_path: Path) -> None:
 
 def test_skill_without_both_languages_is_malformed(tmp_path: Path) -> None:
     (tmp_path / "refund").mkdir()
-    (tmp_path / "refund" / "SKILL.md").write_text(
-        SKILL.format(name="refund").split("## zh")[0], encoding="utf-8"
-    )
+    (tmp_path / "refund" / "SKILL.md").write_text(SKILL.format(name="refund").split("## zh")[0], encoding="utf-8")
     with pytest.raises(ContractError) as error:
         SkillCatalogue.load(tmp_path)
     assert error.value.code == "malformed_skill"

@@ -211,9 +211,7 @@ def test_index_is_built_once_per_applicable_set(kb: KnowledgeBase, monkeypatch: 
 def test_over_long_paragraph_in_a_document_fails_loading(tmp_path: Path) -> None:
     (tmp_path / "LONG.md").write_text(
         "---\nid: LONG\ntitle_en: Long\ntitle_zh: 长\nversion: '1'\ntenant: qinghe\nstatus: active\n"
-        "effective_from: 2026-09-01\n---\n\n# p01 | Long | 长\n\n## en\n\n"
-        + "word " * 600
-        + "\n\n## zh\n\n长。\n",
+        "effective_from: 2026-09-01\n---\n\n# p01 | Long | 长\n\n## en\n\n" + "word " * 600 + "\n\n## zh\n\n长。\n",
         encoding="utf-8",
     )
     with pytest.raises(ContractError) as error:

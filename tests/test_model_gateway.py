@@ -49,9 +49,7 @@ class Endpoint:
         return ModelGateway(settings, http_client=httpx.AsyncClient(transport=httpx.MockTransport(self)))
 
 
-def completion(
-    content: str | None, *, finish_reason: str = "stop", usage: bool = True, **message: Any
-) -> dict:
+def completion(content: str | None, *, finish_reason: str = "stop", usage: bool = True, **message: Any) -> dict:
     body: dict[str, Any] = {
         "id": "chatcmpl-1",
         "object": "chat.completion",
@@ -87,9 +85,7 @@ PLAN_JSON = json.dumps(
 
 async def test_plan_request_and_reply() -> None:
     endpoint = Endpoint(ok(completion(PLAN_JSON)))
-    result = await endpoint.gateway().plan(
-        PlanRequest(case_id="c-1", question=QUESTION, language="en"), attempt=3
-    )
+    result = await endpoint.gateway().plan(PlanRequest(case_id="c-1", question=QUESTION, language="en"), attempt=3)
     sent = endpoint.requests[0]
     assert sent["model"] == "m-1"
     assert sent["response_format"] == {"type": "json_object"}
@@ -127,14 +123,10 @@ async def test_investigate_sends_tools_and_transcript_and_parses_calls() -> None
                     arguments={"order_id": "QH-1001"},
                     raw_arguments='{"order_id": "QH-1001"}',
                 ),
-                ProposedToolCall(
-                    call_id="call_1_2", name="search_knowledge", arguments=None, raw_arguments="{bad"
-                ),
+                ProposedToolCall(call_id="call_1_2", name="search_knowledge", arguments=None, raw_arguments="{bad"),
             ],
         ),
-        TranscriptEntry(
-            role="tool", call_id="call_1_1", content='{"ok": true, "result": {"order_id": "QH-1001"}}'
-        ),
+        TranscriptEntry(role="tool", call_id="call_1_1", content='{"ok": true, "result": {"order_id": "QH-1001"}}'),
         TranscriptEntry(role="tool", call_id="call_9_9", content="orphan"),
     ]
     request = InvestigateRequest(

@@ -109,15 +109,11 @@ def observe(transcript: list[TranscriptEntry], result: InvestigateResult, result
     for call in result.calls:
         value = results.get(call.name, {})
         observation = (
-            ToolObservation(
-                call_id=call.call_id, name=call.name, ok=False, error_code=value, error_message="No."
-            )
+            ToolObservation(call_id=call.call_id, name=call.name, ok=False, error_code=value, error_message="No.")
             if isinstance(value, str)
             else ToolObservation(call_id=call.call_id, name=call.name, ok=True, result=value)
         )
-        transcript.append(
-            TranscriptEntry(role="tool", call_id=call.call_id, content=observation.model_dump_json())
-        )
+        transcript.append(TranscriptEntry(role="tool", call_id=call.call_id, content=observation.model_dump_json()))
 
 
 def calls_of(result: InvestigateResult) -> list[tuple[str, dict[str, Any] | None]]:
@@ -313,9 +309,7 @@ async def test_review_rules(gateway: ModelGateway) -> None:
 
 
 async def test_transport_is_a_deterministic_chat_completions_endpoint() -> None:
-    async with httpx.AsyncClient(
-        transport=RehearsalTransport(), base_url="http://rehearsal.invalid/v1"
-    ) as client:
+    async with httpx.AsyncClient(transport=RehearsalTransport(), base_url="http://rehearsal.invalid/v1") as client:
         body = {
             "model": "rehearsal",
             "messages": [

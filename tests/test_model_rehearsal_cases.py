@@ -126,9 +126,7 @@ async def run_case(engine: Engine, question: str, language: Language = Language.
         for call in result.calls:
             called.append(call.name)
             observation = tools.run(call)
-            transcript.append(
-                TranscriptEntry(role="tool", call_id=call.call_id, content=observation.model_dump_json())
-            )
+            transcript.append(TranscriptEntry(role="tool", call_id=call.call_id, content=observation.model_dump_json()))
             if not observation.ok:
                 continue
             data = observation.result or {}

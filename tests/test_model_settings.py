@@ -49,9 +49,7 @@ def test_local_server_without_key_on_loopback_only() -> None:
     assert raised.value.code == "api_key_missing"
 
 
-@pytest.mark.parametrize(
-    "url", ["not a url", "ftp://host/v1", "http://", "localhost:8000", "http://h:port/v1"]
-)
+@pytest.mark.parametrize("url", ["not a url", "ftp://host/v1", "http://", "localhost:8000", "http://h:port/v1"])
 def test_malformed_base_url_is_a_configuration_error(url: str) -> None:
     with pytest.raises(ConfigurationError) as raised:
         load_model_settings({"OPENAI_BASE_URL": url, "OPENAI_API_KEY": CANARY, "SUPPORT_MODEL": "m"})

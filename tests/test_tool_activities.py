@@ -166,9 +166,7 @@ async def test_list_orders_is_scoped_to_the_applicant(tools: ToolActivities) -> 
 
 
 @pytest.mark.parametrize("language", [Language.EN, Language.ZH])
-async def test_calculate_refund_quotes_12900_with_both_policy_pages(
-    tools: ToolActivities, language: Language
-) -> None:
+async def test_calculate_refund_quotes_12900_with_both_policy_pages(tools: ToolActivities, language: Language) -> None:
     observation = await _run(tools, _request("calculate_refund", {"order_id": "QH-1001"}, language=language))
 
     assert observation.ok
@@ -188,9 +186,7 @@ async def test_calculate_refund_of_a_foreign_order_is_refused(tools: ToolActivit
     assert observation.error_code == "order_not_accessible"
 
 
-@pytest.mark.parametrize(
-    ("language", "query"), [(Language.EN, "refund window days"), (Language.ZH, "退款期限")]
-)
+@pytest.mark.parametrize(("language", "query"), [(Language.EN, "refund window days"), (Language.ZH, "退款期限")])
 async def test_search_knowledge_returns_only_the_requested_language(
     tools: ToolActivities, language: Language, query: str
 ) -> None:
@@ -274,7 +270,7 @@ async def test_one_session_per_profile_is_reused_across_calls(tmp_path: Path) ->
             _request("get_product", {"sku": "LAMP-02"}),
         ]
         later = [await _run(tools, request) for request in sequential]
-        bob = await tools.pool.call(PROFILES["bob"], "get_order", {"order_id": "QH-2001"})
+        bob = await tools.pool.call(PROFILES["bob"], "get_order", {"order_id": "QH-2001"}, case_id="case-test")
 
         assert all(o.ok for o in first + later)
         assert bob["customer"] == "bob"
@@ -319,7 +315,7 @@ async def test_a_session_that_cannot_open_is_transient_and_not_kept(tmp_path: Pa
     pool = CommerceSessionPool(tmp_path, opener=failing_opener)
     for _ in range(2):
         with pytest.raises(TransientError) as caught:
-            await pool.call(ALICE, "list_orders", {})
+            await pool.call(ALICE, "list_orders", {}, case_id="case-test")
         assert caught.value.code == "commerce_unavailable"
     await pool.aclose()
 
@@ -343,12 +339,12 @@ async def test_sessions_are_exited_by_their_owner_task(tmp_path: Path) -> None:
             tasks["exit"] = asyncio.current_task()
 
     pool = CommerceSessionPool(tmp_path, opener=opener)
-    assert await pool.call(ALICE, "list_orders", {}) == {"tool": "list_orders"}
+    assert await pool.call(ALICE, "list_orders", {}, case_id="case-test") == {"tool": "list_orders"}
     await pool.aclose()
 
     assert tasks["enter"] is tasks["exit"] is not asyncio.current_task()
     with pytest.raises(TransientError):
-        await pool.call(ALICE, "list_orders", {})
+        await pool.call(ALICE, "list_orders", {}, case_id="case-test")
 
 
 # --- settlement ----------------------------------------------------------------------------------
@@ -358,7 +354,9 @@ async def test_execute_refund_pays_once_per_approval_and_refuses_a_changed_diges
     state_dir, url = _seeded_state_dir(tmp_path / "settle")
     now = datetime.now(UTC)
     async with _tools(state_dir, url) as tools:
-        order = Order.model_validate(await tools.pool.call(ALICE, "get_order", {"order_id": "QH-1001"}))
+        order = Order.model_validate(
+            await tools.pool.call(ALICE, "get_order", {"order_id": "QH-1001"}, case_id="case-test")
+        )
         quote = calculate_refund_quote(order)
         proposal = RefundProposal(
             case_id="case-settle",
@@ -387,7 +385,9 @@ async def test_execute_refund_pays_once_per_approval_and_refuses_a_changed_diges
 
         receipt = await env.run(settlement.execute_refund, request)
         replay = await env.run(settlement.execute_refund, request)
-        after = Order.model_validate(await tools.pool.call(ALICE, "get_order", {"order_id": "QH-1001"}))
+        after = Order.model_validate(
+            await tools.pool.call(ALICE, "get_order", {"order_id": "QH-1001"}, case_id="case-test")
+        )
         changed = proposal.model_copy(update={"amount_cents": 14100})
         with pytest.raises(ApplicationError) as conflict:
             await env.run(

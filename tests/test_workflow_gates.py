@@ -16,9 +16,9 @@ from contracts.case import (
     Plan,
     ProposedToolCall,
 )
-from contracts.commerce import RefundQuote
+from contracts.commerce import RefundQuote, order_ids_in
 from workflows.deliver_gate import decide_delivery
-from workflows.tool_gate import call_fingerprint, order_ids_in, refuse_call
+from workflows.tool_gate import call_fingerprint, refuse_call
 from workflows.transitions import TRANSITIONS, IllegalTransition, check_transition
 
 
@@ -64,9 +64,7 @@ def _call(name: str, call_id: str = "c1", **arguments) -> ProposedToolCall:
 
 
 def _refuse(call: ProposedToolCall, seen_ids=(), seen_fps=()) -> str | None:
-    return refuse_call(
-        call, bound_order_id="QH-1001", seen_call_ids=set(seen_ids), seen_fingerprints=set(seen_fps)
-    )
+    return refuse_call(call, bound_order_id="QH-1001", seen_call_ids=set(seen_ids), seen_fingerprints=set(seen_fps))
 
 
 @pytest.mark.parametrize(
@@ -97,9 +95,7 @@ def test_the_gate_refuses_what_the_model_may_not_do(call: ProposedToolCall, code
 def test_duplicate_call_ids_and_repeated_actions_are_refused() -> None:
     call = _call("get_order", order_id="QH-1001")
     assert _refuse(call, seen_ids={"c1"}) == "duplicate_call_id"
-    assert _refuse(_call("get_order", "c2", order_id="QH-1001"), seen_fps={call_fingerprint(call)}) == (
-        "repeated_call"
-    )
+    assert _refuse(_call("get_order", "c2", order_id="QH-1001"), seen_fps={call_fingerprint(call)}) == ("repeated_call")
 
 
 def test_order_ids_are_read_literally_from_the_question() -> None:
@@ -185,10 +181,21 @@ def test_needs_input_and_handoff_map_to_their_statuses() -> None:
     assert decide_delivery(_plan(), _answer(NextAction.NEEDS_INPUT, []), None, EVIDENCE).outcome is (
         CaseStatus.NEEDS_INPUT
     )
-    assert decide_delivery(_plan(), _answer(NextAction.HANDOFF, []), None, EVIDENCE).outcome is (
-        CaseStatus.NEEDS_HUMAN
-    )
+    assert decide_delivery(_plan(), _answer(NextAction.HANDOFF, []), None, EVIDENCE).outcome is (CaseStatus.NEEDS_HUMAN)
     answered = decide_delivery(
         _plan(intent=Intent.DELIVERY), _answer(NextAction.ANSWER, ["DELIVERY:p02:en:0"]), None, EVIDENCE
     )
     assert answered.outcome is CaseStatus.COMPLETED
+
+
+def test_an_order_id_must_stand_on_its_own_in_the_question() -> None:
+    assert order_ids_in("refund QH-10012") == []
+    assert order_ids_in("refund XQH-1001 or QH-1001-B") == []
+    assert order_ids_in("refund (QH-1001).") == ["QH-1001"]
+
+
+def test_a_status_that_equals_a_phase_by_value_is_not_a_legal_step() -> None:
+    assert Phase.WAITING_APPROVAL == CaseStatus.WAITING_APPROVAL
+    with pytest.raises(IllegalTransition):
+        check_transition(Phase.DELIVER, CaseStatus.WAITING_APPROVAL)
+    assert check_transition(Phase.DELIVER, Phase.WAITING_APPROVAL) is Phase.WAITING_APPROVAL

@@ -123,7 +123,5 @@ def _refund_proposal_gate(plan: Plan, answer: ComposedAnswer, quote: RefundQuote
         return DeliveryDecision(CaseStatus.NEEDS_HUMAN, f"quote_not_eligible:{quote.reason}")
     missing = set(quote.citations) - cited_pages(answer.citations)
     if missing:
-        return DeliveryDecision(
-            CaseStatus.NEEDS_HUMAN, "missing_policy_citations:" + ",".join(sorted(missing))
-        )
+        return DeliveryDecision(CaseStatus.NEEDS_HUMAN, "missing_policy_citations:" + ",".join(sorted(missing)))
     return DeliveryDecision(None, "proposal_admitted")

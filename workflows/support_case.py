@@ -46,17 +46,20 @@ with workflow.unsafe.imports_passed_through():
         TranscriptEntry,
         Verdict,
     )
-    from contracts.commerce import RefundProposal, RefundQuote, RefundReceipt
+    from contracts.commerce import RefundProposal, RefundQuote, RefundReceipt, order_ids_in
     from contracts.identity import PROFILES, Role
     from contracts.knowledge import Passage
     from contracts.tools import INVESTIGATION_TOOLS
     from workflows import activity_options as options
     from workflows import search_attributes as sa
     from workflows.deliver_gate import decide_delivery
-    from workflows.tool_gate import call_fingerprint, order_ids_in, refuse_call
+    from workflows.tool_gate import call_fingerprint, refuse_call
     from workflows.transitions import Stage, check_transition
 
 MAX_EVENTS = 300
+"""Events beyond this many are counted, not kept; lifecycle events are always kept."""
+BOUNDED_EVENT_KINDS = frozenset({"review_refused", "tool_refused", "tool_ran"})
+"""Kinds an outsider or the model can multiply (refused reviews, tool calls)."""
 MAX_EVIDENCE = 12
 MAX_OBSERVATION_CHARS = 6000
 
@@ -97,6 +100,7 @@ class SupportCaseWorkflow:
         self._receipt: RefundReceipt | None = None
         self._reason: str | None = None
         self._record_path: str | None = None
+        self._record_error: str | None = None
 
     # --- entry point -----------------------------------------------------------------------------
 
@@ -123,18 +127,14 @@ class SupportCaseWorkflow:
             raise CaseStopped(CaseStatus.NEEDS_INPUT, "one_order_per_case: ask about each order separately")
         result = await self._call_model(
             "plan_case",
-            PlanRequest(
-                case_id=self._case.case_id, question=self._case.question, language=self._case.language
-            ),
+            PlanRequest(case_id=self._case.case_id, question=self._case.question, language=self._case.language),
             PlanResult,
         )
         plan = result.plan
         if plan.order_id is not None and plan.order_id not in ids:
             raise CaseStopped(CaseStatus.NEEDS_HUMAN, "plan_names_order_not_in_question")
         self._plan = plan
-        self._event(
-            "planned", f"intent={plan.intent.value} order={plan.order_id} action={plan.action_requested}"
-        )
+        self._event("planned", f"intent={plan.intent.value} order={plan.order_id} action={plan.action_requested}")
         self._upsert_attributes()
 
     async def _investigate(self) -> None:
@@ -162,16 +162,12 @@ class SupportCaseWorkflow:
             if not result.calls:
                 self._event("investigation_done", f"model stopped after {turn} turn(s)")
                 return
-            transcript.append(
-                TranscriptEntry(role="assistant", calls=result.calls, content=result.content or "")
-            )
+            transcript.append(TranscriptEntry(role="assistant", calls=result.calls, content=result.content or ""))
             observations = await self._run_turn(result.calls, seen_ids, seen_fingerprints)
             for observation in observations:
                 content = json.dumps(observation.model_dump(mode="json"), ensure_ascii=False)
                 transcript.append(
-                    TranscriptEntry(
-                        role="tool", call_id=observation.call_id, content=content[:MAX_OBSERVATION_CHARS]
-                    )
+                    TranscriptEntry(role="tool", call_id=observation.call_id, content=content[:MAX_OBSERVATION_CHARS])
                 )
 
     async def _draft_and_review(self) -> None:
@@ -204,8 +200,7 @@ class SupportCaseWorkflow:
             )
             self._event(
                 "reviewed",
-                f"draft {attempt}: {verdict.verdict.verdict.value} "
-                f"{'; '.join(verdict.verdict.problems)}".strip(),
+                f"draft {attempt}: {verdict.verdict.verdict.value} {'; '.join(verdict.verdict.problems)}".strip(),
             )
             if verdict.verdict.verdict is Verdict.PASS:
                 self._answer = candidate
@@ -291,9 +286,11 @@ class SupportCaseWorkflow:
         except ActivityError as error:
             code, error_class = _failure_code(error)
             self._event("settlement_failed", f"{error_class}: {code}")
-            if error_class == "transient":
-                raise CaseStopped(CaseStatus.NEEDS_HUMAN, f"settlement_unconfirmed:{code}") from None
-            raise CaseStopped(CaseStatus.NEEDS_HUMAN, f"settlement_refused:{code}") from None
+            if error_class in ("business", "authorization"):
+                raise CaseStopped(CaseStatus.NEEDS_HUMAN, f"settlement_refused:{code}") from None
+            # Anything else (retries exhausted, a malformed receipt) leaves the outcome unknown: a
+            # human reconciles it; a retry with the same approval id would return the original receipt.
+            raise CaseStopped(CaseStatus.NEEDS_HUMAN, f"settlement_unconfirmed:{code}") from None
         self._receipt = receipt
         self._event("settled", f"receipt {receipt.receipt_id} for {receipt.amount_cents} cents (SIMULATED)")
         self._finish(CaseStatus.COMPLETED, "refund_settled")
@@ -313,9 +310,7 @@ class SupportCaseWorkflow:
             order.append(key)
             if self._budgets.tool_requests >= self._budgets.max_tool_requests:
                 raise CaseStopped(CaseStatus.NEEDS_HUMAN, "tool_budget_exhausted")
-            self._budgets = self._budgets.model_copy(
-                update={"tool_requests": self._budgets.tool_requests + 1}
-            )
+            self._budgets = self._budgets.model_copy(update={"tool_requests": self._budgets.tool_requests + 1})
             refusal = (
                 "too_many_calls_in_turn"
                 if too_many
@@ -377,8 +372,7 @@ class SupportCaseWorkflow:
             )
         self._event(
             "tool_ran",
-            f"{call.name} ok={observation.ok}"
-            + (f" error={observation.error_code}" if not observation.ok else ""),
+            f"{call.name} ok={observation.ok}" + (f" error={observation.error_code}" if not observation.ok else ""),
         )
         if observation.ok:
             self._absorb(call.name, observation)
@@ -463,15 +457,11 @@ class SupportCaseWorkflow:
         return result
 
     def _charge_model(self, requests: int, meta: ModelCallMeta | None) -> None:
-        self._budgets = self._budgets.model_copy(
-            update={"model_requests": self._budgets.model_requests + requests}
-        )
+        self._budgets = self._budgets.model_copy(update={"model_requests": self._budgets.model_requests + requests})
         if meta is None:
             return
         if self._model_label is None:
-            self._model_label = (
-                meta.provider if meta.provider == REHEARSAL_LABEL else f"{meta.provider}:{meta.model}"
-            )
+            self._model_label = meta.provider if meta.provider == REHEARSAL_LABEL else f"{meta.provider}:{meta.model}"
             workflow.upsert_memo({"model": self._model_label})
         if meta.usage is None:
             self._tokens_unknown_calls += 1
@@ -507,8 +497,7 @@ class SupportCaseWorkflow:
         self._decided_at = workflow.now()
         self._event(
             "review_accepted",
-            f"{who} via {via}: {decision.decision.value}"
-            + (f" ({decision.note[:200]})" if decision.note else ""),
+            f"{who} via {via}: {decision.decision.value}" + (f" ({decision.note[:200]})" if decision.note else ""),
         )
         return ReviewOutcome(accepted=True, status=self._status, reason=decision.decision.value)
 
@@ -561,11 +550,14 @@ class SupportCaseWorkflow:
         self._stage = check_transition(self._stage, status)
         self._status = status
         self._reason = reason
+        if self._dropped_events:
+            self._event("events_dropped", f"{self._dropped_events} refused attempts were counted, not listed")
         self._event("case_finished", f"{status.value}: {reason}")
         self._upsert_attributes()
 
     def _event(self, kind: str, detail: str) -> None:
-        if len(self._events) >= MAX_EVENTS:
+        """Record an event. Floods of refusals are capped so they cannot push lifecycle events out."""
+        if kind in BOUNDED_EVENT_KINDS and len(self._events) >= MAX_EVENTS:
             self._dropped_events += 1
             return
         self._events.append(CaseEvent(at=workflow.now(), kind=kind, detail=detail[:500]))
@@ -609,19 +601,26 @@ class SupportCaseWorkflow:
             receipt=self._receipt,
             reason=self._reason,
             record_path=self._record_path,
+            record_error=self._record_error,
             budgets=self._budgets,
             tokens=self._tokens(),
         )
 
     async def _write_record(self) -> None:
+        """Write the case record. A failure is an event, never a reason to lose the case's status."""
         record = CaseRecord(case=self._view(), events=list(self._events), notes=list(self._notes))
-        self._record_path = await workflow.execute_activity(
-            "write_case_record",
-            record,
-            result_type=str,
-            start_to_close_timeout=options.RECORD_TIMEOUT,
-            retry_policy=options.RECORD_RETRY,
-        )
+        try:
+            self._record_path = await workflow.execute_activity(
+                "write_case_record",
+                record,
+                result_type=str,
+                start_to_close_timeout=options.RECORD_TIMEOUT,
+                retry_policy=options.RECORD_RETRY,
+            )
+        except ActivityError as error:
+            code, _ = _failure_code(error)
+            self._record_error = code
+            self._event("record_write_failed", code)
 
 
 class _ContractViolation(Exception):

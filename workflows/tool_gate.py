@@ -12,13 +12,6 @@ from contracts.case import ProposedToolCall
 from contracts.commerce import canonical_json
 from contracts.tools import INVESTIGATION_TOOLS, MAX_ARGUMENT_CHARS, WRITE_TOOLS
 
-ORDER_ID_PATTERN = re.compile(r"QH-\d{4}")
-
-
-def order_ids_in(text: str) -> list[str]:
-    """Distinct order ids literally present in a text, in order of appearance."""
-    return list(dict.fromkeys(ORDER_ID_PATTERN.findall(text)))
-
 
 def call_fingerprint(call: ProposedToolCall) -> str:
     """Tool name plus canonical arguments: the same action requested twice has one fingerprint."""

@@ -12,15 +12,9 @@ from contracts.case import TERMINAL_STATUSES, CaseStatus, Phase
 Stage = Phase | CaseStatus
 
 TRANSITIONS: dict[Stage, frozenset[Stage]] = {
-    Phase.PLAN: frozenset(
-        {Phase.INVESTIGATE, CaseStatus.NEEDS_INPUT, CaseStatus.NEEDS_HUMAN, CaseStatus.FAILED}
-    ),
-    Phase.INVESTIGATE: frozenset(
-        {Phase.REVIEW, CaseStatus.NEEDS_INPUT, CaseStatus.NEEDS_HUMAN, CaseStatus.FAILED}
-    ),
-    Phase.REVIEW: frozenset(
-        {Phase.DELIVER, CaseStatus.NEEDS_INPUT, CaseStatus.NEEDS_HUMAN, CaseStatus.FAILED}
-    ),
+    Phase.PLAN: frozenset({Phase.INVESTIGATE, CaseStatus.NEEDS_INPUT, CaseStatus.NEEDS_HUMAN, CaseStatus.FAILED}),
+    Phase.INVESTIGATE: frozenset({Phase.REVIEW, CaseStatus.NEEDS_INPUT, CaseStatus.NEEDS_HUMAN, CaseStatus.FAILED}),
+    Phase.REVIEW: frozenset({Phase.DELIVER, CaseStatus.NEEDS_INPUT, CaseStatus.NEEDS_HUMAN, CaseStatus.FAILED}),
     Phase.DELIVER: frozenset(
         {Phase.WAITING_APPROVAL, CaseStatus.COMPLETED, CaseStatus.NEEDS_INPUT, CaseStatus.NEEDS_HUMAN}
     ),
@@ -35,7 +29,11 @@ class IllegalTransition(RuntimeError):
 
 
 def check_transition(current: Stage, target: Stage) -> Stage:
-    """Return ``target`` if the table allows ``current -> target``, else raise."""
-    if target not in TRANSITIONS[current]:
+    """Return ``target`` if the table allows ``current -> target``, else raise.
+
+    Membership is by kind and value: ``Phase.WAITING_APPROVAL`` and ``CaseStatus.WAITING_APPROVAL``
+    are equal strings, but only the phase is a legal step after ``deliver``.
+    """
+    if not any(type(allowed) is type(target) and allowed == target for allowed in TRANSITIONS[current]):
         raise IllegalTransition(f"illegal case transition {current.value} -> {target.value}")
     return target

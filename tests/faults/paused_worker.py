@@ -49,8 +49,8 @@ def _install_pauses() -> None:
     if after_commerce:
         original_call = CommerceSessionPool.call
 
-        async def call(self: CommerceSessionPool, identity, tool: str, arguments: dict[str, Any]):
-            result = await original_call(self, identity, tool, arguments)
+        async def call(self: CommerceSessionPool, identity, tool: str, arguments: dict[str, Any], **options: Any):
+            result = await original_call(self, identity, tool, arguments, **options)
             if tool == after_commerce:
                 _mark({"where": f"after commerce {tool}", "pid": os.getpid(), "result": result})
                 await asyncio.sleep(PAUSE_SECONDS)

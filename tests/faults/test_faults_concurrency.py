@@ -98,9 +98,7 @@ async def test_two_cases_refunding_one_order_pay_once_and_the_second_is_refused(
     assert await events_of(refused_handle, "settlement_failed") == ["business: quote_changed"]
 
     rows = world.refund_records()
-    assert [(r.case_id, r.receipt_id, r.amount_cents) for r in rows] == [
-        (paid.case_id, paid.receipt.receipt_id, 12900)
-    ]
+    assert [(r.case_id, r.receipt_id, r.amount_cents) for r in rows] == [(paid.case_id, paid.receipt.receipt_id, 12900)]
     order = world.order("QH-1001")
     assert (order.refunded_cents, order.version) == (12900, 2)
     [settle] = [run for run in await activity_runs(refused_handle) if run.name == "execute_refund"]
@@ -108,4 +106,3 @@ async def test_two_cases_refunding_one_order_pay_once_and_the_second_is_refused(
         f"paid by case {paid.case_id}; case {refused.case_id} refused ({refused.reason}) "
         f"on settlement attempt {settle.attempt}, previous failure: {settle.last_failure or 'none'}"
     )
-

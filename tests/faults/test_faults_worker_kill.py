@@ -138,9 +138,7 @@ async def test_worker_killed_during_investigation_is_continued_by_a_new_worker(
     )
 
 
-async def test_worker_killed_while_waiting_for_approval_loses_nothing(
-    fault_world, temporal_server, workers
-) -> None:
+async def test_worker_killed_while_waiting_for_approval_loses_nothing(fault_world, temporal_server, workers) -> None:
     address = temporal_server.address
     first = await workers(address, fault_world, "worker-first").ready()
     handle = await fault_world.start(REFUND_QUESTION)

@@ -29,13 +29,9 @@ async def world(temporal_client: Client, tmp_path: Path) -> AsyncIterator[CaseWo
 
 
 @pytest.fixture(scope="module")
-async def shared_world(
-    temporal_client: Client, tmp_path_factory: pytest.TempPathFactory
-) -> AsyncIterator[CaseWorld]:
+async def shared_world(temporal_client: Client, tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[CaseWorld]:
     """A world for cases that never settle a refund, shared by one test module."""
-    case_world, worker, cleanup = await open_world(
-        temporal_client, tmp_path_factory.mktemp("world") / "state"
-    )
+    case_world, worker, cleanup = await open_world(temporal_client, tmp_path_factory.mktemp("world") / "state")
     async with worker:
         yield case_world
     await cleanup()

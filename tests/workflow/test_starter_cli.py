@@ -8,6 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from contracts.identity import resolve_profile
 from starter import case_id_for
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -15,6 +16,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 async def _starter(world, temporal_server, *args: str) -> subprocess.CompletedProcess:
     env = {**os.environ, "TEMPORAL_ADDRESS": temporal_server.address, "SUPPORT_TASK_QUEUE": world.task_queue}
+    env["COLUMNS"] = "200"
     for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "DEEPSEEK_API_KEY"):
         env.pop(name, None)
     command = [sys.executable, str(ROOT / "starter.py"), "--state-dir", str(world.state_dir), *args]
@@ -28,7 +30,7 @@ async def test_the_same_request_key_returns_the_existing_case_and_never_reruns_i
     question = "Where is my order QH-1005? Can I still change the delivery address?"
     first = await _starter(shared_world, temporal_server, "--profile", "alice", "ask", question, "--request-key", key)
     assert first.returncode == 0, first.stderr
-    case_id = case_id_for(key)
+    case_id = case_id_for(key, resolve_profile("alice"))
     assert f"case {case_id}" in first.stdout and "completed" in first.stdout
     second = await _starter(shared_world, temporal_server, "--profile", "alice", "ask", question, "--request-key", key)
     assert second.returncode == 0, second.stderr
@@ -69,3 +71,39 @@ async def test_bad_input_gets_one_clear_line_and_a_nonzero_exit(shared_world, te
     missing = await _starter(shared_world, temporal_server, "status", "no-such-case")
     assert missing.returncode != 0 and "Traceback" not in missing.stderr
     assert len(missing.stderr.strip().splitlines()) == 1
+
+
+async def test_one_customer_cannot_see_another_customers_case(shared_world, temporal_server) -> None:
+    asked = await _starter(shared_world, temporal_server, "--profile", "alice", "ask", "Please refund QH-1002")
+    case_id = asked.stdout.split("case ", 1)[1].split()[0]
+    for profile in ("bob", "mei", "lin"):
+        peek = await _starter(shared_world, temporal_server, "--profile", profile, "status", case_id)
+        missing = await _starter(shared_world, temporal_server, "--profile", profile, "status", "no-such-case")
+        assert peek.returncode == missing.returncode == 2
+        assert (
+            peek.stderr == missing.stderr == "error: case_not_accessible: No such case is available to this profile.\n"
+        )
+        assert "QH-1002" not in peek.stdout + peek.stderr
+        listed = await _starter(shared_world, temporal_server, "--profile", profile, "list")
+        assert case_id not in listed.stdout
+    reviewer = await _starter(shared_world, temporal_server, "--profile", "chen", "status", case_id)
+    assert reviewer.returncode == 0 and "QH-1002" in reviewer.stdout
+    own_list = await _starter(shared_world, temporal_server, "--profile", "alice", "list")
+    assert case_id in own_list.stdout
+
+
+async def test_a_request_key_names_a_case_per_applicant(shared_world, temporal_server) -> None:
+    key = f"shared-key-{id(shared_world)}"
+    question = "Where is my order QH-1005?"
+    alice = await _starter(shared_world, temporal_server, "--profile", "alice", "ask", question, "--request-key", key)
+    assert alice.returncode == 0, alice.stderr
+    bob = await _starter(
+        shared_world, temporal_server, "--profile", "bob", "ask", "Where is my order QH-2005?", "--request-key", key
+    )
+    assert bob.returncode == 0, bob.stderr
+    assert case_id_for(key, resolve_profile("alice")) != case_id_for(key, resolve_profile("bob"))
+    assert "QH-1005" not in bob.stdout and "already used" not in bob.stderr
+    reused = await _starter(
+        shared_world, temporal_server, "--profile", "alice", "ask", "Please refund QH-1001", "--request-key", key
+    )
+    assert reused.returncode == 2 and "request_key_reused" in reused.stderr
