@@ -356,7 +356,9 @@ def _print_view(view: CaseView) -> None:
 def ask(
     ctx: typer.Context,
     question: Annotated[str, typer.Argument(help="The customer's question.")],
-    language: Annotated[Language, typer.Option(help="Reply language.")] = Language.EN,
+    language: Annotated[
+        Language | None, typer.Option(help="Reply language (default: your remembered preference, else en).")
+    ] = None,
     request_key: Annotated[str | None, typer.Option(help="Same key, same case (never re-run).")] = None,
     ttl_seconds: Annotated[int, typer.Option(help="Approval validity in seconds.")] = 900,
 ) -> None:
@@ -365,11 +367,14 @@ def ask(
     from temporalio.common import WorkflowIDConflictPolicy, WorkflowIDReusePolicy
     from temporalio.exceptions import WorkflowAlreadyStartedError
 
+    from activities.preferences import LanguagePreferences
+
     settings = _settings(ctx)
+    remembered = LanguagePreferences(settings.state_dir).get(settings.identity.subject)
     case = CaseInput(
         case_id=case_id_for(request_key, settings.identity),
         question=question,
-        language=language,
+        language=language or remembered or Language.EN,
         applicant=settings.identity,
         options=CaseOptions(approval_ttl_seconds=ttl_seconds),
     )

@@ -8,6 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from contracts.case import CaseView
 from contracts.identity import resolve_profile
 from starter import case_id_for
 
@@ -107,3 +108,16 @@ async def test_a_request_key_names_a_case_per_applicant(shared_world, temporal_s
         shared_world, temporal_server, "--profile", "alice", "ask", "Please refund QH-1001", "--request-key", key
     )
     assert reused.returncode == 2 and "request_key_reused" in reused.stderr
+
+
+async def test_a_remembered_language_applies_to_new_cases(shared_world, temporal_server) -> None:
+    remembered = await _starter(
+        shared_world, temporal_server, "--profile", "bob", "remember", "--language", "zh", "--consent"
+    )
+    assert remembered.returncode == 0, remembered.stderr
+    asked = await _starter(shared_world, temporal_server, "--profile", "bob", "ask", "我的订单 QH-2005 到哪里了？")
+    assert asked.returncode == 0, asked.stderr
+    case_id = asked.stdout.split("case ", 1)[1].split()[0]
+    as_json = await _starter(shared_world, temporal_server, "--profile", "bob", "status", case_id, "--json")
+    view = CaseView.model_validate_json(as_json.stdout)
+    assert view.language.value == "zh" and view.citations and all(":zh:" in c for c in view.citations)
