@@ -360,7 +360,9 @@ def ask(
         Language | None, typer.Option(help="Reply language (default: your remembered preference, else en).")
     ] = None,
     request_key: Annotated[str | None, typer.Option(help="Same key, same case (never re-run).")] = None,
-    ttl_seconds: Annotated[int, typer.Option(help="Approval validity in seconds.")] = 900,
+    ttl_seconds: Annotated[
+        int, typer.Option(help="Approval validity in seconds.")
+    ] = CaseOptions().approval_ttl_seconds,
 ) -> None:
     """Start a case and wait until it waits for a reviewer or ends."""
     from temporalio.client import WorkflowExecutionStatus

@@ -24,7 +24,24 @@ from typing import Any, TypeVar
 
 from openai.types.chat import ChatCompletionMessageToolCallUnion
 
-from contracts.case import ComposedAnswer, Intent, NextAction, Plan, ProposedToolCall, ReviewVerdict, Verdict
+from contracts.case import (
+    MAX_ANSWER_CHARS,
+    MAX_CITATIONS,
+    MAX_MILESTONE_CHARS,
+    MAX_MILESTONES,
+    MAX_PROBLEM_CHARS,
+    MAX_PROBLEMS,
+    MAX_QUERIES,
+    MAX_QUERY_CHARS,
+    MAX_RAW_ARGUMENT_CHARS,
+    ComposedAnswer,
+    Intent,
+    NextAction,
+    Plan,
+    ProposedToolCall,
+    ReviewVerdict,
+    Verdict,
+)
 from contracts.commerce import ORDER_ID_FORMAT, order_ids_in
 from contracts.errors import ContractError
 
@@ -32,12 +49,6 @@ PLAN_FIELDS = ("intent", "order_id", "action_requested", "queries", "milestones"
 COMPOSE_FIELDS = ("answer", "citations", "next_action")
 REVIEW_FIELDS = ("verdict", "problems")
 
-MAX_QUERIES, MAX_QUERY_CHARS = 3, 300
-MAX_MILESTONES, MAX_MILESTONE_CHARS = 4, 120
-MAX_ANSWER_CHARS = 4000
-MAX_CITATIONS = 8
-MAX_PROBLEMS, MAX_PROBLEM_CHARS = 6, 300
-MAX_RAW_ARGUMENT_CHARS = 20000
 
 E = TypeVar("E", bound=StrEnum)
 

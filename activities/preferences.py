@@ -18,7 +18,7 @@ from typing import Any
 
 from activities.case_records import write_atomically
 from contracts.errors import BusinessError, ContractError
-from contracts.knowledge import Language
+from contracts.knowledge import Language, parse_language
 
 FILE_NAME = "preferences.json"
 
@@ -34,7 +34,7 @@ class LanguagePreferences:
             raise BusinessError(
                 "consent_required", "A language preference is stored only with explicit consent (--consent)."
             )
-        chosen = _language(language)
+        chosen = parse_language(language)
         with self._locked():
             entries = self._read()
             entries[subject] = {"language": chosen.value, "consented_at": datetime.now(UTC).isoformat()}
@@ -77,10 +77,3 @@ class LanguagePreferences:
                 yield
             finally:
                 fcntl.flock(lock, fcntl.LOCK_UN)
-
-
-def _language(value: Language | str) -> Language:
-    try:
-        return Language(value)
-    except ValueError as exc:
-        raise ContractError("invalid_language", f"Unsupported language {value!r}; use 'en' or 'zh'.") from exc

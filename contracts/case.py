@@ -19,6 +19,14 @@ TASK_QUEUE = "support-cases"
 WORKFLOW_NAME = "SupportCaseWorkflow"
 REHEARSAL_LABEL = "rehearsal"
 
+# Limits of the model contracts (SPEC §6), shared by the models below and the field-by-field validator.
+MAX_QUERIES, MAX_QUERY_CHARS = 3, 300
+MAX_MILESTONES, MAX_MILESTONE_CHARS = 4, 120
+MAX_ANSWER_CHARS = 4000
+MAX_CITATIONS = 8
+MAX_PROBLEMS, MAX_PROBLEM_CHARS = 6, 300
+MAX_RAW_ARGUMENT_CHARS = 20000
+
 
 class _Model(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -106,8 +114,8 @@ class Plan(_Model):
     intent: Intent
     order_id: str | None
     action_requested: bool
-    queries: list[str] = Field(max_length=3)
-    milestones: list[str] = Field(max_length=4)
+    queries: list[str] = Field(max_length=MAX_QUERIES)
+    milestones: list[str] = Field(max_length=MAX_MILESTONES)
 
 
 class NextAction(StrEnum):
@@ -118,8 +126,8 @@ class NextAction(StrEnum):
 
 
 class ComposedAnswer(_Model):
-    answer: str = Field(min_length=1, max_length=4000)
-    citations: list[str] = Field(max_length=8)
+    answer: str = Field(min_length=1, max_length=MAX_ANSWER_CHARS)
+    citations: list[str] = Field(max_length=MAX_CITATIONS)
     next_action: NextAction
 
 
@@ -131,7 +139,7 @@ class Verdict(StrEnum):
 
 class ReviewVerdict(_Model):
     verdict: Verdict
-    problems: list[str] = Field(max_length=6)
+    problems: list[str] = Field(max_length=MAX_PROBLEMS)
 
 
 class ModelUsage(_Model):
@@ -160,7 +168,7 @@ class ProposedToolCall(_Model):
     name: str
     arguments: dict[str, Any] | None
     """Parsed JSON object, or None when the model's arguments were not a JSON object."""
-    raw_arguments: str = Field(max_length=20000)
+    raw_arguments: str = Field(max_length=MAX_RAW_ARGUMENT_CHARS)
 
 
 class TranscriptEntry(_Model):

@@ -7,10 +7,20 @@ from enum import StrEnum
 
 from pydantic import BaseModel, ConfigDict
 
+from contracts.errors import ContractError
+
 
 class Language(StrEnum):
     EN = "en"
     ZH = "zh"
+
+
+def parse_language(value: Language | str) -> Language:
+    """A supported language, or a typed contract error."""
+    try:
+        return Language(value)
+    except ValueError as exc:
+        raise ContractError("invalid_language", f"Unsupported language {value!r}; use 'en' or 'zh'.") from exc
 
 
 class DocumentStatus(StrEnum):

@@ -16,7 +16,7 @@ from datetime import date
 from pathlib import Path
 
 from contracts.errors import AuthorizationError, ContractError
-from contracts.knowledge import DocumentHeader, DocumentStatus, Language, Passage, SearchHit
+from contracts.knowledge import DocumentHeader, DocumentStatus, Language, Passage, SearchHit, parse_language
 from knowledge.bm25 import BM25Index, index_terms
 from knowledge.passages import parse_document_file
 
@@ -80,7 +80,7 @@ class KnowledgeBase:
                 "invalid_query",
                 f"The search query has {len(query)} characters; the limit is {MAX_QUERY_CHARS}.",
             )
-        index = self._index(tenant, _language(language), as_of)
+        index = self._index(tenant, parse_language(language), as_of)
         scores = index.bm25.scores(index_terms(query))
         ranked = sorted(
             (i for i, score in enumerate(scores) if score > 0),
@@ -98,7 +98,7 @@ class KnowledgeBase:
 
     def read_page(self, page_id: str, *, tenant: str, language: Language, as_of: date) -> list[Passage]:
         """Every paragraph of one page in ``language``, in authored order."""
-        language = _language(language)
+        language = parse_language(language)
         page = self._applicable_page(page_id, tenant, as_of)
         return [passage for passage in page if passage.language is language]
 
@@ -142,10 +142,3 @@ class KnowledgeBase:
 def default_knowledge_base() -> KnowledgeBase:
     """The packaged knowledge base, parsed once per process."""
     return KnowledgeBase.load()
-
-
-def _language(value: Language | str) -> Language:
-    try:
-        return Language(value)
-    except ValueError as exc:
-        raise ContractError("invalid_language", f"Unsupported language {value!r}; use 'en' or 'zh'.") from exc

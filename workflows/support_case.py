@@ -47,6 +47,7 @@ with workflow.unsafe.imports_passed_through():
         Verdict,
     )
     from contracts.commerce import RefundProposal, RefundQuote, RefundReceipt, order_ids_in
+    from contracts.errors import ErrorClass
     from contracts.identity import PROFILES, Role
     from contracts.knowledge import Passage
     from contracts.tools import INVESTIGATION_TOOLS
@@ -286,7 +287,7 @@ class SupportCaseWorkflow:
         except ActivityError as error:
             code, error_class = _failure_code(error)
             self._event("settlement_failed", f"{error_class}: {code}")
-            if error_class in ("business", "authorization"):
+            if error_class in (ErrorClass.BUSINESS, ErrorClass.AUTHORIZATION):
                 raise CaseStopped(CaseStatus.NEEDS_HUMAN, f"settlement_refused:{code}") from None
             # Anything else (retries exhausted, a malformed receipt) leaves the outcome unknown: a
             # human reconciles it; a retry with the same approval id would return the original receipt.
@@ -446,11 +447,11 @@ class SupportCaseWorkflow:
             code, error_class = _failure_code(error)
             self._charge_model(_failed_attempts(error, attempts), None)
             self._event("model_failed", f"{activity}: {error_class}: {code}")
-            if error_class == "contract" and contract_ok:
+            if error_class == ErrorClass.CONTRACT and contract_ok:
                 raise _ContractViolation(code) from None
-            if error_class == "configuration":
+            if error_class == ErrorClass.CONFIGURATION:
                 raise CaseStopped(CaseStatus.FAILED, f"model_configuration:{_failure_message(error, code)}") from None
-            if error_class == "contract":
+            if error_class == ErrorClass.CONTRACT:
                 raise CaseStopped(CaseStatus.NEEDS_HUMAN, f"model_contract:{code}") from None
             raise CaseStopped(CaseStatus.NEEDS_HUMAN, f"model_unavailable:{code}") from None
         self._charge_model(result.meta.attempt, result.meta)
@@ -635,12 +636,13 @@ def _application_failure(error: ActivityError) -> ApplicationError | None:
 
 
 def _failure_code(error: ActivityError) -> tuple[str, str]:
-    """(stable code, error class) of a failed activity; timeouts count as transient."""
+    """(stable code, error class) of a failed activity; timeouts count as transient. The class is an
+    ``ErrorClass`` value for our own failures, or the exception type Temporal reported for others."""
     failure = _application_failure(error)
     if failure is None:
-        return ("activity_timeout", "transient")
+        return ("activity_timeout", ErrorClass.TRANSIENT.value)
     details = failure.details[0] if failure.details and isinstance(failure.details[0], dict) else {}
-    return (str(details.get("code", failure.type or "unknown")), failure.type or "transient")
+    return (str(details.get("code", failure.type or "unknown")), failure.type or ErrorClass.TRANSIENT.value)
 
 
 def _failure_message(error: ActivityError, code: str) -> str:
