@@ -32,11 +32,13 @@ from typing import Annotated
 import typer
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from contracts.case import (
     TASK_QUEUE,
     TERMINAL_STATUSES,
     WORKFLOW_NAME,
+    AnswerSource,
     CaseInput,
     CaseOptions,
     CaseStatus,
@@ -62,8 +64,10 @@ DEFAULT_STATE_DIR = Path(os.environ.get("SUPPORT_STATE_DIR", ".state"))
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False)
 eval_app = typer.Typer(no_args_is_help=True, help="Evaluations: retrieval quality and end-to-end cases.")
 app.add_typer(eval_app, name="eval")
-console = Console()
-errors = Console(stderr=True, soft_wrap=True)
+# Nothing printed here is ever read as Rich markup, emoji codes or highlighting: answers, questions,
+# notes and citations come from customers and models, and "[/b]" or "[link=...]" in them is text.
+console = Console(markup=False, emoji=False, highlight=False)
+errors = Console(stderr=True, soft_wrap=True, markup=False, emoji=False, highlight=False)
 
 
 @dataclass(frozen=True)
@@ -267,7 +271,7 @@ async def _wait_until_settled(handle, identity: Identity, what: str) -> CaseView
     from rich.status import Status
 
     deadline = asyncio.get_running_loop().time() + WAIT_SECONDS
-    with Status(f"{what}…", console=errors) as status:
+    with Status(Text(f"{what}…"), console=errors) as status:
         while True:
             view = await _view(handle, identity)
             if view.status in TERMINAL_STATUSES:
@@ -275,8 +279,10 @@ async def _wait_until_settled(handle, identity: Identity, what: str) -> CaseView
             if view.status is CaseStatus.WAITING_APPROVAL and view.record_attempted:
                 return view
             status.update(
-                f"{what}: phase {view.phase.value}, model requests {view.budgets.model_requests}, "
-                f"tool requests {view.budgets.tool_requests}"
+                Text(
+                    f"{what}: phase {view.phase.value}, model requests {view.budgets.model_requests}, "
+                    f"tool requests {view.budgets.tool_requests}"
+                )
             )
             if asyncio.get_running_loop().time() > deadline:
                 raise TransientError(
@@ -290,7 +296,7 @@ async def _wait_until_ended(handle, what: str) -> CaseView:
     """Wait, with visible progress, for the case workflow to finish."""
     from rich.status import Status
 
-    with Status(f"{what}: waiting for the case to end…", console=errors):
+    with Status(Text(f"{what}: waiting for the case to end…"), console=errors):
         try:
             return await asyncio.wait_for(handle.result(), timeout=WAIT_SECONDS)
         except TimeoutError:
@@ -314,6 +320,17 @@ def review_commands(view: CaseView) -> list[str]:
     ]
 
 
+_ANSWER_LABELS = {
+    AnswerSource.MODEL_DRAFT: "answer",
+    AnswerSource.RECEIPT: "answer (written by the service from the receipt)",
+    AnswerSource.STATUS_NOTICE: "answer (fixed notice for this status)",
+}
+
+
+def _answer_label(view: CaseView) -> str:
+    return _ANSWER_LABELS.get(view.answer_source, "answer") if view.answer_source else "answer"
+
+
 def _print_view(view: CaseView) -> None:
     table = Table(title=f"case {view.case_id} (fictional data; model: {view.model})", show_header=False)
     table.add_column("field", no_wrap=True)
@@ -323,7 +340,7 @@ def _print_view(view: CaseView) -> None:
         ("phase", view.phase.value),
         ("applicant", f"{view.applicant} ({view.tenant})"),
         ("intent / order", f"{view.intent.value if view.intent else '-'} / {view.order_id or '-'}"),
-        ("answer", view.answer or "-"),
+        (_answer_label(view), view.answer or "-"),
         ("citations", ", ".join(view.citations) or "-"),
     ]
     if view.proposal:
@@ -578,9 +595,9 @@ def eval_cases(
     async def run() -> None:
         client = await _client()
         rows = []
-        with errors.status("running evaluation cases…") as status:
+        with errors.status(Text("running evaluation cases…")) as status:
             for number, case in enumerate(EVAL_CASES, start=1):
-                status.update(f"case {number}/{len(EVAL_CASES)}: {case.name}")
+                status.update(Text(f"case {number}/{len(EVAL_CASES)}: {case.name}"))
                 rows.append(await run_case(client, case, task_queue, WAIT_SECONDS))
                 if number == 1:
                     _check_provider_matches(live=live, rehearsal=is_rehearsal(rows))

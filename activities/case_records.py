@@ -19,7 +19,7 @@ from temporalio import activity
 
 from contracts.case import CaseRecord
 from contracts.commerce import canonical_digest
-from contracts.errors import ContractError, SupportError, TransientError, to_application_error
+from contracts.errors import ContractError, TransientError
 
 CASE_ID = re.compile(r"^[A-Za-z0-9_-]{4,64}$")
 DIGEST_PREFIX_CHARS = 12
@@ -98,10 +98,7 @@ class CaseRecords:
     async def write_case_record(self, record: CaseRecord) -> str:
         try:
             path = await asyncio.to_thread(self.write, record)
-        except SupportError as error:
-            raise to_application_error(error, attempt=activity.info().attempt) from error
         except OSError as error:
-            transient = TransientError("case_record_write_failed", f"{type(error).__name__}: {error.strerror}")
-            raise to_application_error(transient, attempt=activity.info().attempt) from error
+            raise TransientError("case_record_write_failed", f"{type(error).__name__}: {error.strerror}") from None
         activity.logger.info("case record for %s written to %s", record.case.case_id, path.name)
         return str(path)

@@ -2,9 +2,9 @@
 
 Each activity makes exactly one provider request (the SDK does not retry); Temporal's retry policy,
 chosen by the workflow, decides whether another attempt follows, and only transient errors allow
-one. The attempt number is recorded in the result's meta and in a failure's details, so the
-workflow can count every request against its budget. The activity's start-to-close timeout should
-exceed the 40-second request timeout.
+one. The attempt number is recorded in the result's meta and (by :mod:`activities.boundary`) in a
+failure's details, so the workflow can count every request against its budget. The activity's
+start-to-close timeout should exceed the 40-second request timeout.
 """
 
 from __future__ import annotations
@@ -25,7 +25,6 @@ from contracts.case import (
     ReviewRequest,
     ReviewResult,
 )
-from contracts.errors import SupportError, to_application_error
 
 
 class ModelActivities:
@@ -43,32 +42,16 @@ class ModelActivities:
 
     @activity.defn(name="plan_case")
     async def plan_case(self, request: PlanRequest) -> PlanResult:
-        attempt = activity.info().attempt
-        try:
-            return await self.gateway.plan(request, attempt=attempt)
-        except SupportError as error:
-            raise to_application_error(error, attempt=attempt) from error
+        return await self.gateway.plan(request, attempt=activity.info().attempt)
 
     @activity.defn(name="investigate_turn")
     async def investigate_turn(self, request: InvestigateRequest) -> InvestigateResult:
-        attempt = activity.info().attempt
-        try:
-            return await self.gateway.investigate(request, attempt=attempt)
-        except SupportError as error:
-            raise to_application_error(error, attempt=attempt) from error
+        return await self.gateway.investigate(request, attempt=activity.info().attempt)
 
     @activity.defn(name="compose_answer")
     async def compose_answer(self, request: ComposeRequest) -> ComposeResult:
-        attempt = activity.info().attempt
-        try:
-            return await self.gateway.compose(request, attempt=attempt)
-        except SupportError as error:
-            raise to_application_error(error, attempt=attempt) from error
+        return await self.gateway.compose(request, attempt=activity.info().attempt)
 
     @activity.defn(name="review_answer")
     async def review_answer(self, request: ReviewRequest) -> ReviewResult:
-        attempt = activity.info().attempt
-        try:
-            return await self.gateway.review(request, attempt=attempt)
-        except SupportError as error:
-            raise to_application_error(error, attempt=attempt) from error
+        return await self.gateway.review(request, attempt=activity.info().attempt)

@@ -14,7 +14,7 @@ from temporalio import activity
 from activities.commerce_sessions import CommerceGateway
 from contracts.case import SettleRequest
 from contracts.commerce import RefundApproval, RefundReceipt
-from contracts.errors import ContractError, SupportError, TransientError, to_application_error
+from contracts.errors import ContractError, SupportError, TransientError
 
 
 class SettlementActivities:
@@ -41,7 +41,7 @@ class SettlementActivities:
                 error.code,
                 error.error_class.value,
             )
-            raise to_application_error(error, attempt=activity.info().attempt) from error
+            raise
         activity.logger.info(
             "execute_refund case=%s approval=%s receipt=%s",
             request.case_id,

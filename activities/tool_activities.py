@@ -27,7 +27,6 @@ from contracts.errors import (
     ContractError,
     SupportError,
     TransientError,
-    to_application_error,
 )
 from contracts.identity import PROFILES
 from contracts.knowledge import Passage
@@ -50,14 +49,11 @@ class ToolActivities:
 
     @activity.defn(name="run_investigation_tool")
     async def run_investigation_tool(self, request: ToolRequest) -> ToolObservation:
-        try:
-            _check(request)
-        except SupportError as error:
-            raise to_application_error(error, attempt=activity.info().attempt) from error
+        _check(request)
         try:
             result = await self.dispatch(request)
-        except TransientError as error:
-            raise to_application_error(error, attempt=activity.info().attempt) from error
+        except TransientError:
+            raise
         except SupportError as error:
             activity.logger.info("%s for case %s refused: %s", request.name, request.case_id, error.code)
             return ToolObservation(

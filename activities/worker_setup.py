@@ -15,6 +15,7 @@ from temporalio.client import Client
 from temporalio.contrib.pydantic import PydanticPayloadConverter
 from temporalio.worker import Worker
 
+from activities.boundary import ActivityBoundary
 from activities.case_records import CaseRecords
 from activities.commerce_http import CommerceHttpCaller
 from activities.commerce_sessions import CommerceGateway, CommerceSessionPool
@@ -72,6 +73,7 @@ def build_worker(
             settlement.execute_refund,
             records.write_case_record,
         ],
+        interceptors=[ActivityBoundary()],
         **worker_options,
     )
 

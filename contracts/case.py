@@ -297,6 +297,17 @@ class SettleRequest(_Model):
 # --- results and records -------------------------------------------------------------------------
 
 
+class AnswerSource(StrEnum):
+    """Who wrote the ``answer`` a customer is shown."""
+
+    MODEL_DRAFT = "model_draft"
+    """A draft that passed the independent review and the deliver gate."""
+    RECEIPT = "receipt"
+    """Written by code from the commerce server's receipt, after settlement."""
+    STATUS_NOTICE = "status_notice"
+    """A fixed message for the case's status, written by code (no draft may be shown)."""
+
+
 class CaseView(_Model):
     """What the ``status`` query returns and what the case record stores."""
 
@@ -311,6 +322,8 @@ class CaseView(_Model):
     intent: Intent | None = None
     order_id: str | None = None
     answer: str | None = None
+    """What the customer is shown; ``answer_source`` says who wrote it."""
+    answer_source: AnswerSource | None = None
     citations: list[str] = []
     next_action: NextAction | None = None
     quote: RefundQuote | None = None

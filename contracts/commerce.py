@@ -18,13 +18,20 @@ from pydantic import BaseModel, ConfigDict, Field
 ORDER_ID_FORMAT = r"^QH-\d{4}$"
 """What an order id looks like, whole."""
 
-ORDER_ID_IN_TEXT = re.compile(r"(?<![\w-])QH-\d{4}(?![\w-])")
-"""An order id standing on its own inside free text (``QH-10012`` does not contain ``QH-1001``)."""
+ORDER_ID_IN_TEXT = re.compile(r"(?<![A-Za-z0-9_-])QH-[0-9]{4}(?![A-Za-z0-9_-])")
+"""An order id standing on its own inside free text. Only ASCII letters, digits, ``_`` and ``-`` glue
+onto an id: ``QH-10012``, ``ABCQH-1001`` and ``QH-1001-EXTRA`` contain no id, while ``请退款QH-1001并``
+does (Chinese customers rarely put spaces around an id)."""
+
+ORDER_ID_IN_TEXT_BEFORE_CJK = re.compile(r"(?<![\w-])QH-\d{4}(?![\w-])")
+"""The rule before the ``order-ids-beside-cjk`` patch, where any word character (Chinese included)
+glued onto an id hid it. Kept only so that cases started before that patch replay unchanged."""
 
 
-def order_ids_in(text: str) -> list[str]:
+def order_ids_in(text: str, *, before_cjk_patch: bool = False) -> list[str]:
     """Distinct order ids literally present in a text, in order of appearance."""
-    return list(dict.fromkeys(ORDER_ID_IN_TEXT.findall(text)))
+    pattern = ORDER_ID_IN_TEXT_BEFORE_CJK if before_cjk_patch else ORDER_ID_IN_TEXT
+    return list(dict.fromkeys(pattern.findall(text)))
 
 
 FIXTURE_AS_OF = date(2026, 9, 12)

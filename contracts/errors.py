@@ -7,9 +7,10 @@ Temporal's ``ApplicationError`` lives in :func:`to_application_error` and nowher
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from enum import StrEnum
 
-from temporalio.exceptions import ApplicationError
+from temporalio.exceptions import ActivityError, ApplicationError
 
 
 class ErrorClass(StrEnum):
@@ -96,21 +97,85 @@ def error_from_code(code: str, message: str) -> SupportError:
     return ERROR_TYPES[error_class](code, message)
 
 
-def to_application_error(error: SupportError, *, attempt: int | None = None) -> ApplicationError:
-    """The one place where an error class becomes Temporal retry behaviour.
+MAX_FAILURE_MESSAGE_CHARS = 300
+"""A failure message crossing into Temporal is cut to this many characters (at most ~1.2 KB of UTF-8)."""
+MAX_CODE_CHARS = 80
+INTERNAL_ERROR = "internal_error"
+"""The code of an exception that is not a :class:`SupportError`: a bug or an unexpected library error."""
 
-    ``attempt`` (the activity attempt that failed) is recorded in the details when given.
+
+def bounded(text: str, limit: int = MAX_FAILURE_MESSAGE_CHARS) -> str:
+    """``text`` on one line and at most ``limit`` characters (an ellipsis marks a cut)."""
+    flat = " ".join(str(text).split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+def to_application_error(error: BaseException, *, attempt: int | None = None) -> ApplicationError:
+    """The one place where a failure becomes a Temporal ``ApplicationError`` and its retry behaviour.
+
+    The result is bounded whatever ``error`` carried: a one-line message of at most
+    :data:`MAX_FAILURE_MESSAGE_CHARS` characters, details of three small fields, and no cause (raise
+    it ``from None``). Temporal keeps an activity's last failure only up to a few kilobytes, so an
+    error that dragged its whole cause chain along (an MCP/anyio exception group with tracebacks)
+    would reach the workflow and the operator as "Failure exceeds size limit" instead of its reason.
+
+    A :class:`SupportError` keeps its class and code. An ``ApplicationError`` raised by hand keeps
+    its type and retry flag. Anything else is a bug or an unexpected library failure: it is reported
+    as ``internal_error`` with its exception type, and retried as transient. ``attempt`` (the activity
+    attempt that failed) is recorded in the details when given.
     """
     from datetime import timedelta
 
-    delay = timedelta(seconds=error.retry_after_seconds) if error.retry_after_seconds else None
-    details: dict[str, object] = {"code": error.code, "error_class": error.error_class.value}
+    if isinstance(error, SupportError):
+        code, error_type, message = error.code, error.error_class.value, error.message
+        retryable = error.retryable
+        delay = timedelta(seconds=error.retry_after_seconds) if error.retry_after_seconds else None
+    elif isinstance(error, ApplicationError):
+        code, message = error.type or INTERNAL_ERROR, error.message
+        error_type = error.type or ErrorClass.TRANSIENT.value
+        retryable, delay = not error.non_retryable, error.next_retry_delay
+    else:
+        code, error_type = INTERNAL_ERROR, ErrorClass.TRANSIENT.value
+        message, retryable, delay = f"{type(error).__name__}: {error}", True, None
+    code = bounded(code, MAX_CODE_CHARS)
+    details: dict[str, object] = {"code": code, "error_class": bounded(error_type, MAX_CODE_CHARS)}
     if attempt is not None:
         details["attempt"] = attempt
     return ApplicationError(
-        f"{error.code}: {error.message}",
+        bounded(f"{code}: {message}"),
         details,
-        type=error.error_class.value,
-        non_retryable=not error.retryable,
+        type=bounded(error_type, MAX_CODE_CHARS),
+        non_retryable=not retryable,
         next_retry_delay=delay,
+    )
+
+
+@dataclass(frozen=True)
+class ActivityFailure:
+    """What the workflow reads back from a failed activity: the decoder beside the encoder above."""
+
+    code: str
+    error_class: str
+    """An :class:`ErrorClass` value for the service's own failures (timeouts count as transient)."""
+    message: str
+    attempt: int | None
+    """The attempt that failed, when the activity reported it."""
+
+
+def decode_activity_failure(error: ActivityError) -> ActivityFailure:
+    """Decode an ``ActivityError`` produced by :func:`to_application_error` (or by a timeout)."""
+    cause = error.cause
+    if not isinstance(cause, ApplicationError):
+        return ActivityFailure("activity_timeout", ErrorClass.TRANSIENT.value, "activity_timeout", None)
+    details = cause.details[0] if cause.details and isinstance(cause.details[0], dict) else {}
+    code = bounded(str(details.get("code", cause.type or "unknown")), MAX_CODE_CHARS)
+    message = bounded(cause.message or code)
+    if not message.startswith(f"{code}:"):
+        message = bounded(f"{code}: {message}")
+    attempt = details.get("attempt")
+    return ActivityFailure(
+        code=code,
+        error_class=cause.type or ErrorClass.TRANSIENT.value,
+        message=message,
+        attempt=attempt if isinstance(attempt, int) and attempt > 0 else None,
     )

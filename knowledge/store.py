@@ -71,8 +71,8 @@ class KnowledgeBase:
         self, query: str, *, tenant: str, language: Language, as_of: date, top_k: int = MAX_TOP_K
     ) -> list[SearchHit]:
         """Rank applicable passages in ``language``; at most ``top_k`` hits, positive scores only."""
-        if not 1 <= top_k <= MAX_TOP_K:
-            raise ContractError("invalid_top_k", f"top_k must be between 1 and {MAX_TOP_K}, got {top_k}.")
+        if type(top_k) is not int or not 1 <= top_k <= MAX_TOP_K:
+            raise ContractError("invalid_top_k", f"top_k must be a whole number from 1 to {MAX_TOP_K}, got {top_k!r}.")
         if not isinstance(query, str) or not query.strip():
             raise ContractError("invalid_query", "The search query is empty.")
         if len(query) > MAX_QUERY_CHARS:

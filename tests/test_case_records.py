@@ -8,6 +8,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
+from activity_support import run_bounded
 from temporalio.exceptions import ApplicationError
 from temporalio.testing import ActivityEnvironment
 
@@ -68,7 +69,7 @@ async def test_a_changed_record_gets_a_new_file_and_latest_follows(tmp_path: Pat
 
 async def test_an_unsafe_case_id_is_a_non_retryable_contract_failure(tmp_path: Path) -> None:
     with pytest.raises(ApplicationError) as caught:
-        await ActivityEnvironment().run(CaseRecords(tmp_path).write_case_record, _record("../../etc"))
+        await run_bounded(CaseRecords(tmp_path).write_case_record, _record("../../etc"))
     assert caught.value.type == "contract" and caught.value.non_retryable
     assert not (tmp_path / "cases").exists() or list((tmp_path / "cases").iterdir()) == []
 

@@ -123,7 +123,7 @@ def test_hits_are_ranked_positive_and_capped(kb: KnowledgeBase) -> None:
     assert kb.search("zzzz qqqq", tenant="qinghe", language=Language.EN, as_of=AS_OF) == []
 
 
-@pytest.mark.parametrize("top_k", [0, 5, -1])
+@pytest.mark.parametrize("top_k", [0, 5, -1, True, 1.5, "2", None])
 def test_top_k_outside_one_to_four_is_rejected(kb: KnowledgeBase, top_k: int) -> None:
     with pytest.raises(ContractError) as error:
         kb.search("refund", tenant="qinghe", language=Language.EN, as_of=AS_OF, top_k=top_k)

@@ -6,6 +6,7 @@ import dataclasses
 
 import httpx
 import pytest
+from activity_support import run_bounded
 from temporalio.exceptions import ApplicationError
 from temporalio.testing import ActivityEnvironment
 
@@ -43,7 +44,7 @@ async def test_failures_become_application_errors_with_class_and_attempt(
     request = PlanRequest(case_id="c-1", question="Please refund QH-1001", language="en")
 
     with pytest.raises(ApplicationError) as raised:
-        await environment(4).run(activities.plan_case, request)
+        await run_bounded(activities.plan_case, request, env=environment(4))
     error = raised.value
     assert error.type == error_type
     assert error.non_retryable is non_retryable

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from activity_support import run_bounded
 from temporalio.exceptions import ApplicationError
 from temporalio.testing import ActivityEnvironment
 
@@ -75,7 +76,7 @@ def _request(
 
 
 async def _run(tools: ToolActivities, request: ToolRequest) -> ToolObservation:
-    return await ActivityEnvironment().run(tools.run_investigation_tool, request)
+    return await run_bounded(tools.run_investigation_tool, request)
 
 
 def _server_pids(state_dir: Path) -> list[int]:
@@ -390,13 +391,14 @@ async def test_execute_refund_pays_once_per_approval_and_refuses_a_changed_diges
         )
         changed = proposal.model_copy(update={"amount_cents": 14100})
         with pytest.raises(ApplicationError) as conflict:
-            await env.run(
+            await run_bounded(
                 settlement.execute_refund,
                 request.model_copy(update={"proposal": changed, "digest": changed.digest()}),
+                env=env,
             )
         self_approved = request.model_copy(update={"approval_id": "APR-test-0002", "reviewer": "alice"})
         with pytest.raises(ApplicationError) as refused:
-            await env.run(settlement.execute_refund, self_approved)
+            await run_bounded(settlement.execute_refund, self_approved, env=env)
 
     assert receipt == replay
     assert receipt.receipt_id.startswith("SIM-") and receipt.amount_cents == 12900 and receipt.simulated

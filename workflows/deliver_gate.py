@@ -83,6 +83,8 @@ class DeliveryDecision:
     outcome: CaseStatus | None
     """A terminal status, or None when the gate admits a refund proposal (wait for approval)."""
     reason: str
+    admits_draft: bool = False
+    """Whether the draft may be shown to the customer as the case's answer. A refused draft never is."""
 
 
 def cited_pages(citations: list[str]) -> set[str]:
@@ -104,14 +106,14 @@ def decide_delivery(
     if claims_payment(answer.answer):
         return DeliveryDecision(CaseStatus.NEEDS_HUMAN, "answer_claims_payment_without_receipt")
     if answer.next_action is NextAction.NEEDS_INPUT:
-        return DeliveryDecision(CaseStatus.NEEDS_INPUT, "more_input_needed")
+        return DeliveryDecision(CaseStatus.NEEDS_INPUT, "more_input_needed", admits_draft=True)
     if answer.next_action is NextAction.HANDOFF:
-        return DeliveryDecision(CaseStatus.NEEDS_HUMAN, "handoff_requested")
+        return DeliveryDecision(CaseStatus.NEEDS_HUMAN, "handoff_requested", admits_draft=True)
     if answer.next_action is NextAction.PROPOSE_REFUND:
         return _refund_proposal_gate(plan, answer, quote)
     if not answer.citations and plan.intent is not Intent.GREETING:
         return DeliveryDecision(CaseStatus.NEEDS_HUMAN, "uncited_answer")
-    return DeliveryDecision(CaseStatus.COMPLETED, "answered")
+    return DeliveryDecision(CaseStatus.COMPLETED, "answered", admits_draft=True)
 
 
 def _refund_proposal_gate(plan: Plan, answer: ComposedAnswer, quote: RefundQuote | None) -> DeliveryDecision:
@@ -124,4 +126,4 @@ def _refund_proposal_gate(plan: Plan, answer: ComposedAnswer, quote: RefundQuote
     missing = set(quote.citations) - cited_pages(answer.citations)
     if missing:
         return DeliveryDecision(CaseStatus.NEEDS_HUMAN, "missing_policy_citations:" + ",".join(sorted(missing)))
-    return DeliveryDecision(None, "proposal_admitted")
+    return DeliveryDecision(None, "proposal_admitted", admits_draft=True)

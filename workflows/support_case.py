@@ -13,11 +13,12 @@ from datetime import timedelta
 from typing import Any
 
 from temporalio import workflow
-from temporalio.exceptions import ActivityError, ApplicationError
+from temporalio.exceptions import ActivityError
 
 with workflow.unsafe.imports_passed_through():
     from contracts.case import (
         REHEARSAL_LABEL,
+        AnswerSource,
         Budgets,
         CaseEvent,
         CaseInput,
@@ -47,12 +48,14 @@ with workflow.unsafe.imports_passed_through():
         Verdict,
     )
     from contracts.commerce import RefundProposal, RefundQuote, RefundReceipt, order_ids_in
-    from contracts.errors import ErrorClass
+    from contracts.errors import ErrorClass, decode_activity_failure
     from contracts.identity import PROFILES, Role
     from contracts.knowledge import Passage
     from contracts.tools import INVESTIGATION_TOOLS
     from workflows import activity_options as options
+    from workflows import patches
     from workflows import search_attributes as sa
+    from workflows.customer_notice import receipt_notice, status_notice
     from workflows.deliver_gate import decide_delivery
     from workflows.tool_gate import call_fingerprint, refuse_call
     from workflows.transitions import Stage, check_transition
@@ -94,6 +97,7 @@ class SupportCaseWorkflow:
         self._evidence: dict[str, Passage] = {}
         self._quote: RefundQuote | None = None
         self._answer: ComposedAnswer | None = None
+        self._answer_admitted = False
         self._proposal: RefundProposal | None = None
         self._digest: str | None = None
         self._decision: ReviewDecision | None = None
@@ -123,7 +127,7 @@ class SupportCaseWorkflow:
     # --- phases ----------------------------------------------------------------------------------
 
     async def _plan_case(self) -> None:
-        ids = order_ids_in(self._case.question)
+        ids = order_ids_in(self._case.question, before_cjk_patch=not workflow.patched(patches.ORDER_IDS_BESIDE_CJK))
         if len(ids) > 1:
             raise CaseStopped(CaseStatus.NEEDS_INPUT, "one_order_per_case: ask about each order separately")
         result = await self._call_model(
@@ -218,6 +222,7 @@ class SupportCaseWorkflow:
         assert self._plan is not None and self._answer is not None
         self._move(Phase.DELIVER)
         decision = decide_delivery(self._plan, self._answer, self._quote, set(self._evidence))
+        self._answer_admitted = decision.admits_draft
         self._event("deliver_gate", decision.reason)
         if decision.outcome is not None:
             raise CaseStopped(decision.outcome, decision.reason)
@@ -285,7 +290,8 @@ class SupportCaseWorkflow:
                 retry_policy=options.SETTLE_RETRY,
             )
         except ActivityError as error:
-            code, error_class = _failure_code(error)
+            failure = decode_activity_failure(error)
+            code, error_class = failure.code, failure.error_class
             self._event("settlement_failed", f"{error_class}: {code}")
             if error_class in (ErrorClass.BUSINESS, ErrorClass.AUTHORIZATION):
                 raise CaseStopped(CaseStatus.NEEDS_HUMAN, f"settlement_refused:{code}") from None
@@ -363,13 +369,12 @@ class SupportCaseWorkflow:
                 retry_policy=options.TOOL_RETRY,
             )
         except ActivityError as error:
-            code, _ = _failure_code(error)
             observation = ToolObservation(
                 call_id=call.call_id,
                 name=call.name,
                 ok=False,
                 error_code="tool_unavailable",
-                error_message=code,
+                error_message=decode_activity_failure(error).code,
             )
         self._event(
             "tool_ran",
@@ -444,13 +449,14 @@ class SupportCaseWorkflow:
                 retry_policy=options.model_retry_policy(attempts),
             )
         except ActivityError as error:
-            code, error_class = _failure_code(error)
-            self._charge_model(_failed_attempts(error, attempts), None)
+            failure = decode_activity_failure(error)
+            code, error_class = failure.code, failure.error_class
+            self._charge_model(failure.attempt or attempts, None)
             self._event("model_failed", f"{activity}: {error_class}: {code}")
             if error_class == ErrorClass.CONTRACT and contract_ok:
                 raise _ContractViolation(code) from None
             if error_class == ErrorClass.CONFIGURATION:
-                raise CaseStopped(CaseStatus.FAILED, f"model_configuration:{_failure_message(error, code)}") from None
+                raise CaseStopped(CaseStatus.FAILED, f"model_configuration:{failure.message}") from None
             if error_class == ErrorClass.CONTRACT:
                 raise CaseStopped(CaseStatus.NEEDS_HUMAN, f"model_contract:{code}") from None
             raise CaseStopped(CaseStatus.NEEDS_HUMAN, f"model_unavailable:{code}") from None
@@ -576,12 +582,24 @@ class SupportCaseWorkflow:
         workflow.upsert_search_attributes(updates)
 
     def _tokens(self) -> str:
-        if self._tokens_unknown_calls and not self._tokens_known:
+        """Tokens the provider reported; "unknown" when it reported none (never a made-up zero)."""
+        if not self._tokens_known:
             return "unknown"
         suffix = f" (+{self._tokens_unknown_calls} calls unknown)" if self._tokens_unknown_calls else ""
         return f"{self._tokens_known}{suffix}"
 
+    def _customer_answer(self) -> tuple[str | None, AnswerSource | None]:
+        """The admitted draft while the gate's outcome holds; otherwise a message written by code."""
+        if self._receipt is not None:
+            return receipt_notice(self._receipt, self._case.language), AnswerSource.RECEIPT
+        draft_holds = self._phase is not Phase.SETTLE and self._status not in (CaseStatus.REJECTED, CaseStatus.EXPIRED)
+        if self._answer is not None and self._answer_admitted and draft_holds:
+            return self._answer.answer, AnswerSource.MODEL_DRAFT
+        notice = status_notice(self._status, self._case.language)
+        return (notice, AnswerSource.STATUS_NOTICE) if notice else (None, None)
+
     def _view(self) -> CaseView:
+        answer, answer_source = self._customer_answer()
         return CaseView(
             case_id=self._case.case_id,
             status=self._status,
@@ -593,7 +611,8 @@ class SupportCaseWorkflow:
             model=self._model_label or "not yet called",
             intent=self._plan.intent if self._plan else None,
             order_id=self._plan.order_id if self._plan else None,
-            answer=self._answer.answer if self._answer else None,
+            answer=answer,
+            answer_source=answer_source,
             citations=self._answer.citations if self._answer else [],
             next_action=self._answer.next_action if self._answer else None,
             quote=self._quote,
@@ -619,50 +638,14 @@ class SupportCaseWorkflow:
                 retry_policy=options.RECORD_RETRY,
             )
         except ActivityError as error:
-            code, _ = _failure_code(error)
-            self._record_error = code
-            self._event("record_write_failed", code)
+            self._record_error = decode_activity_failure(error).code
+            self._event("record_write_failed", self._record_error)
 
 
 class _ContractViolation(Exception):
     def __init__(self, code: str) -> None:
         super().__init__(code)
         self.code = code
-
-
-def _application_failure(error: ActivityError) -> ApplicationError | None:
-    cause = error.cause
-    return cause if isinstance(cause, ApplicationError) else None
-
-
-def _failure_code(error: ActivityError) -> tuple[str, str]:
-    """(stable code, error class) of a failed activity; timeouts count as transient. The class is an
-    ``ErrorClass`` value for our own failures, or the exception type Temporal reported for others."""
-    failure = _application_failure(error)
-    if failure is None:
-        return ("activity_timeout", ErrorClass.TRANSIENT.value)
-    details = failure.details[0] if failure.details and isinstance(failure.details[0], dict) else {}
-    return (str(details.get("code", failure.type or "unknown")), failure.type or ErrorClass.TRANSIENT.value)
-
-
-def _failure_message(error: ActivityError, code: str) -> str:
-    """``code: message`` of a failed activity, as the activity wrote it (no secrets: the adapter's
-    messages never contain the key), on one line and bounded."""
-    failure = _application_failure(error)
-    message = " ".join((failure.message if failure else "").split())
-    if not message.startswith(f"{code}:"):
-        message = f"{code}: {message}" if message else code
-    return message[:300]
-
-
-def _failed_attempts(error: ActivityError, maximum: int) -> int:
-    """How many model requests a failed activity sent: reported by the activity, else the maximum."""
-    failure = _application_failure(error)
-    if failure and failure.details and isinstance(failure.details[0], dict):
-        attempt = failure.details[0].get("attempt")
-        if isinstance(attempt, int) and attempt > 0:
-            return attempt
-    return maximum
 
 
 def _to_passage(raw: Any) -> Passage | None:

@@ -13,13 +13,15 @@ production one, with the real commerce MCP server and a real Temporal server. Ea
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 from adversary import ScriptedWorld, scheduled_activities
 from provider import REHEARSAL, Request, call, json_reply, text_reply, tool_calls
 
-from contracts.case import CaseStatus
+from contracts.case import AnswerSource, CaseStatus
 from contracts.knowledge import Language
+from workflows.customer_notice import status_notice
 from workflows.deliver_gate import cited_pages
 
 pytestmark = pytest.mark.slow
@@ -207,7 +209,7 @@ async def test_a_model_that_never_stops_investigating_ends_after_seven_turns(adv
     assert adversary.provider.counts() == {"plan": 1, "investigate": 7, "compose": 0, "review": 0}
     finished = await adversary.event_details(handle, "case_finished")
     assert finished == ["needs_human: turn_budget_exhausted"]
-    assert view.answer is None and view.proposal is None
+    assert view.answer == status_notice(CaseStatus.NEEDS_HUMAN, Language.EN) and view.proposal is None
     await _contained(adversary, handle, view)
 
 
@@ -320,7 +322,7 @@ async def test_a_draft_that_breaks_its_contract_twice_goes_to_a_human(adversary:
     # the rewrite request told the model what was wrong with the first draft
     rewrite = [r for r in adversary.provider.requests if r.kind == "compose"][1]
     assert rewrite.context["problems"] == [f"the draft violated the answer contract ({code})"]
-    assert view.answer is None and view.proposal is None
+    assert view.answer == status_notice(CaseStatus.NEEDS_HUMAN, Language.EN) and view.proposal is None
     await _contained(adversary, handle, view)
 
 
@@ -373,6 +375,13 @@ async def test_an_answer_claiming_the_refund_was_paid_is_stopped_by_the_deliver_
     assert await adversary.event_details(handle, "deliver_gate") == ["answer_claims_payment_without_receipt"]
     assert {"RETURNS:p02", "RETURNS:p03"} <= cited_pages(view.citations)  # otherwise a valid proposal
     assert view.proposal is None and view.digest is None
+    # The refused draft is never the customer's answer: an honest fixed notice is, in their language.
+    assert (view.answer, view.answer_source) == (
+        status_notice(CaseStatus.NEEDS_HUMAN, language),
+        AnswerSource.STATUS_NOTICE,
+    )
+    record = json.loads(Path(view.record_path).read_text(encoding="utf-8"))
+    assert record["case"]["answer"] == view.answer and claim not in json.dumps(record["case"], ensure_ascii=False)
     await _contained(adversary, handle, view)
 
 

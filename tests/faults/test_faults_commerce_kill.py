@@ -18,6 +18,7 @@ import pytest
 from fault_support import REFUND_QUESTION, activity_runs, alive, approval, bytes_read, wait_until
 
 from contracts.case import CaseStatus
+from contracts.errors import MAX_FAILURE_MESSAGE_CHARS
 
 pytestmark = pytest.mark.slow
 
@@ -58,7 +59,9 @@ async def test_commerce_server_killed_mid_refund_call_retries_on_a_fresh_session
     # Temporal retried the same activity; the retry opened a new commerce server process.
     [settle] = [run for run in await activity_runs(handle) if run.name == "execute_refund"]
     assert settle.attempt == 2 and settle.outcome == "completed"
-    assert "commerce_unavailable" in settle.last_failure
+    # The reason reaches history bounded (one line, no cause chain), never "Failure exceeds size limit".
+    assert settle.last_failure.startswith("commerce_unavailable: ")
+    assert len(settle.last_failure) <= MAX_FAILURE_MESSAGE_CHARS and "\n" not in settle.last_failure
     assert not worker.exited()
     [fresh] = worker.commerce_servers("alice")
     assert fresh != server

@@ -10,8 +10,10 @@ import pytest
 from temporalio.client import WorkflowUpdateFailedError
 from temporalio.service import RPCError
 
-from contracts.case import CaseStatus, CaseView, Decision, ReviewDecision, ReviewOutcome
+from contracts.case import AnswerSource, CaseStatus, CaseView, Decision, ReviewDecision, ReviewOutcome
+from contracts.knowledge import Language
 from temporal_dev import temporal_cli
+from workflows.customer_notice import receipt_notice, status_notice
 
 REFUND_QUESTION = "Please refund QH-1001 and explain the amount and the policy"
 
@@ -83,6 +85,11 @@ async def test_only_a_same_tenant_reviewer_with_the_digest_can_approve_and_it_pa
     assert final.receipt is not None and final.receipt.receipt_id.startswith("SIM-")
     assert final.receipt.amount_cents == 12900
     assert len(await _events(handle, "review_accepted")) == 1
+    # After settlement the customer reads the receipt, stated by code, not the pre-approval draft.
+    assert view.answer_source is AnswerSource.MODEL_DRAFT and "no money has moved" in view.answer
+    assert (final.answer, final.answer_source) == (receipt_notice(final.receipt, Language.EN), AnswerSource.RECEIPT)
+    assert final.receipt.receipt_id in final.answer and "CNY 129.00 (12900 cents)" in final.answer
+    assert "SIMULATED" in final.answer and "no money has moved yet" not in final.answer
 
     with pytest.raises(RPCError):
         await handle.signal("review", approve)
@@ -99,6 +106,10 @@ async def test_a_rejected_proposal_pays_nothing(world) -> None:
     await handle.signal("review", _decision("chen", view.digest, Decision.REJECT))
     final: CaseView = await handle.result()
     assert final.status is CaseStatus.REJECTED and final.receipt is None
+    assert (final.answer, final.answer_source) == (
+        status_notice(CaseStatus.REJECTED, Language.EN),
+        AnswerSource.STATUS_NOTICE,
+    )
     assert world.refund_records() == []
     assert world.order("QH-1002").refunded_cents == 0
 
@@ -109,6 +120,7 @@ async def test_an_unanswered_proposal_expires_and_a_late_approval_is_refused(wor
     assert view.status is CaseStatus.WAITING_APPROVAL
     final: CaseView = await asyncio.wait_for(handle.result(), timeout=60)
     assert final.status is CaseStatus.EXPIRED and final.receipt is None
+    assert final.answer == status_notice(CaseStatus.EXPIRED, Language.EN) and "no refund has been made" in final.answer
     with pytest.raises(RPCError):
         await handle.execute_update("review", _decision("chen", view.digest), result_type=ReviewOutcome)
     assert world.refund_records() == []

@@ -43,6 +43,19 @@ async def test_a_chinese_refund_request_cites_chinese_passages(shared_world) -> 
     assert view.citations and all(":zh:" in c for c in view.citations)
 
 
+async def test_an_order_id_written_against_chinese_text_is_the_case_order(shared_world) -> None:
+    handle = await shared_world.start("请退款QH-1002并给出依据", language=Language.ZH)
+    view = await shared_world.settled(handle)
+    assert (view.status, view.order_id) == (CaseStatus.WAITING_APPROVAL, "QH-1002"), view.reason
+    assert view.proposal is not None and view.proposal.amount_cents == 17900
+
+
+async def test_a_longer_id_glued_to_chinese_text_is_not_an_order(shared_world) -> None:
+    handle = await shared_world.start("请退款QH-10021并给出依据", language=Language.ZH)
+    view = await shared_world.settled(handle)
+    assert view.order_id is None and view.proposal is None
+
+
 async def test_partially_refunded_order_proposes_the_remaining_8000(shared_world) -> None:
     handle = await shared_world.start("Please refund QH-1009; why is it less than the invoice total?")
     view = await shared_world.settled(handle)
@@ -104,3 +117,4 @@ async def test_two_orders_in_one_question_need_separate_cases(shared_world) -> N
     view = await shared_world.settled(handle)
     assert view.status is CaseStatus.NEEDS_INPUT
     assert view.reason.startswith("one_order_per_case") and view.budgets.model_requests == 0
+    assert view.tokens == "unknown"  # no provider reported usage: never a made-up zero

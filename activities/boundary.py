@@ -1,0 +1,72 @@
+"""The boundary every activity crosses on its way back to Temporal: heartbeats out, bounded failures back.
+
+One worker interceptor does two things for every activity, so that no activity has to remember them:
+
+* **Heartbeats.** While an activity with a heartbeat timeout runs, a background task heartbeats at a
+  third of that timeout. A worker that dies (SIGKILL, a lost machine) stops heartbeating, and
+  Temporal schedules the next attempt on another worker once the heartbeat timeout passes, instead
+  of waiting out the much longer start-to-close timeout that a slow but healthy call needs.
+* **Bounded failures.** Whatever an activity raises leaves it through
+  :func:`contracts.errors.to_application_error`, without its cause chain: a one-line message, the
+  stable code and class, and the attempt number. Cancellation passes through untouched.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any, TypeVar
+
+from temporalio import activity
+from temporalio.worker import ActivityInboundInterceptor, ExecuteActivityInput, Interceptor
+
+from contracts.errors import to_application_error
+
+HEARTBEATS_PER_TIMEOUT = 3
+
+_T = TypeVar("_T")
+
+
+class ActivityBoundary(Interceptor):
+    """Worker interceptor: pass ``interceptors=[ActivityBoundary()]`` to ``Worker``."""
+
+    def intercept_activity(self, next: ActivityInboundInterceptor) -> ActivityInboundInterceptor:
+        return _BoundaryInbound(next)
+
+
+class _BoundaryInbound(ActivityInboundInterceptor):
+    async def execute_activity(self, input: ExecuteActivityInput) -> Any:
+        return await run_within_boundary(lambda: self.next.execute_activity(input))
+
+
+async def run_within_boundary(body: Callable[[], Awaitable[_T]]) -> _T:
+    """Run one activity body (inside an activity context) with heartbeats and bounded failures."""
+    try:
+        async with _heartbeating():
+            return await body()
+    except Exception as error:
+        raise to_application_error(error, attempt=activity.info().attempt) from None
+
+
+@contextlib.asynccontextmanager
+async def _heartbeating() -> AsyncIterator[None]:
+    """Heartbeat in the background while the body runs, when the activity has a heartbeat timeout."""
+    timeout = activity.info().heartbeat_timeout
+    if not timeout:
+        yield
+        return
+    interval = timeout.total_seconds() / HEARTBEATS_PER_TIMEOUT
+
+    async def beat() -> None:
+        while True:
+            activity.heartbeat()
+            await asyncio.sleep(interval)
+
+    task = asyncio.create_task(beat(), name=f"heartbeat-{activity.info().activity_type}")
+    try:
+        yield
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task

@@ -1,0 +1,90 @@
+"""Failures that cross into Temporal are bounded, whatever they dragged along (SPEC §8)."""
+
+from __future__ import annotations
+
+import pytest
+from temporalio.api.failure.v1 import Failure
+from temporalio.converter import DataConverter
+from temporalio.exceptions import ActivityError, ApplicationError, RetryState
+from temporalio.testing import ActivityEnvironment
+
+from activities.boundary import run_within_boundary
+from contracts.errors import (
+    MAX_FAILURE_MESSAGE_CHARS,
+    ContractError,
+    ErrorClass,
+    TransientError,
+    decode_activity_failure,
+    to_application_error,
+)
+
+
+def _exception_group_with_tracebacks() -> BaseExceptionGroup:
+    """What an MCP/anyio transport failure looks like: nested groups, long messages, tracebacks."""
+    leaves: list[Exception] = []
+    for index in range(20):
+        try:
+            raise OSError(f"pipe {index} broke: " + "x" * 2000)
+        except OSError as error:
+            leaves.append(error)
+    return BaseExceptionGroup("unhandled errors in a TaskGroup", [ExceptionGroup("inner", leaves)])
+
+
+def _encode(error: BaseException) -> Failure:
+    failure = Failure()
+    converter = DataConverter.default
+    converter.failure_converter.to_failure(error, converter.payload_converter, failure)
+    return failure
+
+
+async def _raised_through_boundary(error: Exception) -> ApplicationError:
+    async def body() -> None:
+        try:
+            raise _exception_group_with_tracebacks()
+        except BaseExceptionGroup as group:
+            raise error from group
+
+    async def activity_fn() -> None:
+        await run_within_boundary(body)
+
+    with pytest.raises(ApplicationError) as caught:
+        await ActivityEnvironment().run(activity_fn)
+    return caught.value
+
+
+async def test_a_support_error_with_a_huge_cause_chain_crosses_as_a_few_hundred_bytes() -> None:
+    error = TransientError("commerce_unavailable", "The commerce server is unavailable (" + "y" * 5000 + ").")
+    raised = await _raised_through_boundary(error)
+
+    assert raised.__cause__ is None and raised.__suppress_context__
+    failure = _encode(raised)
+    assert not failure.HasField("cause")
+    assert len(failure.message) <= MAX_FAILURE_MESSAGE_CHARS and failure.message.startswith("commerce_unavailable: ")
+    assert failure.ByteSize() < 2048, failure.ByteSize()
+    assert failure.application_failure_info.type == "transient"
+    assert not failure.application_failure_info.non_retryable
+
+
+async def test_an_unexpected_exception_is_a_bounded_retryable_internal_error() -> None:
+    raised = await _raised_through_boundary(KeyError("k" * 10_000))
+    failure = _encode(raised)
+    assert failure.ByteSize() < 2048 and not failure.HasField("cause")
+    assert raised.type == ErrorClass.TRANSIENT.value and not raised.non_retryable
+    assert raised.details[0]["code"] == "internal_error" and raised.message.startswith("internal_error: KeyError")
+
+
+def test_the_decoder_reads_back_what_the_encoder_wrote() -> None:
+    encoded = to_application_error(ContractError("truncated_or_malformed", "cut\noff " * 200), attempt=3)
+    activity_error = ActivityError(
+        "activity failed",
+        scheduled_event_id=5,
+        started_event_id=6,
+        identity="worker",
+        activity_type="plan_case",
+        activity_id="1",
+        retry_state=RetryState.NON_RETRYABLE_FAILURE,
+    )
+    activity_error.__cause__ = encoded
+    decoded = decode_activity_failure(activity_error)
+    assert (decoded.code, decoded.error_class, decoded.attempt) == ("truncated_or_malformed", "contract", 3)
+    assert "\n" not in decoded.message and len(decoded.message) <= MAX_FAILURE_MESSAGE_CHARS

@@ -1,0 +1,12 @@
+"""Patch ids of ``SupportCaseWorkflow``: every change of workflow logic since the first recorded history.
+
+A case that started before a change replays its old branch (``workflow.patched`` is False for it);
+new cases take the new one. Histories in ``tests/histories/`` are never re-recorded, so each id
+here stays until no case that started without it can still be running, and then a
+``workflow.deprecate_patch`` step comes first.
+"""
+
+from __future__ import annotations
+
+ORDER_IDS_BESIDE_CJK = "order-ids-beside-cjk"
+"""An order id glued to Chinese text (``请退款QH-1001并``) counts as named in the question."""
