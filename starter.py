@@ -20,22 +20,27 @@ Bad input gets one clear line on stderr and a non-zero exit, never a traceback.
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import json
 import os
 import sys
-import uuid
 from dataclasses import dataclass
+from enum import IntEnum
 from pathlib import Path
 from typing import Annotated
 
 import typer
+from pydantic import ValidationError
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
+from typer._click.exceptions import NoArgsIsHelpError
+from typer.exceptions import TyperException
 
+from case_client import TemporalTarget, workflow_id
 from contracts.case import (
-    TASK_QUEUE,
+    MAX_APPROVAL_TTL_SECONDS,
+    MAX_QUESTION_CHARS,
+    MIN_APPROVAL_TTL_SECONDS,
     TERMINAL_STATUSES,
     WORKFLOW_NAME,
     AnswerSource,
@@ -200,123 +205,77 @@ def eval_retrieval() -> None:
 
 # --- cases on Temporal ---------------------------------------------------------------------------
 
-TEMPORAL_ADDRESS = os.environ.get("TEMPORAL_ADDRESS", "localhost:7233")
-TEMPORAL_NAMESPACE = os.environ.get("TEMPORAL_NAMESPACE", "default")
 WAIT_SECONDS = float(os.environ.get("SUPPORT_WAIT_SECONDS", "300"))
+MAX_REQUEST_KEY_CHARS = 200
 
 
-async def _client():
-    from temporalio.client import Client
-    from temporalio.contrib.pydantic import pydantic_data_converter
+class ExitCode(IntEnum):
+    """What the exit status of ``ask``, ``status``, ``review`` and ``eval cases`` means (README)."""
 
+    DECIDED = 0
+    """The case reached a decision: answered, a proposal waits for a reviewer, rejected, or settled."""
+    UNEXPECTED = 1
+    """A bug: one line on stderr (SUPPORT_DEBUG=1 shows the traceback)."""
+    REFUSED = 2
+    """Bad input or a refused request: one line on stderr; nothing was started or changed."""
+    NEEDS_PERSON = 3
+    """The case needs more input or a human (needs_input, needs_human, expired)."""
+    FAILED = 4
+    """The case failed (status failed)."""
+    UNAVAILABLE = 5
+    """Temporal or a worker could not be reached, or the wait ran out; try again."""
+    MISMATCH = 6
+    """``eval cases``: at least one case did not end as expected."""
+
+
+_STATUS_EXIT_CODES = {
+    CaseStatus.COMPLETED: ExitCode.DECIDED,
+    CaseStatus.WAITING_APPROVAL: ExitCode.DECIDED,
+    CaseStatus.REJECTED: ExitCode.DECIDED,
+    CaseStatus.NEEDS_INPUT: ExitCode.NEEDS_PERSON,
+    CaseStatus.NEEDS_HUMAN: ExitCode.NEEDS_PERSON,
+    CaseStatus.EXPIRED: ExitCode.NEEDS_PERSON,
+    CaseStatus.FAILED: ExitCode.FAILED,
+}
+
+
+def exit_code_for(status: CaseStatus) -> ExitCode:
+    return _STATUS_EXIT_CODES.get(status, ExitCode.DECIDED)
+
+
+def _shell_path(path: str | Path) -> str:
+    """``path`` as a person would type it here: relative to the working directory when inside it."""
+    resolved = Path(path).absolute()
     try:
-        return await Client.connect(
-            TEMPORAL_ADDRESS, namespace=TEMPORAL_NAMESPACE, data_converter=pydantic_data_converter
-        )
-    except RuntimeError as error:
-        raise TransientError(
-            "temporal_unavailable",
-            f"cannot reach Temporal at {TEMPORAL_ADDRESS} ({error}); is the server up?",
-        ) from None
+        return str(resolved.relative_to(Path.cwd()))
+    except ValueError:
+        return str(resolved)
 
 
-def _workflow_id(case_id: str) -> str:
-    return case_id if case_id.startswith("case-") else f"case-{case_id}"
+def _worker_hint(settings: Settings) -> str:
+    return f"{_shell_path(sys.executable)} worker.py --state-dir {_shell_path(settings.state_dir)}"
 
 
-def case_id_for(request_key: str | None, identity: Identity) -> str:
-    """A new random case id, or one derived from the applicant and request key (same key, same case).
+async def _connect(target: TemporalTarget):
+    from case_client import connect
 
-    The applicant is part of the derivation, so one customer's key can never name another's case.
-    """
-    if request_key is None:
-        return uuid.uuid4().hex[:12]
-    scoped = f"{identity.tenant}:{identity.subject}:{request_key}"
-    return "k" + hashlib.sha256(scoped.encode("utf-8")).hexdigest()[:15]
+    return await connect(target)
 
 
-CASE_NOT_ACCESSIBLE = "No such case is available to this profile."
+def review_commands(view: CaseView, settings: Settings, target: TemporalTarget) -> list[str]:
+    """Ready-to-run review commands: starter.py (an update) and the Temporal CLI (signal, update)."""
+    from temporal_dev import temporal_cli_for_display
 
-
-def may_see(view: CaseView, identity: Identity) -> bool:
-    """The applicant sees their case; reviewers see the cases of their own tenant."""
-    return view.applicant == identity.subject or (identity.role is Role.REVIEWER and identity.tenant == view.tenant)
-
-
-async def _view(handle, identity: Identity) -> CaseView:
-    """The case as the workflow reports it (a closed case answers from its result), if ``identity``
-    may see it. A missing case and someone else's case give the same error."""
-    from temporalio.client import WorkflowExecutionStatus
-    from temporalio.service import RPCError, RPCStatusCode
-
-    try:
-        description = await handle.describe()
-    except RPCError as error:
-        if error.status is RPCStatusCode.NOT_FOUND:
-            raise AuthorizationError("case_not_accessible", CASE_NOT_ACCESSIBLE) from None
-        raise
-    if description.status in (None, WorkflowExecutionStatus.RUNNING):
-        view = await handle.query("status", result_type=CaseView)
-    elif description.status is WorkflowExecutionStatus.COMPLETED:
-        view = await handle.result()
-    else:
-        raise BusinessError("case_not_available", f"case workflow {handle.id} ended as {description.status.name}")
-    if not may_see(view, identity):
-        raise AuthorizationError("case_not_accessible", CASE_NOT_ACCESSIBLE)
-    return view
-
-
-async def _wait_until_settled(handle, identity: Identity, what: str) -> CaseView:
-    """Poll the status query with visible progress until the case waits or ends."""
-    from rich.status import Status
-
-    deadline = asyncio.get_running_loop().time() + WAIT_SECONDS
-    with Status(Text(f"{what}…"), console=errors) as status:
-        while True:
-            view = await _view(handle, identity)
-            if view.status in TERMINAL_STATUSES:
-                return await handle.result()
-            if view.status is CaseStatus.WAITING_APPROVAL and view.record_attempted:
-                return view
-            status.update(
-                Text(
-                    f"{what}: phase {view.phase.value}, model requests {view.budgets.model_requests}, "
-                    f"tool requests {view.budgets.tool_requests}"
-                )
-            )
-            if asyncio.get_running_loop().time() > deadline:
-                raise TransientError(
-                    "wait_timeout",
-                    f"case {view.case_id} still running after {WAIT_SECONDS:.0f}s; check that worker.py is running",
-                )
-            await asyncio.sleep(0.5)
-
-
-async def _wait_until_ended(handle, what: str) -> CaseView:
-    """Wait, with visible progress, for the case workflow to finish."""
-    from rich.status import Status
-
-    with Status(Text(f"{what}: waiting for the case to end…"), console=errors):
-        try:
-            return await asyncio.wait_for(handle.result(), timeout=WAIT_SECONDS)
-        except TimeoutError:
-            raise TransientError("wait_timeout", f"{what} has not ended after {WAIT_SECONDS:.0f}s") from None
-
-
-def review_commands(view: CaseView) -> list[str]:
-    payload = {
-        "reviewer": "chen" if view.tenant == "qinghe" else "mei",
-        "digest": view.digest,
-        "decision": "approve",
-        "note": "",
-    }
-    reviewer = payload["reviewer"]
-    wid = _workflow_id(view.case_id)
+    reviewer = "chen" if view.tenant == "qinghe" else "mei"
+    payload = json.dumps({"reviewer": reviewer, "digest": view.digest, "decision": "approve", "note": ""})
+    starter = f"{_shell_path(sys.executable)} starter.py --state-dir {_shell_path(settings.state_dir)}"
+    temporal = f"{temporal_cli_for_display()} workflow"
+    where = f"--address {target.address} --namespace {target.namespace} --workflow-id {workflow_id(view.case_id)}"
     return [
-        f"python starter.py --profile {reviewer} review {view.case_id} --digest {view.digest} --approve",
-        f"python starter.py --profile {reviewer} review {view.case_id} --digest {view.digest} --reject",
-        f"temporal workflow signal --workflow-id {wid} --name review --input '{json.dumps(payload)}'",
-        f"temporal workflow update execute --workflow-id {wid} --name review --input '{json.dumps(payload)}'",
+        f"{starter} --profile {reviewer} review {view.case_id} --digest {view.digest} --approve",
+        f"{starter} --profile {reviewer} review {view.case_id} --digest {view.digest} --reject",
+        f"{temporal} signal {where} --name review --input '{payload}'",
+        f"{temporal} update execute {where} --name review --input '{payload}'",
     ]
 
 
@@ -325,10 +284,6 @@ _ANSWER_LABELS = {
     AnswerSource.RECEIPT: "answer (written by the service from the receipt)",
     AnswerSource.STATUS_NOTICE: "answer (fixed notice for this status)",
 }
-
-
-def _answer_label(view: CaseView) -> str:
-    return _ANSWER_LABELS.get(view.answer_source, "answer") if view.answer_source else "answer"
 
 
 def _print_view(view: CaseView) -> None:
@@ -340,7 +295,7 @@ def _print_view(view: CaseView) -> None:
         ("phase", view.phase.value),
         ("applicant", f"{view.applicant} ({view.tenant})"),
         ("intent / order", f"{view.intent.value if view.intent else '-'} / {view.order_id or '-'}"),
-        (_answer_label(view), view.answer or "-"),
+        (_ANSWER_LABELS[view.answer_source] if view.answer_source else "answer", view.answer or "-"),
         ("citations", ", ".join(view.citations) or "-"),
     ]
     if view.proposal:
@@ -369,85 +324,146 @@ def _print_view(view: CaseView) -> None:
     console.print(table)
 
 
+def _print_review_commands(view: CaseView, settings: Settings, target: TemporalTarget) -> None:
+    console.print("A reviewer of the same tenant approves or rejects with one of:")
+    for command in review_commands(view, settings, target):
+        print(f"  {command}")
+
+
+async def _wait_with_progress(client, case_id: str, settings: Settings) -> CaseView:
+    """Wait (with a progress line on stderr) until the case waits for a reviewer or ends."""
+    from rich.status import Status
+
+    from case_client import wait_until_settled
+
+    with Status(Text(f"case {case_id}…"), console=errors) as spinner:
+
+        def progress(view: CaseView) -> None:
+            spinner.update(
+                Text(
+                    f"case {case_id}: phase {view.phase.value}, model requests {view.budgets.model_requests}, "
+                    f"tool requests {view.budgets.tool_requests}"
+                )
+            )
+
+        return await wait_until_settled(
+            client,
+            case_id,
+            settings.identity,
+            wait_seconds=WAIT_SECONDS,
+            start_hint=_worker_hint(settings),
+            on_progress=progress,
+        )
+
+
+def check_question(question: str) -> str:
+    """The question without surrounding blanks, or one line saying what is wrong and the limit."""
+    text = question.strip()
+    if not text:
+        raise ContractError("invalid_question", 'the question is empty; ask something, e.g. "Where is QH-1005?"')
+    if len(text) > MAX_QUESTION_CHARS:
+        raise ContractError(
+            "invalid_question", f"the question has {len(text)} characters; the limit is {MAX_QUESTION_CHARS}"
+        )
+    return text
+
+
+def check_ttl(seconds: int) -> int:
+    if not MIN_APPROVAL_TTL_SECONDS <= seconds <= MAX_APPROVAL_TTL_SECONDS:
+        raise ContractError(
+            "invalid_ttl",
+            f"--ttl-seconds must be from {MIN_APPROVAL_TTL_SECONDS} to {MAX_APPROVAL_TTL_SECONDS} "
+            f"(7 days); got {seconds}",
+        )
+    return seconds
+
+
+def check_request_key(key: str | None) -> str | None:
+    if key is not None and not 1 <= len(key) <= MAX_REQUEST_KEY_CHARS:
+        raise ContractError(
+            "invalid_request_key", f"--request-key must be 1 to {MAX_REQUEST_KEY_CHARS} characters; got {len(key)}"
+        )
+    return key
+
+
 @app.command()
 def ask(
     ctx: typer.Context,
-    question: Annotated[str, typer.Argument(help="The customer's question.")],
+    question: Annotated[str, typer.Argument(help=f"The customer's question (1-{MAX_QUESTION_CHARS} characters).")],
     language: Annotated[
         Language | None, typer.Option(help="Reply language (default: your remembered preference, else en).")
     ] = None,
     request_key: Annotated[str | None, typer.Option(help="Same key, same case (never re-run).")] = None,
     ttl_seconds: Annotated[
-        int, typer.Option(help="Approval validity in seconds.")
+        int, typer.Option(help=f"Approval validity in seconds ({MIN_APPROVAL_TTL_SECONDS}-{MAX_APPROVAL_TTL_SECONDS}).")
     ] = CaseOptions().approval_ttl_seconds,
 ) -> None:
-    """Start a case and wait until it waits for a reviewer or ends."""
+    """Start a case and wait until it waits for a reviewer or ends (exit status: see README)."""
     from temporalio.client import WorkflowExecutionStatus
     from temporalio.common import WorkflowIDConflictPolicy, WorkflowIDReusePolicy
     from temporalio.exceptions import WorkflowAlreadyStartedError
 
     from activities.preferences import LanguagePreferences
+    from case_client import case_handle, case_id_for, require_worker
 
+    text = check_question(question)
+    ttl = check_ttl(ttl_seconds)
+    key = check_request_key(request_key)
     settings = _settings(ctx)
+    target = TemporalTarget.from_env()
     remembered = LanguagePreferences(settings.state_dir).get(settings.identity.subject)
     case = CaseInput(
-        case_id=case_id_for(request_key, settings.identity),
-        question=question,
+        case_id=case_id_for(key, settings.identity),
+        question=text,
         language=language or remembered or Language.EN,
         applicant=settings.identity,
-        options=CaseOptions(approval_ttl_seconds=ttl_seconds),
+        options=CaseOptions(approval_ttl_seconds=ttl),
     )
 
-    async def run() -> None:
-        client = await _client()
-        workflow_id = _workflow_id(case.case_id)
+    async def run() -> CaseView:
+        client = await _connect(target)
+        await require_worker(client, target.task_queue, start_hint=_worker_hint(settings))
         try:
-            handle = await client.start_workflow(
+            await client.start_workflow(
                 WORKFLOW_NAME,
                 case,
-                id=workflow_id,
-                task_queue=os.environ.get("SUPPORT_TASK_QUEUE") or TASK_QUEUE,
+                id=workflow_id(case.case_id),
+                task_queue=target.task_queue,
                 id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE,
                 id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
                 memo={"applicant": case.applicant.subject, "fictional": True},
                 result_type=CaseView,
             )
         except WorkflowAlreadyStartedError:
-            handle = client.get_workflow_handle(workflow_id, result_type=CaseView)
             errors.print(f"request key already used: showing existing case {case.case_id}")
-        description = await handle.describe()
-        if description.status not in (
-            None,
-            WorkflowExecutionStatus.RUNNING,
-            WorkflowExecutionStatus.COMPLETED,
-        ):
+        description = await case_handle(client, case.case_id).describe()
+        if description.status not in (None, WorkflowExecutionStatus.RUNNING, WorkflowExecutionStatus.COMPLETED):
             raise BusinessError("case_closed", f"case {case.case_id} ended as {description.status.name}")
-        view = await _wait_until_settled(handle, settings.identity, f"case {case.case_id}")
+        view = await _wait_with_progress(client, case.case_id, settings)
         if view.question != case.question:
-            raise BusinessError(
-                "request_key_reused", f"request key {request_key!r} was already used for another question"
-            )
+            raise BusinessError("request_key_reused", f"request key {key!r} was already used for another question")
         _print_view(view)
         if view.status is CaseStatus.WAITING_APPROVAL:
-            console.print("A reviewer of the same tenant approves or rejects with one of:")
-            for command in review_commands(view):
-                print(f"  {command}")
+            _print_review_commands(view, settings, target)
+        return view
 
-    asyncio.run(run())
+    raise typer.Exit(exit_code_for(asyncio.run(run()).status))
 
 
 @app.command("review-info")
 def review_info(ctx: typer.Context, case_id: Annotated[str, typer.Argument(help="Case id.")]) -> None:
     """Show the exact proposal a reviewer approves, with its digest."""
+    from case_client import read_case
+
     settings = _settings(ctx)
+    target = TemporalTarget.from_env()
 
     async def run() -> None:
-        client = await _client()
-        view = await _view(client.get_workflow_handle(_workflow_id(case_id), result_type=CaseView), settings.identity)
+        client = await _connect(target)
+        view = await read_case(client, case_id, settings.identity, start_hint=_worker_hint(settings))
         _print_view(view)
         if view.status is CaseStatus.WAITING_APPROVAL:
-            for command in review_commands(view):
-                print(f"  {command}")
+            _print_review_commands(view, settings, target)
 
     asyncio.run(run())
 
@@ -459,15 +475,19 @@ def review(
     digest: Annotated[str, typer.Option(help="The proposal digest shown by review-info.")],
     approve: Annotated[bool, typer.Option("--approve", help="Approve the proposal.")] = False,
     reject: Annotated[bool, typer.Option("--reject", help="Reject the proposal.")] = False,
-    note: Annotated[str, typer.Option(help="A note for the audit trail.")] = "",
+    note: Annotated[str, typer.Option(help="A note for the audit trail (up to 500 characters).")] = "",
 ) -> None:
     """Approve or reject a waiting proposal as the current --profile (a Temporal update)."""
     from temporalio.client import WorkflowUpdateFailedError
+    from temporalio.exceptions import ApplicationError
     from temporalio.service import RPCError
+
+    from case_client import case_handle, read_case
 
     if approve == reject:
         raise ContractError("invalid_arguments", "give exactly one of --approve or --reject")
     settings = _settings(ctx)
+    target = TemporalTarget.from_env()
     decision = ReviewDecision(
         reviewer=settings.identity.subject,
         digest=digest,
@@ -475,21 +495,26 @@ def review(
         note=note,
     )
 
-    async def run() -> None:
-        client = await _client()
-        handle = client.get_workflow_handle(_workflow_id(case_id), result_type=CaseView)
+    async def run() -> CaseView:
+        client = await _connect(target)
+        # The same answer as review-info for a case this profile may not see: it may not exist either.
+        await read_case(client, case_id, settings.identity, start_hint=_worker_hint(settings))
         try:
-            outcome = await handle.execute_update("review", decision, result_type=ReviewOutcome)
+            outcome = await case_handle(client, case_id).execute_update("review", decision, result_type=ReviewOutcome)
         except WorkflowUpdateFailedError as error:
-            raise ContractError("review_rejected", str(error.cause or error)) from None
+            cause = error.cause
+            reason = cause.message if isinstance(cause, ApplicationError) else str(cause or error)
+            raise AuthorizationError("review_refused", f"{reason} (recorded in the case events)") from None
         except RPCError as error:
             raise BusinessError("case_not_waiting", f"case {case_id} cannot take a review: {error.message}") from None
         if not outcome.accepted:
             raise AuthorizationError("review_refused", f"{outcome.reason} (recorded in the case events)")
         console.print(f"review accepted: {outcome.reason}")
-        _print_view(await _wait_until_settled(handle, settings.identity, f"case {case_id}"))
+        view = await _wait_with_progress(client, case_id, settings)
+        _print_view(view)
+        return view
 
-    asyncio.run(run())
+    raise typer.Exit(exit_code_for(asyncio.run(run()).status))
 
 
 @app.command()
@@ -499,21 +524,25 @@ def status(
     wait: Annotated[bool, typer.Option("--wait", help="Wait until the case has ended.")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print the case as JSON (for scripts).")] = False,
 ) -> None:
-    """Show a case: status, answer, proposal, receipt, budgets and record path."""
-    settings = _settings(ctx)
+    """Show a case: status, answer, proposal, receipt, budgets and record path (exit status: see README)."""
+    from case_client import read_case, wait_until_ended
 
-    async def run() -> None:
-        client = await _client()
-        handle = client.get_workflow_handle(_workflow_id(case_id), result_type=CaseView)
-        view = await _view(handle, settings.identity)
+    settings = _settings(ctx)
+    target = TemporalTarget.from_env()
+
+    async def run() -> CaseView:
+        client = await _connect(target)
+        view = await read_case(client, case_id, settings.identity, start_hint=_worker_hint(settings))
         if wait and view.status not in TERMINAL_STATUSES:
-            view = await _wait_until_ended(handle, f"case {case_id}")
+            with errors.status(Text(f"case {case_id}: waiting for the case to end…")):
+                view = await wait_until_ended(client, case_id, wait_seconds=WAIT_SECONDS)
         if as_json:
             print(view.model_dump_json(indent=2))
         else:
             _print_view(view)
+        return view
 
-    asyncio.run(run())
+    raise typer.Exit(exit_code_for(asyncio.run(run()).status))
 
 
 @app.command("list")
@@ -532,7 +561,7 @@ def list_cases(
         query += f' AND CaseStatus="{status_filter.value}"'
 
     async def run() -> None:
-        client = await _client()
+        client = await _connect(TemporalTarget.from_env())
         table = Table(title=f"cases ({query})")
         for column in ("case", "status", "phase", "order", "refund cents", "started"):
             table.add_column(column)
@@ -587,13 +616,16 @@ def eval_cases(
     live: Annotated[bool, typer.Option("--live", help="Require a real provider (paid requests).")] = False,
 ) -> None:
     """Run the fixed end-to-end questions through real workflows (needs worker.py running)."""
+    from case_client import require_worker
     from case_eval import EVAL_CASES, eval_rows, is_rehearsal, run_case
 
-    _settings(ctx)
-    task_queue = os.environ.get("SUPPORT_TASK_QUEUE") or TASK_QUEUE
+    settings = _settings(ctx)
+    target = TemporalTarget.from_env()
 
-    async def run() -> None:
-        client = await _client()
+    async def run() -> bool:
+        client = await _connect(target)
+        await require_worker(client, target.task_queue, start_hint=_worker_hint(settings))
+        task_queue = target.task_queue
         rows = []
         with errors.status(Text("running evaluation cases…")) as status:
             for number, case in enumerate(EVAL_CASES, start=1):
@@ -614,36 +646,56 @@ def eval_cases(
         for row in table_rows[1:]:
             table.add_row(*row)
         console.print(table)
+        mismatches = [row.case.name for row in rows if not row.plumbing_ok]
+        if mismatches:
+            errors.print(f"error: {len(mismatches)} case(s) did not end as expected: {', '.join(mismatches)}")
+        return not mismatches
 
-    asyncio.run(run())
+    raise typer.Exit(ExitCode.DECIDED if asyncio.run(run()) else ExitCode.MISMATCH)
+
+
+def _one_line(error: ValidationError) -> str:
+    first = error.errors()[0]
+    where = ".".join(str(part) for part in first["loc"]) or "input"
+    more = f" (and {error.error_count() - 1} more)" if error.error_count() > 1 else ""
+    return f"invalid input: {where}: {first['msg']}{more}"
 
 
 def run() -> None:
-    """Entry point: typed errors become one line on stderr and exit status 2.
+    """Entry point: every refusal is one line on stderr with the exit status of :class:`ExitCode`.
 
     The process ends with ``os._exit`` after flushing: the Temporal client's native runtime threads
     can otherwise crash the interpreter while it finalizes, turning a clean exit into a signal.
     """
-    code = 0
+    code: int = ExitCode.DECIDED
     try:
-        app()
-    except SystemExit as exit_:
-        code = exit_.code if isinstance(exit_.code, int) else int(exit_.code is not None)
+        returned = app(standalone_mode=False)
+        code = returned if isinstance(returned, int) else ExitCode.DECIDED
+    except typer.Exit as exit_:
+        code = exit_.exit_code
+    except NoArgsIsHelpError as error:
+        error.show()
+        code = error.exit_code
+    except TyperException as error:  # a usage error: unknown command, bad option value, ...
+        errors.print(f"error: {' '.join(error.format_message().split())} (see --help)")
+        code = ExitCode.REFUSED
+    except typer.Abort:
+        errors.print("error: aborted")
+        code = ExitCode.REFUSED
     except SupportError as error:
-        errors.print(f"error: {error}", markup=False, highlight=False)
-        code = 2
+        errors.print(f"error: {error}")
+        code = ExitCode.UNAVAILABLE if isinstance(error, TransientError) else ExitCode.REFUSED
+    except ValidationError as error:
+        errors.print(f"error: {_one_line(error)}")
+        code = ExitCode.REFUSED
     except Exception as error:  # a bug, not bad input: still one line unless asked for more
         if os.environ.get("SUPPORT_DEBUG"):
             raise
-        errors.print(
-            f"error: unexpected {type(error).__name__}: {error} (SUPPORT_DEBUG=1 shows the traceback)",
-            markup=False,
-            highlight=False,
-        )
-        code = 1
+        errors.print(f"error: unexpected {type(error).__name__}: {error} (SUPPORT_DEBUG=1 shows the traceback)")
+        code = ExitCode.UNEXPECTED
     sys.stdout.flush()
     sys.stderr.flush()
-    os._exit(code)
+    os._exit(int(code))
 
 
 if __name__ == "__main__":

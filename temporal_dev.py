@@ -39,6 +39,19 @@ def temporal_cli() -> str:
     )
 
 
+def temporal_cli_for_display() -> str:
+    """The Temporal CLI as a person would type it here: relative to the working directory when inside it,
+    else ``temporal`` when none is installed (printed commands then need one on PATH)."""
+    try:
+        path = Path(temporal_cli()).absolute()
+    except ConfigurationError:
+        return "temporal"
+    try:
+        return str(path.relative_to(Path.cwd()))
+    except ValueError:
+        return str(path)
+
+
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))

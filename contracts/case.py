@@ -27,6 +27,10 @@ MAX_CITATIONS = 8
 MAX_PROBLEMS, MAX_PROBLEM_CHARS = 6, 300
 MAX_RAW_ARGUMENT_CHARS = 20000
 
+# Limits of a case's input, checked by starter.py before anything starts and again by CaseInput.
+MAX_QUESTION_CHARS = 2000
+MIN_APPROVAL_TTL_SECONDS, MAX_APPROVAL_TTL_SECONDS = 1, 7 * 24 * 3600
+
 
 class _Model(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -68,12 +72,12 @@ TERMINAL_STATUSES = frozenset(
 
 
 class CaseOptions(_Model):
-    approval_ttl_seconds: int = Field(default=900, ge=1, le=7 * 24 * 3600)
+    approval_ttl_seconds: int = Field(default=900, ge=MIN_APPROVAL_TTL_SECONDS, le=MAX_APPROVAL_TTL_SECONDS)
 
 
 class CaseInput(_Model):
     case_id: str = Field(pattern=r"^[A-Za-z0-9_-]{4,64}$")
-    question: str = Field(min_length=1, max_length=2000)
+    question: str = Field(min_length=1, max_length=MAX_QUESTION_CHARS)
     language: Language
     applicant: Identity
     options: CaseOptions = CaseOptions()

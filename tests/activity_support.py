@@ -15,9 +15,7 @@ from temporalio.testing import ActivityEnvironment
 from activities.boundary import run_within_boundary
 
 
-async def run_bounded(
-    fn: Callable[..., Awaitable[Any]], *args: Any, env: ActivityEnvironment | None = None
-) -> Any:
+async def run_bounded(fn: Callable[..., Awaitable[Any]], *args: Any, env: ActivityEnvironment | None = None) -> Any:
     """``env.run(fn, *args)`` with heartbeats and bounded ``ApplicationError`` failures."""
 
     async def bounded(*call_args: Any) -> Any:

@@ -6,11 +6,15 @@ import asyncio
 import os
 import subprocess
 import sys
+import time
+import uuid
 from pathlib import Path
 
-from contracts.case import CaseView
+import pytest
+
+from case_client import case_id_for
+from contracts.case import WORKFLOW_NAME, CaseInput, CaseView
 from contracts.identity import resolve_profile
-from starter import case_id_for
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -50,11 +54,11 @@ async def test_ask_prints_the_review_commands_and_a_wrong_reviewer_gets_one_line
     assert f"review {case_id} --digest {digest} --approve" in asked.stdout
 
     refused = await _starter(
-        shared_world, temporal_server, "--profile", "bob", "review", case_id, "--digest", digest, "--approve"
+        shared_world, temporal_server, "--profile", "alice", "review", case_id, "--digest", digest, "--approve"
     )
-    assert refused.returncode != 0
+    assert refused.returncode == 2
     assert refused.stderr.strip().splitlines() == [
-        "error: review_refused: not_a_reviewer (recorded in the case events)"
+        "error: review_refused: applicant_cannot_review (recorded in the case events)"
     ]
     assert "Traceback" not in refused.stderr
 
@@ -121,3 +125,98 @@ async def test_a_remembered_language_applies_to_new_cases(shared_world, temporal
     as_json = await _starter(shared_world, temporal_server, "--profile", "bob", "status", case_id, "--json")
     view = CaseView.model_validate_json(as_json.stdout)
     assert view.language.value == "zh" and view.citations and all(":zh:" in c for c in view.citations)
+
+
+async def _starter_on(
+    queue: str, temporal_server, state_dir: Path, *args: str
+) -> tuple[subprocess.CompletedProcess, float]:
+    """starter.py pointed at ``queue`` (nobody polls it unless a test says so), and how long it took."""
+    env = {**os.environ, "TEMPORAL_ADDRESS": temporal_server.address, "SUPPORT_TASK_QUEUE": queue, "COLUMNS": "200"}
+    command = [sys.executable, str(ROOT / "starter.py"), "--state-dir", str(state_dir), *args]
+    started = time.monotonic()
+    done = await asyncio.to_thread(subprocess.run, command, capture_output=True, text=True, timeout=120, env=env)
+    return done, time.monotonic() - started
+
+
+async def _workflows_on(client, queue: str) -> list:
+    return [w async for w in client.list_workflows(f'TaskQueue="{queue}"')]
+
+
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (["ask", ""], "invalid_question: the question is empty"),
+        (["ask", "   \t  "], "invalid_question: the question is empty"),
+        (["ask", "x" * 5000], "invalid_question: the question has 5000 characters; the limit is 2000"),
+        (["ask", "--ttl-seconds", "0", "Where is QH-1005?"], "--ttl-seconds must be from 1 to 604800"),
+        (["ask", "--ttl-seconds", "abc", "Where is QH-1005?"], "Invalid value for '--ttl-seconds'"),
+        (["ask", "--language", "fr", "Where is QH-1005?"], "Invalid value for '--language'"),
+        (["ask", "--request-key", "k" * 201, "Where is QH-1005?"], "--request-key must be 1 to 200 characters"),
+        (["no-such-command"], "No such command"),
+    ],
+)
+async def test_bad_input_is_one_line_exit_2_and_starts_nothing(
+    temporal_server, temporal_client, tmp_path: Path, args: list[str], says: str
+) -> None:
+    queue = f"bad-input-{uuid.uuid4().hex[:8]}"
+    done, _ = await _starter_on(queue, temporal_server, tmp_path, *args)
+    assert done.returncode == 2, (done.stdout, done.stderr)
+    [line] = done.stderr.strip().splitlines()
+    assert line.startswith("error: ") and says in line and "unexpected" not in line
+    assert done.stdout == ""
+    assert await _workflows_on(temporal_client, queue) == []
+
+
+async def test_ask_and_status_without_a_worker_say_so_within_ten_seconds(
+    temporal_server, temporal_client, tmp_path: Path
+) -> None:
+    queue = f"unpolled-{uuid.uuid4().hex[:8]}"
+    asked, asked_seconds = await _starter_on(queue, temporal_server, tmp_path, "ask", "Where is my order QH-1005?")
+    assert asked.returncode == 5, asked.stderr
+    [line] = asked.stderr.strip().splitlines()
+    assert f"no worker polls task queue '{queue}'" in line and "worker.py --state-dir" in line
+    assert asked_seconds < 10, asked_seconds
+    assert await _workflows_on(temporal_client, queue) == []  # nothing was started
+
+    # A case already running whose worker is gone: status says so too, instead of a query timeout.
+    case = CaseInput(
+        case_id=f"noworker{uuid.uuid4().hex[:8]}",
+        question="Where is my order QH-1005?",
+        language="en",
+        applicant=resolve_profile("alice"),
+    )
+    await temporal_client.start_workflow(WORKFLOW_NAME, case, id=f"case-{case.case_id}", task_queue=queue)
+    shown, shown_seconds = await _starter_on(queue, temporal_server, tmp_path, "status", case.case_id)
+    assert shown.returncode == 5, shown.stderr
+    [line] = shown.stderr.strip().splitlines()
+    assert f"no worker polls task queue '{queue}'" in line and shown_seconds < 10, (line, shown_seconds)
+    await temporal_client.get_workflow_handle(f"case-{case.case_id}").terminate("test cleanup")
+
+
+async def test_exit_status_says_whether_the_case_reached_a_decision(shared_world, temporal_server) -> None:
+    decided = await _starter(shared_world, temporal_server, "--profile", "alice", "ask", "Where is my order QH-1005?")
+    assert decided.returncode == 0 and "completed" in decided.stdout, decided.stderr
+    needs_input = await _starter(shared_world, temporal_server, "--profile", "alice", "ask", "Please refund QH-2001")
+    assert needs_input.returncode == 3 and "needs_input" in needs_input.stdout, needs_input.stderr
+    case_id = needs_input.stdout.split("case ", 1)[1].split()[0]
+    status = await _starter(shared_world, temporal_server, "--profile", "alice", "status", case_id)
+    assert status.returncode == 3
+
+
+async def test_review_tells_another_tenants_reviewer_nothing_about_the_case(shared_world, temporal_server) -> None:
+    asked = await _starter(shared_world, temporal_server, "--profile", "alice", "ask", "Please refund QH-1002")
+    signal_line = next(line for line in asked.stdout.splitlines() if "workflow signal" in line)
+    digest = signal_line.split('"digest": "')[1].split('"')[0]
+    case_id = signal_line.split("--workflow-id case-")[1].split()[0]
+    foreign = await _starter(
+        shared_world, temporal_server, "--profile", "mei", "review", case_id, "--digest", digest, "--approve"
+    )
+    missing = await _starter(
+        shared_world, temporal_server, "--profile", "mei", "review", "no-such-case", "--digest", digest, "--approve"
+    )
+    assert foreign.returncode == missing.returncode == 2
+    assert (
+        foreign.stderr == missing.stderr == "error: case_not_accessible: No such case is available to this profile.\n"
+    )
+    events = await shared_world.client.get_workflow_handle(f"case-{case_id}").query("events")
+    assert not [e for e in events if e["kind"] == "review_refused"]  # the refusal happened before the case
