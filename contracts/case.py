@@ -81,6 +81,8 @@ class CaseInput(_Model):
     language: Language
     applicant: Identity
     options: CaseOptions = CaseOptions()
+    carried: CarriedCase | None = None
+    """Set only by the workflow itself when it continues as new while waiting for a reviewer."""
 
 
 class Budgets(_Model):
@@ -355,3 +357,33 @@ class CaseRecord(_Model):
     case: CaseView
     events: list[CaseEvent]
     notes: list[str] = []
+
+
+class CarriedCase(_Model):
+    """Everything a case waiting for a reviewer knows, carried into its next run by continue-as-new.
+
+    A flood of review attempts can grow a waiting case's history towards Temporal's limit; the case
+    then continues as a new run with this state (the pending proposal included) instead of being
+    terminated. The digest is recomputed from the proposal, never carried as a separate claim.
+    """
+
+    continued: int = Field(ge=1)
+    """How many times the case has continued as new, this run included."""
+    budgets: Budgets
+    events: list[CaseEvent]
+    dropped_events: int = 0
+    notes: list[str] = []
+    model_label: str | None = None
+    tokens_known: int = 0
+    tokens_unknown_calls: int = 0
+    plan: Plan
+    facts: dict[str, Any]
+    evidence: list[Passage]
+    quote: RefundQuote
+    answer: ComposedAnswer
+    answer_admitted: bool
+    proposal: RefundProposal
+    record_path: str | None = None
+    record_error: str | None = None
+
+CaseInput.model_rebuild()

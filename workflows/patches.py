@@ -10,3 +10,9 @@ from __future__ import annotations
 
 ORDER_IDS_BESIDE_CJK = "order-ids-beside-cjk"
 """An order id glued to Chinese text (``请退款QH-1001并``) counts as named in the question."""
+
+REFUSED_REVIEW_UPDATE_FAILS = "refused-review-update-fails"
+"""A refused ``review`` update fails (after the refusal is recorded) instead of returning accepted=False."""
+
+CONTINUE_AS_NEW_WHILE_WAITING = "continue-as-new-while-waiting"
+"""A case waiting for a reviewer continues as new when Temporal suggests it (a flood of review attempts)."""

@@ -13,13 +13,17 @@ from datetime import timedelta
 from typing import Any
 
 from temporalio import workflow
-from temporalio.exceptions import ActivityError
+from temporalio.common import RawValue
+from temporalio.exceptions import ActivityError, ApplicationError
 
 with workflow.unsafe.imports_passed_through():
+    from pydantic import ValidationError
+
     from contracts.case import (
         REHEARSAL_LABEL,
         AnswerSource,
         Budgets,
+        CarriedCase,
         CaseEvent,
         CaseInput,
         CaseRecord,
@@ -48,7 +52,7 @@ with workflow.unsafe.imports_passed_through():
         Verdict,
     )
     from contracts.commerce import RefundProposal, RefundQuote, RefundReceipt, order_ids_in
-    from contracts.errors import ErrorClass, decode_activity_failure
+    from contracts.errors import ErrorClass, bounded, decode_activity_failure
     from contracts.identity import PROFILES, Role
     from contracts.knowledge import Passage
     from contracts.tools import INVESTIGATION_TOOLS
@@ -62,8 +66,8 @@ with workflow.unsafe.imports_passed_through():
 
 MAX_EVENTS = 300
 """Events beyond this many are counted, not kept; lifecycle events are always kept."""
-BOUNDED_EVENT_KINDS = frozenset({"review_refused", "tool_refused", "tool_ran"})
-"""Kinds an outsider or the model can multiply (refused reviews, tool calls)."""
+BOUNDED_EVENT_KINDS = frozenset({"review_refused", "tool_refused", "tool_ran", "continued_as_new"})
+"""Kinds an outsider or the model can multiply (refused reviews, tool calls, the runs a flood forces)."""
 MAX_EVIDENCE = 12
 MAX_OBSERVATION_CHARS = 6000
 
@@ -106,17 +110,25 @@ class SupportCaseWorkflow:
         self._reason: str | None = None
         self._record_path: str | None = None
         self._record_error: str | None = None
+        self._continued = 0
+        self._may_continue_as_new = True
+        if case.carried is not None:
+            self._restore(case.carried)
 
     # --- entry point -----------------------------------------------------------------------------
 
     @workflow.run
     async def run(self, case: CaseInput) -> CaseView:
-        self._event("case_started", f"question from {case.applicant.subject} ({case.language.value})")
         try:
-            await self._plan_case()
-            await self._investigate()
-            await self._draft_and_review()
-            if await self._deliver():
+            if case.carried is None:
+                self._event("case_started", f"question from {case.applicant.subject} ({case.language.value})")
+                await self._plan_case()
+                await self._investigate()
+                await self._draft_and_review()
+                waiting = await self._deliver()
+            else:
+                waiting = True  # a run continued from a case waiting for its reviewer
+            if waiting:
                 await self._await_review()
                 await self._settle()
         except CaseStopped as stop:
@@ -254,15 +266,22 @@ class SupportCaseWorkflow:
         return True
 
     async def _await_review(self) -> None:
+        """Wait for a decision or the expiry timer; continue as new if a flood grows the history."""
         assert self._proposal is not None
-        remaining = (self._proposal.expires_at - workflow.now()).total_seconds()
-        try:
-            await workflow.wait_condition(
-                lambda: self._decision is not None, timeout=timedelta(seconds=max(remaining, 0.001))
-            )
-        except TimeoutError:
-            raise CaseStopped(CaseStatus.EXPIRED, "proposal_expired_without_decision") from None
-        assert self._decision is not None
+        while self._decision is None:
+            remaining = (self._proposal.expires_at - workflow.now()).total_seconds()
+            try:
+                await workflow.wait_condition(
+                    self._decided_or_history_too_long, timeout=timedelta(seconds=max(remaining, 0.001))
+                )
+            except TimeoutError:
+                raise CaseStopped(CaseStatus.EXPIRED, "proposal_expired_without_decision") from None
+            if self._decision is None:
+                if workflow.patched(patches.CONTINUE_AS_NEW_WHILE_WAITING):
+                    await workflow.wait_condition(workflow.all_handlers_finished)
+                    if self._decision is None:
+                        self._continue_as_new()
+                self._may_continue_as_new = False  # replaying a run from before the patch: keep waiting
         if self._decision.decision is Decision.REJECT:
             raise CaseStopped(CaseStatus.REJECTED, f"rejected by {self._decision.reviewer}")
 
@@ -478,21 +497,39 @@ class SupportCaseWorkflow:
     # --- approval --------------------------------------------------------------------------------
 
     @workflow.signal(name="review")
-    def review_signal(self, decision: ReviewDecision) -> None:
-        """Approve or reject by signal (Temporal CLI `workflow signal`, Web UI)."""
-        self._review(decision, via="signal")
+    def review_signal(self, payload: RawValue) -> None:
+        """Approve or reject by signal (Temporal CLI `workflow signal`, Web UI).
+
+        The payload arrives raw so that a malformed one is recorded as a refusal instead of being
+        dropped by payload decoding where nobody sees it.
+        """
+        decision = self._decode_review(payload, via="signal")
+        if decision is not None:
+            self._review(decision, via="signal")
 
     @workflow.update(name="review")
-    def review_update(self, decision: ReviewDecision) -> ReviewOutcome:
-        """Approve or reject with a synchronous answer (starter.py review)."""
-        return self._review(decision, via="update")
+    def review_update(self, payload: RawValue) -> ReviewOutcome:
+        """Approve or reject with a synchronous answer (starter.py review, `workflow update execute`).
 
-    @review_update.validator
-    def validate_review(self, decision: ReviewDecision) -> None:
-        """Reject malformed payloads before they reach history; authorization is decided (and
-        recorded) by the handler so that refused attempts stay visible."""
-        if len(decision.digest) != 64 or any(c not in "0123456789abcdef" for c in decision.digest):
-            raise ValueError("digest must be the 64-character hex digest shown by review-info")
+        A refused or malformed attempt is recorded in the case events and fails the update, so the
+        caller sees a failure (a non-zero exit, a failed update in the Web UI), never "successful".
+        """
+        decision = self._decode_review(payload, via="update")
+        if decision is None:
+            raise ApplicationError("malformed_review", {"code": "malformed_review"}, type="review_refused")
+        outcome = self._review(decision, via="update")
+        if not outcome.accepted and workflow.patched(patches.REFUSED_REVIEW_UPDATE_FAILS):
+            raise ApplicationError(outcome.reason, {"code": outcome.reason}, type="review_refused")
+        return outcome
+
+    def _decode_review(self, payload: RawValue, *, via: str) -> ReviewDecision | None:
+        """The review payload as a :class:`ReviewDecision`, or None after recording why it is not one."""
+        try:
+            return workflow.payload_converter().from_payload(payload.payload, ReviewDecision)
+        except Exception as error:  # any decoding failure is the sender's, never the case's
+            size = len(payload.payload.data)
+            self._event("review_refused", f"malformed payload via {via} ({size} bytes): {_decode_problem(error)}")
+            return None
 
     def _review(self, decision: ReviewDecision, *, via: str) -> ReviewOutcome:
         refusal = self._review_refusal(decision)
@@ -527,6 +564,71 @@ class SupportCaseWorkflow:
         if workflow.now() >= self._proposal.expires_at:
             return "proposal_expired"
         return None
+
+    # --- continue-as-new -------------------------------------------------------------------------
+
+    def _decided_or_history_too_long(self) -> bool:
+        return self._decision is not None or (
+            self._may_continue_as_new and workflow.info().is_continue_as_new_suggested()
+        )
+
+    def _continue_as_new(self) -> None:
+        """Start the next run of this case with its whole state; the pending proposal stays as it is."""
+        assert self._plan and self._quote and self._answer and self._proposal
+        info = workflow.info()
+        self._event(
+            "continued_as_new",
+            f"history at {info.get_current_history_size()} bytes / {info.get_current_history_length()} events; "
+            f"run {self._continued + 2} keeps waiting for a reviewer",
+        )
+        carried = CarriedCase(
+            continued=self._continued + 1,
+            budgets=self._budgets,
+            events=list(self._events),
+            dropped_events=self._dropped_events,
+            notes=list(self._notes),
+            model_label=self._model_label,
+            tokens_known=self._tokens_known,
+            tokens_unknown_calls=self._tokens_unknown_calls,
+            plan=self._plan,
+            facts=self._facts,
+            evidence=list(self._evidence.values()),
+            quote=self._quote,
+            answer=self._answer,
+            answer_admitted=self._answer_admitted,
+            proposal=self._proposal,
+            record_path=self._record_path,
+            record_error=self._record_error,
+        )
+        workflow.continue_as_new(
+            self._case.model_copy(update={"carried": carried}),
+            memo=dict(workflow.memo()),
+            search_attributes=info.typed_search_attributes,
+        )
+
+    def _restore(self, carried: CarriedCase) -> None:
+        """The state of a case that continued as new while waiting for a reviewer."""
+        self._stage = Phase.WAITING_APPROVAL
+        self._phase = Phase.WAITING_APPROVAL
+        self._status = CaseStatus.WAITING_APPROVAL
+        self._continued = carried.continued
+        self._budgets = carried.budgets
+        self._events = list(carried.events)
+        self._dropped_events = carried.dropped_events
+        self._notes = list(carried.notes)
+        self._model_label = carried.model_label
+        self._tokens_known = carried.tokens_known
+        self._tokens_unknown_calls = carried.tokens_unknown_calls
+        self._plan = carried.plan
+        self._facts = dict(carried.facts)
+        self._evidence = {passage.passage_id: passage for passage in carried.evidence}
+        self._quote = carried.quote
+        self._answer = carried.answer
+        self._answer_admitted = carried.answer_admitted
+        self._proposal = carried.proposal
+        self._digest = carried.proposal.digest()
+        self._record_path = carried.record_path
+        self._record_error = carried.record_error
 
     # --- queries ---------------------------------------------------------------------------------
 
@@ -646,6 +748,16 @@ class _ContractViolation(Exception):
     def __init__(self, code: str) -> None:
         super().__init__(code)
         self.code = code
+
+
+def _decode_problem(error: Exception) -> str:
+    """What was wrong with a payload, briefly: field and message, never the (possibly huge) input."""
+    if isinstance(error, ValidationError):
+        problems = [
+            f"{'.'.join(str(part) for part in item['loc']) or 'payload'}: {item['msg']}" for item in error.errors()[:3]
+        ]
+        return bounded("; ".join(problems), 200)
+    return type(error).__name__
 
 
 def _to_passage(raw: Any) -> Passage | None:

@@ -8,6 +8,7 @@ import subprocess
 
 import pytest
 from temporalio.client import WorkflowUpdateFailedError
+from temporalio.exceptions import ApplicationError
 from temporalio.service import RPCError
 
 from contracts.case import AnswerSource, CaseStatus, CaseView, Decision, ReviewDecision, ReviewOutcome
@@ -58,15 +59,17 @@ async def test_only_a_same_tenant_reviewer_with_the_digest_can_approve_and_it_pa
         "not_a_reviewer": _decision("bob", digest),
     }
     for reason, decision in refusals.items():
-        outcome = await handle.execute_update("review", decision, result_type=ReviewOutcome)
-        assert (outcome.accepted, outcome.reason) == (False, reason)
+        with pytest.raises(WorkflowUpdateFailedError) as failed:  # a refused update fails, visibly
+            await handle.execute_update("review", decision, result_type=ReviewOutcome)
+        assert isinstance(failed.value.cause, ApplicationError)
+        assert (failed.value.cause.type, failed.value.cause.message) == ("review_refused", reason)
     await handle.signal("review", _decision("mei", digest))
     with pytest.raises(WorkflowUpdateFailedError):
         await handle.execute_update("review", _decision("chen", "not-a-digest"), result_type=ReviewOutcome)
 
     view = await world.wait_for(handle, lambda v: True)
     refused = await _events(handle, "review_refused")
-    assert len(refused) == 5 and sum("via signal" in r for r in refused) == 1
+    assert len(refused) == 6 and sum("via signal" in r for r in refused) == 1
     assert view.status is CaseStatus.WAITING_APPROVAL and view.receipt is None
     assert world.refund_records() == []
 
@@ -80,6 +83,7 @@ async def test_only_a_same_tenant_reviewer_with_the_digest_can_approve_and_it_pa
     )
     accepted = [r for r in results if isinstance(r, ReviewOutcome) and r.accepted]
     assert len(accepted) <= 1
+    assert all(isinstance(r, ReviewOutcome | WorkflowUpdateFailedError) or r is None for r in results), results
     final: CaseView = await handle.result()
     assert final.status is CaseStatus.COMPLETED
     assert final.receipt is not None and final.receipt.receipt_id.startswith("SIM-")
@@ -125,3 +129,49 @@ async def test_an_unanswered_proposal_expires_and_a_late_approval_is_refused(wor
         await handle.execute_update("review", _decision("chen", view.digest), result_type=ReviewOutcome)
     assert world.refund_records() == []
     assert world.order("QH-1001").refunded_cents == 0
+
+
+MALFORMED_REVIEWS = {
+    "decision outside the enum": '{"reviewer": "chen", "digest": "%s", "decision": "approved", "note": ""}',
+    "missing decision": '{"reviewer": "chen", "digest": "%s", "note": ""}',
+    "wrong type": '{"reviewer": ["chen"], "digest": "%s", "decision": "approve", "note": ""}',
+    "not an object": '"approve %s"',
+}
+
+
+async def test_malformed_and_refused_reviews_from_the_temporal_cli_are_recorded_and_refused_updates_fail(
+    world, temporal_server
+) -> None:
+    handle = await world.start(REFUND_QUESTION)
+    view = await world.settled(handle)
+    assert view.status is CaseStatus.WAITING_APPROVAL
+
+    async def cli(*args: str) -> subprocess.CompletedProcess:
+        """The Temporal CLI in a thread: the worker under test runs on this event loop."""
+        command = [temporal_cli(), "workflow", *args, "--address", temporal_server.address, "--workflow-id", handle.id]
+        return await asyncio.to_thread(subprocess.run, command, capture_output=True, text=True, timeout=30)
+
+    for payload in MALFORMED_REVIEWS.values():
+        signalled = await cli("signal", "--name", "review", "--input", payload % view.digest)
+        assert signalled.returncode == 0, signalled.stderr  # a signal is accepted by the server, then judged
+        updated = await cli("update", "execute", "--name", "review", "--input", payload % view.digest)
+        assert updated.returncode != 0, updated.stdout  # a malformed update fails for the caller
+    refused = await cli(
+        "update",
+        "execute",
+        "--name",
+        "review",
+        "--input",
+        MALFORMED_REVIEWS["decision outside the enum"].replace('"approved"', '"approve"').replace('"chen"', '"bob"')
+        % view.digest,
+    )
+    assert refused.returncode != 0 and "not_a_reviewer" in refused.stdout + refused.stderr
+
+    events = await _events(handle, "review_refused")
+    malformed = [e for e in events if e.startswith("malformed payload")]
+    assert len(malformed) == 2 * len(MALFORMED_REVIEWS), events
+    assert sum("via signal" in e for e in malformed) == sum("via update" in e for e in malformed) == 4
+    assert any("decision: Input should be 'approve' or 'reject'" in e for e in malformed)
+    assert [e for e in events if not e.startswith("malformed payload")] == ["bob via update: not_a_reviewer"]
+    still = await handle.query("status", result_type=CaseView)
+    assert still.status is CaseStatus.WAITING_APPROVAL and world.refund_records() == []
