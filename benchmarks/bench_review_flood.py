@@ -73,7 +73,8 @@ async def flood(client: Client, task_queue: str, signals: int, size: int, pause:
     outcome = "survived" if description.status and description.status.name == "RUNNING" else "TERMINATED"
     rate = sent * size / 1e6 / elapsed if elapsed else float("inf")
     changed = "" if description.run_id == first_run else ", continued as new"
-    return f"pause {pause:>4.2f}s: {sent} signals in {elapsed:5.2f}s ({rate:5.1f} MB/s) -> {outcome} ({runs} runs{changed})"
+    arrival = f"{sent} signals in {elapsed:5.2f}s ({rate:5.1f} MB/s)"
+    return f"pause {pause:>4.2f}s: {arrival} -> {outcome} ({runs} runs{changed})"
 
 
 async def main(signals: int, megabytes: float) -> None:
