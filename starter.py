@@ -37,6 +37,7 @@ from typer._click.exceptions import NoArgsIsHelpError
 from typer.exceptions import TyperException
 
 from case_client import TemporalTarget, workflow_id
+from contracts import search_attributes as sa
 from contracts.case import (
     MAX_APPROVAL_TTL_SECONDS,
     MAX_QUESTION_CHARS,
@@ -62,7 +63,6 @@ from contracts.errors import (
 )
 from contracts.identity import Identity, Role, resolve_profile
 from contracts.knowledge import Language
-from workflows import search_attributes as sa
 
 DEFAULT_STATE_DIR = Path(os.environ.get("SUPPORT_STATE_DIR", ".state"))
 

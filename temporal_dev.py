@@ -21,7 +21,7 @@ from pathlib import Path
 from temporalio.client import Client
 
 from contracts.errors import ConfigurationError
-from workflows.search_attributes import dev_server_flags
+from contracts.search_attributes import dev_server_flags
 
 
 def temporal_cli() -> str:
@@ -89,11 +89,19 @@ def wait_for_port(host: str, port: int, timeout: float, process: subprocess.Pope
 
 
 def start_dev_server(
-    state_dir: Path, *, port: int | None = None, ui_port: int | None = None, db_name: str = "temporal.db"
+    state_dir: Path,
+    *,
+    port: int | None = None,
+    ui_port: int | None = None,
+    db_name: str = "temporal.db",
+    search_attributes: bool = True,
+    namespaces: tuple[str, ...] = (),
 ) -> DevServer:
     """Start `temporal server start-dev` with its SQLite file under ``state_dir``; wait until it listens.
 
-    ``ui_port=None`` runs headless. The case search attributes are registered at start.
+    ``ui_port=None`` runs headless. The case search attributes are registered at start unless
+    ``search_attributes`` is False (a plain dev server, as a user may start one); ``namespaces`` are
+    created besides ``default``.
     """
     state_dir.mkdir(parents=True, exist_ok=True)
     port = port or free_port()
@@ -109,7 +117,8 @@ def start_dev_server(
         str(state_dir / db_name),
         "--log-level",
         "error",
-        *dev_server_flags(),
+        *(dev_server_flags() if search_attributes else []),
+        *(flag for namespace in namespaces for flag in ("--namespace", namespace)),
     ]
     command += ["--ui-port", str(ui_port), "--ui-disable-news-fetch"] if ui_port else ["--headless"]
     log_path = state_dir / "temporal-dev-server.log"

@@ -24,7 +24,8 @@ from temporalio.client import Client
 from temporalio.contrib.pydantic import pydantic_data_converter
 
 from activities.model_settings import load_model_settings
-from activities.worker_setup import build_worker
+from activities.startup_checks import ensure_search_attributes
+from activities.worker_setup import build_worker, commerce_gateway
 from contracts.case import REHEARSAL_LABEL, TASK_QUEUE
 from contracts.errors import SupportError
 
@@ -52,6 +53,8 @@ async def main(argv: list[str] | None = None) -> int:
     address = os.environ.get("TEMPORAL_ADDRESS") or "localhost:7233"
     namespace = os.environ.get("TEMPORAL_NAMESPACE") or "default"
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    for chatty in ("httpx", "httpx2"):  # one INFO line per HTTP request (model, commerce) drowns the rest
+        logging.getLogger(chatty).setLevel(logging.WARNING)
 
     try:
         settings = load_model_settings()
@@ -75,11 +78,21 @@ async def main(argv: list[str] | None = None) -> int:
         return 1
 
     try:
+        added = await ensure_search_attributes(client)
+    except SupportError as error:
+        print(f"worker: configuration error: {error}", file=sys.stderr)
+        return 2
+    if added:
+        print(f"worker: registered search attributes {', '.join(added)} on namespace {namespace!r}", flush=True)
+
+    try:
+        commerce = commerce_gateway(args.state_dir, os.environ.get("COMMERCE_DATABASE_URL") or None)
+        print(f"worker: {await commerce.check()}", flush=True)
         worker, cleanup = build_worker(
             client,
             args.state_dir,
-            database_url=os.environ.get("COMMERCE_DATABASE_URL") or None,
             model_settings=settings,
+            commerce=commerce,
             task_queue=args.task_queue,
             graceful_shutdown_timeout=GRACEFUL_SHUTDOWN,
         )

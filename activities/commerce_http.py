@@ -14,12 +14,14 @@ from collections.abc import Mapping
 from typing import Any
 
 from activities.commerce_client import open_http_client
-from commerce_server.auth import TOOL_SCOPES, mint_token, token_secret_from_env
-from contracts.errors import AuthorizationError
-from contracts.identity import PROFILES, Identity
+from commerce_server.auth import SCOPE_ORDERS_READ, TOOL_SCOPES, mint_token, token_secret_from_env
+from contracts.errors import AuthorizationError, ConfigurationError, SupportError
+from contracts.identity import PROFILES, Identity, Role
 
 COMMERCE_URL_ENV = "COMMERCE_MCP_URL"
 TOKEN_TTL_SECONDS = 120
+STARTUP_CHECK_CASE = "worker-startup-check"
+TOKEN_REJECTED = "token_rejected"
 
 
 class CommerceHttpCaller:
@@ -44,8 +46,40 @@ class CommerceHttpCaller:
         token = mint_token(
             identity, case_id=case_id, scopes=[scope], secret=self._secret, ttl_seconds=TOKEN_TTL_SECONDS
         )
-        async with open_http_client(self.url, token) as client:
-            return await client.call(tool, arguments)
+        try:
+            async with open_http_client(self.url, token) as client:
+                return await client.call(tool, arguments)
+        except AuthorizationError as error:
+            raise self._configuration_fault(error) from None
+
+    async def check(self) -> str:
+        """Open a session with a freshly minted token and list the tools: refused or unreachable is a
+        :class:`ConfigurationError` that names the cause (e.g. a ``COMMERCE_TOKEN_SECRET`` that differs)."""
+        probe = next(identity for identity in PROFILES.values() if identity.role is Role.CUSTOMER)
+        token = mint_token(
+            probe, case_id=STARTUP_CHECK_CASE, scopes=[SCOPE_ORDERS_READ], secret=self._secret, ttl_seconds=60
+        )
+        try:
+            async with open_http_client(self.url, token) as client:
+                tools = await client.list_tools()
+        except AuthorizationError as error:
+            raise self._configuration_fault(error) from None
+        except SupportError as error:
+            raise ConfigurationError(
+                "commerce_unreachable", f"cannot reach the commerce server at {self.url} ({error.message})"
+            ) from None
+        return f"commerce server at {self.url} over Streamable HTTP ({len(tools)} tools, token accepted)"
+
+    def _configuration_fault(self, error: AuthorizationError) -> SupportError:
+        """The server refusing a token this worker just minted is a configuration fault, never a business
+        answer: the secrets differ (or the clocks do). Other authorization refusals pass through."""
+        if error.code != TOKEN_REJECTED:
+            return error
+        return ConfigurationError(
+            "commerce_token_rejected",
+            f"the commerce server at {self.url} refused this worker's token: COMMERCE_TOKEN_SECRET differs "
+            "from the server's (or the clocks disagree)",
+        )
 
     async def aclose(self) -> None:
         """Nothing is held between calls."""

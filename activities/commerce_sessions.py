@@ -26,8 +26,8 @@ from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 from typing import Any, Protocol
 
-from contracts.errors import AuthorizationError, SupportError, TransientError
-from contracts.identity import PROFILES, Identity
+from contracts.errors import AuthorizationError, ConfigurationError, SupportError, TransientError
+from contracts.identity import PROFILES, Identity, Role
 
 logger = logging.getLogger(__name__)
 
@@ -41,6 +41,8 @@ CLOSE_TIMEOUT_SECONDS = 10.0
 class CommerceCaller(Protocol):
     async def call(self, tool: str, arguments: dict[str, Any]) -> dict[str, Any]: ...
 
+    async def list_tools(self) -> list[Any]: ...
+
 
 class CommerceGateway(Protocol):
     """What activities call: the stdio pool here, or the HTTP caller of activities.commerce_http."""
@@ -48,6 +50,10 @@ class CommerceGateway(Protocol):
     async def call(
         self, identity: Identity, tool: str, arguments: dict[str, Any], *, case_id: str
     ) -> dict[str, Any]: ...
+
+    async def check(self) -> str:
+        """Reach the commerce server once (at worker start); a :class:`ConfigurationError` if it cannot."""
+        ...
 
     async def aclose(self) -> None: ...
 
@@ -136,6 +142,19 @@ class CommerceSessionPool:
             raise TransientError(
                 UNAVAILABLE, f"The commerce session failed ({_describe(exc)}); a retry opens a new one."
             ) from exc
+
+    async def check(self) -> str:
+        """Start a commerce server over stdio once, list its tools and stop it again: a database or
+        installation problem refuses the worker's start instead of failing every case."""
+        probe = next(identity for identity in PROFILES.values() if identity.role is Role.CUSTOMER)
+        try:
+            async with self._opener(probe.subject) as client:
+                tools = await client.list_tools()
+        except Exception as error:
+            raise ConfigurationError(
+                "commerce_unavailable", f"the commerce server did not start over stdio ({_describe(error)})"
+            ) from None
+        return f"commerce server over stdio, launched per profile ({len(tools)} tools)"
 
     def live_profiles(self) -> list[str]:
         """Profiles with a session that is open or opening (for logs and tests)."""

@@ -6,7 +6,9 @@ as a non-retryable ``authorization`` or ``contract`` error instead of being exec
 
 Refusals the model should learn from (a foreign order, an unknown skill, an inapplicable passage)
 come back as ``ToolObservation(ok=False, ...)`` with the refusal's stable code and message only.
-Transient failures are raised so that Temporal retries the activity on a fresh commerce session.
+Transient failures are raised so that Temporal retries the activity on a fresh commerce session;
+configuration faults (a commerce server refusing this worker's token) are raised so that the case fails
+with the reason, never reaching the model as if the order did not exist.
 Host-injected values (identity, tenant, language, the fixture as-of date) never come from the model.
 """
 
@@ -24,6 +26,7 @@ from contracts.case import ToolObservation, ToolRequest
 from contracts.commerce import FIXTURE_AS_OF, Order
 from contracts.errors import (
     AuthorizationError,
+    ConfigurationError,
     ContractError,
     SupportError,
     TransientError,
@@ -52,8 +55,8 @@ class ToolActivities:
         _check(request)
         try:
             result = await self.dispatch(request)
-        except TransientError:
-            raise
+        except (TransientError, ConfigurationError):
+            raise  # retried, or the case fails with the reason: never shown to the model as an answer
         except SupportError as error:
             activity.logger.info("%s for case %s refused: %s", request.name, request.case_id, error.code)
             return ToolObservation(

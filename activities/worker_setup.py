@@ -33,6 +33,11 @@ from workflows.support_case import SupportCaseWorkflow
 Cleanup = Callable[[], Awaitable[None]]
 
 
+def commerce_gateway(state_dir: Path, database_url: str | None = None) -> CommerceGateway:
+    """The HTTP caller when ``COMMERCE_MCP_URL`` names a commerce service, else the stdio session pool."""
+    return CommerceHttpCaller.from_env() or CommerceSessionPool(Path(state_dir), database_url)
+
+
 def build_worker(
     client: Client,
     state_dir: Path,
@@ -41,6 +46,7 @@ def build_worker(
     model_settings: ModelSettings | None = None,
     model_gateway: ModelGateway | None = None,
     knowledge: KnowledgeBase | None = None,
+    commerce: CommerceGateway | None = None,
     task_queue: str = TASK_QUEUE,
     **worker_options: Any,
 ) -> tuple[Worker, Cleanup]:
@@ -48,7 +54,8 @@ def build_worker(
 
     ``client`` must use ``temporalio.contrib.pydantic.pydantic_data_converter``: every payload is a
     pydantic model. The model provider comes from ``model_gateway``, else ``model_settings``, else
-    the environment (rehearsal when nothing is configured). ``worker_options`` go to ``Worker``.
+    the environment (rehearsal when nothing is configured); the commerce gateway from ``commerce``, else
+    :func:`commerce_gateway`. ``worker_options`` go to ``Worker``.
     Raises :class:`ConfigurationError` for a client with another converter or a bad model setting.
     """
     if not issubclass(client.data_converter.payload_converter_class, PydanticPayloadConverter):
@@ -59,7 +66,7 @@ def build_worker(
     state_dir = Path(state_dir)
     state_dir.mkdir(parents=True, exist_ok=True)
     gateway = model_gateway or ModelGateway(model_settings or load_model_settings())
-    pool: CommerceGateway = CommerceHttpCaller.from_env() or CommerceSessionPool(state_dir, database_url)
+    pool = commerce or commerce_gateway(state_dir, database_url)
     tools = ToolActivities(pool, knowledge or default_knowledge_base(), LanguagePreferences(state_dir))
     settlement = SettlementActivities(pool)
     records = CaseRecords(state_dir)

@@ -37,7 +37,7 @@ if [ -z "${TEMPORAL_ADDRESS:-}" ]; then
   say "3. Local Temporal dev server on $TEMPORAL_ADDRESS (Web UI http://localhost:8233, state $STATE_DIR/temporal.db)"
   "$TEMPORAL" server start-dev --ip 127.0.0.1 --port 7233 --ui-port 8233 --ui-disable-news-fetch \
     --db-filename "$STATE_DIR/temporal.db" --log-level error \
-    $($BIN/python -c 'from workflows.search_attributes import dev_server_flags; print(" ".join(dev_server_flags()))') \
+    $($BIN/python -c 'from contracts.search_attributes import dev_server_flags; print(" ".join(dev_server_flags()))') \
     >"$STATE_DIR/temporal-dev-server.log" 2>&1 &
   started+=($!)
   for _ in $(seq 1 100); do
@@ -48,7 +48,7 @@ if [ -z "${TEMPORAL_ADDRESS:-}" ]; then
     || { echo "the Temporal dev server did not start; see $STATE_DIR/temporal-dev-server.log" >&2; exit 1; }
 else
   say "3. Using the Temporal server at $TEMPORAL_ADDRESS"
-  for attribute in $($BIN/python -c 'from workflows.search_attributes import dev_server_flags; print(" ".join(f.split("=", 1)[1] for f in dev_server_flags()))'); do
+  for attribute in $($BIN/python -c 'from contracts.search_attributes import dev_server_flags; print(" ".join(f.split("=", 1)[1] for f in dev_server_flags()))'); do
     "$TEMPORAL" operator search-attribute create --address "$TEMPORAL_ADDRESS" \
       --name "${attribute%%=*}" --type "${attribute#*=}" >/dev/null 2>&1 || true
   done

@@ -16,3 +16,8 @@ REFUSED_REVIEW_UPDATE_FAILS = "refused-review-update-fails"
 
 CONTINUE_AS_NEW_WHILE_WAITING = "continue-as-new-while-waiting"
 """A case waiting for a reviewer continues as new when Temporal suggests it (a flood of review attempts)."""
+
+CONFIGURATION_FAILS_CASE = "configuration-fails-case"
+"""A tool or settlement activity that fails with a configuration error (a commerce server refusing this
+worker's token) ends the case ``failed`` with the reason, instead of being shown to the model as an
+unavailable tool or leaving the settlement unconfirmed."""

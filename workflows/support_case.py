@@ -19,6 +19,7 @@ from temporalio.exceptions import ActivityError, ApplicationError
 with workflow.unsafe.imports_passed_through():
     from pydantic import ValidationError
 
+    from contracts import search_attributes as sa
     from contracts.case import (
         REHEARSAL_LABEL,
         AnswerSource,
@@ -58,7 +59,6 @@ with workflow.unsafe.imports_passed_through():
     from contracts.tools import INVESTIGATION_TOOLS
     from workflows import activity_options as options
     from workflows import patches
-    from workflows import search_attributes as sa
     from workflows.customer_notice import receipt_notice, status_notice
     from workflows.deliver_gate import decide_delivery
     from workflows.tool_gate import call_fingerprint, refuse_call
@@ -312,6 +312,9 @@ class SupportCaseWorkflow:
             failure = decode_activity_failure(error)
             code, error_class = failure.code, failure.error_class
             self._event("settlement_failed", f"{error_class}: {code}")
+            if error_class == ErrorClass.CONFIGURATION and workflow.patched(patches.CONFIGURATION_FAILS_CASE):
+                # Refused before the commerce server ran the tool (e.g. its token): nothing was paid.
+                raise CaseStopped(CaseStatus.FAILED, f"settlement_configuration:{failure.message}") from None
             if error_class in (ErrorClass.BUSINESS, ErrorClass.AUTHORIZATION):
                 raise CaseStopped(CaseStatus.NEEDS_HUMAN, f"settlement_refused:{code}") from None
             # Anything else (retries exhausted, a malformed receipt) leaves the outcome unknown: a
@@ -388,12 +391,16 @@ class SupportCaseWorkflow:
                 retry_policy=options.TOOL_RETRY,
             )
         except ActivityError as error:
+            failure = decode_activity_failure(error)
+            if failure.error_class == ErrorClass.CONFIGURATION and workflow.patched(patches.CONFIGURATION_FAILS_CASE):
+                self._event("tool_failed", f"{call.name}: {failure.error_class}: {failure.code}")
+                raise CaseStopped(CaseStatus.FAILED, f"tool_configuration:{failure.message}") from None
             observation = ToolObservation(
                 call_id=call.call_id,
                 name=call.name,
                 ok=False,
                 error_code="tool_unavailable",
-                error_message=decode_activity_failure(error).code,
+                error_message=failure.code,
             )
         self._event(
             "tool_ran",

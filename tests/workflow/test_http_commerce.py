@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 import secrets
 import subprocess
@@ -12,13 +13,15 @@ from pathlib import Path
 import pytest
 from case_world import CaseWorld
 
-from activities.commerce_http import COMMERCE_URL_ENV
+from activities.commerce_http import COMMERCE_URL_ENV, CommerceHttpCaller
 from activities.model_settings import load_model_settings
 from activities.worker_setup import build_worker
 from commerce_server.auth import TOKEN_SECRET_ENV
 from commerce_server.db import make_engine
 from contracts.case import CaseStatus, CaseView, Decision, ReviewDecision, ReviewOutcome
+from contracts.knowledge import Language
 from temporal_dev import free_port, wait_for_port
+from workflows.customer_notice import status_notice
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -97,3 +100,62 @@ def test_http_mode_without_a_token_secret_is_a_configuration_error(monkeypatch, 
     with pytest.raises(ConfigurationError, match=TOKEN_SECRET_ENV):
         CommerceHttpCaller.from_env({COMMERCE_URL_ENV: "http://127.0.0.1:1/mcp"})
     assert CommerceHttpCaller.from_env({}) is None
+
+
+async def test_a_worker_whose_token_secret_differs_refuses_to_start_with_one_line(
+    http_commerce, temporal_server, tmp_path
+) -> None:
+    url, _, _ = http_commerce
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI", "DEEPSEEK", "SUPPORT_"))}
+    env.update(
+        {
+            COMMERCE_URL_ENV: url,
+            TOKEN_SECRET_ENV: secrets.token_urlsafe(32),
+            "TEMPORAL_ADDRESS": temporal_server.address,
+        }
+    )
+    started = await asyncio.to_thread(
+        subprocess.run,
+        [sys.executable, str(ROOT / "worker.py"), "--state-dir", str(tmp_path / "w"), "--task-queue", "never-polled"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
+        cwd=ROOT,
+    )
+    assert started.returncode == 2, started.stdout + started.stderr
+    [line] = started.stderr.strip().splitlines()
+    assert line.startswith("worker: configuration error: commerce_token_rejected:")
+    assert "COMMERCE_TOKEN_SECRET differs" in line and "polling task queue" not in started.stdout
+
+
+async def test_a_token_the_server_refuses_mid_case_fails_the_case_with_the_reason(
+    temporal_client, http_commerce, tmp_path
+) -> None:
+    """A worker that got past its start check (the server's secret rotated since): the refusal is a
+    configuration fault that ends the case failed, never 'I could not find order QH-1001'."""
+    url, _, service_dir = http_commerce
+    task_queue = f"http-wrong-secret-{uuid.uuid4().hex[:8]}"
+    commerce = CommerceHttpCaller(url, secrets.token_urlsafe(32))
+    worker, cleanup = build_worker(
+        temporal_client,
+        tmp_path / "worker",
+        task_queue=task_queue,
+        model_settings=load_model_settings({}),
+        commerce=commerce,
+    )
+    world = CaseWorld(
+        temporal_client, tmp_path / "worker", task_queue, make_engine(f"sqlite:///{service_dir / 'commerce.db'}")
+    )
+    try:
+        async with worker:
+            handle = await world.start("Please refund QH-1001 and explain the amount and the policy")
+            view = await world.settled(handle)
+    finally:
+        await cleanup()
+        world.engine.dispose()
+    assert view.status is CaseStatus.FAILED, (view.status, view.reason)
+    assert view.reason.startswith("tool_configuration:commerce_token_rejected:")
+    assert view.answer == status_notice(CaseStatus.FAILED, Language.EN)
+    assert "could not find" not in (view.answer or "")
+    assert view.budgets.model_requests == 2  # plan + the investigation turn whose tool call failed: no answer drafted

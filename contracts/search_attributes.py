@@ -11,9 +11,13 @@ TENANT = SearchAttributeKey.for_keyword("Tenant")
 REFUND_CENTS = SearchAttributeKey.for_int("RefundCents")
 
 ALL_KEYS = [CASE_STATUS, CASE_PHASE, ORDER_ID, TENANT, REFUND_CENTS]
-"""Registered with the dev server as ``--search-attribute Name=Type``."""
+"""Registered with the dev server as ``--search-attribute Name=Type``, and by every worker at start."""
+
+
+def cli_type(key: SearchAttributeKey) -> str:
+    """The type as the Temporal CLI spells it (``Keyword``, ``Int``)."""
+    return {"KEYWORD": "Keyword", "INT": "Int"}[key.indexed_value_type.name]
 
 
 def dev_server_flags() -> list[str]:
-    kinds = {"KEYWORD": "Keyword", "INT": "Int"}
-    return [f"--search-attribute={key.name}={kinds[key.indexed_value_type.name]}" for key in ALL_KEYS]
+    return [f"--search-attribute={key.name}={cli_type(key)}" for key in ALL_KEYS]
