@@ -158,6 +158,7 @@ def quote(ctx: typer.Context, order_id: Annotated[str, typer.Argument(help="Orde
             ("rule version", result.rule_version),
             ("order version", str(result.order_version)),
             ("quote id", result.quote_id),
+            ("ledger", result.ledger_id or "-"),
             ("cited pages", ", ".join(result.citations) or "-"),
             ("why", result.explanation_en),
         ]:

@@ -24,7 +24,7 @@ from temporalio.client import Client
 from temporalio.contrib.pydantic import pydantic_data_converter
 
 from activities.model_settings import load_model_settings
-from activities.startup_checks import ensure_search_attributes
+from activities.startup_checks import ensure_search_attributes, refuse_another_ledger, worker_identity
 from activities.worker_setup import build_worker, commerce_gateway
 from contracts.case import REHEARSAL_LABEL, TASK_QUEUE
 from contracts.errors import SupportError
@@ -87,7 +87,9 @@ async def main(argv: list[str] | None = None) -> int:
 
     try:
         commerce = commerce_gateway(args.state_dir, os.environ.get("COMMERCE_DATABASE_URL") or None)
-        print(f"worker: {await commerce.check()}", flush=True)
+        checked = await commerce.check()
+        print(f"worker: {checked.description}", flush=True)
+        await refuse_another_ledger(client, args.task_queue, checked.ledger_id)
         worker, cleanup = build_worker(
             client,
             args.state_dir,
@@ -95,6 +97,7 @@ async def main(argv: list[str] | None = None) -> int:
             commerce=commerce,
             task_queue=args.task_queue,
             graceful_shutdown_timeout=GRACEFUL_SHUTDOWN,
+            identity=worker_identity(checked.ledger_id),
         )
     except SupportError as error:
         print(f"worker: configuration error: {error}", file=sys.stderr)

@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from activities.commerce_client import open_http_client
+from activities.commerce_sessions import CommerceCheck, describe_commerce
 from commerce_server.auth import SCOPE_ORDERS_READ, TOOL_SCOPES, mint_token, token_secret_from_env
 from contracts.errors import AuthorizationError, ConfigurationError, SupportError
 from contracts.identity import PROFILES, Identity, Role
@@ -52,7 +53,7 @@ class CommerceHttpCaller:
         except AuthorizationError as error:
             raise self._configuration_fault(error) from None
 
-    async def check(self) -> str:
+    async def check(self) -> CommerceCheck:
         """Open a session with a freshly minted token and list the tools: refused or unreachable is a
         :class:`ConfigurationError` that names the cause (e.g. a ``COMMERCE_TOKEN_SECRET`` that differs)."""
         probe = next(identity for identity in PROFILES.values() if identity.role is Role.CUSTOMER)
@@ -61,14 +62,13 @@ class CommerceHttpCaller:
         )
         try:
             async with open_http_client(self.url, token) as client:
-                tools = await client.list_tools()
+                return await describe_commerce(client, f"at {self.url} over Streamable HTTP, token accepted")
         except AuthorizationError as error:
             raise self._configuration_fault(error) from None
         except SupportError as error:
             raise ConfigurationError(
                 "commerce_unreachable", f"cannot reach the commerce server at {self.url} ({error.message})"
             ) from None
-        return f"commerce server at {self.url} over Streamable HTTP ({len(tools)} tools, token accepted)"
 
     def _configuration_fault(self, error: AuthorizationError) -> SupportError:
         """The server refusing a token this worker just minted is a configuration fault, never a business

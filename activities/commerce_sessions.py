@@ -20,12 +20,15 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 from collections.abc import Callable
 from contextlib import AbstractAsyncContextManager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
+from contracts.commerce import SCOPE_RESOURCE_URI
 from contracts.errors import AuthorizationError, ConfigurationError, SupportError, TransientError
 from contracts.identity import PROFILES, Identity, Role
 
@@ -43,6 +46,25 @@ class CommerceCaller(Protocol):
 
     async def list_tools(self) -> list[Any]: ...
 
+    async def read_resource(self, uri: str) -> str: ...
+
+
+@dataclass(frozen=True)
+class CommerceCheck:
+    """What a worker learnt about its commerce server at start."""
+
+    description: str
+    ledger_id: str | None
+    """The id of the commerce database the server uses (see ``contracts.commerce.RefundProposal``)."""
+
+
+async def describe_commerce(client: CommerceCaller, transport: str) -> CommerceCheck:
+    """The tool count and the ledger id of a connected commerce server."""
+    tools = await client.list_tools()
+    scope = json.loads(await client.read_resource(SCOPE_RESOURCE_URI))
+    ledger = scope.get("ledger_id")
+    return CommerceCheck(f"commerce server {transport} ({len(tools)} tools, ledger {ledger})", ledger)
+
 
 class CommerceGateway(Protocol):
     """What activities call: the stdio pool here, or the HTTP caller of activities.commerce_http."""
@@ -51,7 +73,7 @@ class CommerceGateway(Protocol):
         self, identity: Identity, tool: str, arguments: dict[str, Any], *, case_id: str
     ) -> dict[str, Any]: ...
 
-    async def check(self) -> str:
+    async def check(self) -> CommerceCheck:
         """Reach the commerce server once (at worker start); a :class:`ConfigurationError` if it cannot."""
         ...
 
@@ -143,18 +165,17 @@ class CommerceSessionPool:
                 UNAVAILABLE, f"The commerce session failed ({_describe(exc)}); a retry opens a new one."
             ) from exc
 
-    async def check(self) -> str:
-        """Start a commerce server over stdio once, list its tools and stop it again: a database or
-        installation problem refuses the worker's start instead of failing every case."""
+    async def check(self) -> CommerceCheck:
+        """Start a commerce server over stdio once, read its tools and ledger and stop it again: a database
+        or installation problem refuses the worker's start instead of failing every case."""
         probe = next(identity for identity in PROFILES.values() if identity.role is Role.CUSTOMER)
         try:
             async with self._opener(probe.subject) as client:
-                tools = await client.list_tools()
+                return await describe_commerce(client, "over stdio, one process per profile")
         except Exception as error:
             raise ConfigurationError(
                 "commerce_unavailable", f"the commerce server did not start over stdio ({_describe(error)})"
             ) from None
-        return f"commerce server over stdio, launched per profile ({len(tools)} tools)"
 
     def live_profiles(self) -> list[str]:
         """Profiles with a session that is open or opening (for logs and tests)."""

@@ -8,6 +8,8 @@ first and refuses to start with one line saying what is wrong and what to do.
 
 from __future__ import annotations
 
+import os
+import socket
 from datetime import timedelta
 
 from temporalio.api.enums.v1 import IndexedValueType
@@ -15,6 +17,7 @@ from temporalio.api.operatorservice.v1 import AddSearchAttributesRequest, ListSe
 from temporalio.client import Client
 from temporalio.service import RPCError
 
+from case_client import live_poller_identities
 from contracts.errors import ConfigurationError
 from contracts.search_attributes import ALL_KEYS, cli_type
 
@@ -76,3 +79,34 @@ def _cannot_register(namespace: str, names: list[str], reason: str) -> Configura
         f"namespace {namespace!r} lacks the case search attributes {', '.join(names)} and this worker "
         f"cannot add them ({reason}); an operator runs: {commands}",
     )
+
+
+LEDGER_MARK = " ledger="
+
+
+def worker_identity(ledger_id: str | None) -> str:
+    """The Temporal worker identity: the SDK's default (pid@host) plus the commerce ledger it pays on."""
+    return f"{os.getpid()}@{socket.gethostname()}{LEDGER_MARK}{ledger_id}"
+
+
+async def refuse_another_ledger(client: Client, task_queue: str, ledger_id: str | None) -> None:
+    """Refuse to join a task queue whose live workers pay on another commerce ledger.
+
+    Workers of one task queue share their cases: a case quoted by one and settled by another must
+    meet the same ledger (a proposal quoted elsewhere is refused at settlement, ledger_mismatch), and
+    two ledgers would let one order be paid once on each.
+    """
+    others = sorted(
+        {
+            identity.split(LEDGER_MARK, 1)[1]
+            for identity in await live_poller_identities(client, task_queue)
+            if LEDGER_MARK in identity and identity.split(LEDGER_MARK, 1)[1] != str(ledger_id)
+        }
+    )
+    if others:
+        raise ConfigurationError(
+            "another_ledger",
+            f"workers on task queue {task_queue!r} pay on commerce ledger {', '.join(others)}, this one on "
+            f"{ledger_id}: point every worker of a task queue at one commerce database (COMMERCE_DATABASE_URL "
+            "or COMMERCE_MCP_URL)",
+        )

@@ -82,19 +82,30 @@ def may_see(view: CaseView, identity: Identity) -> bool:
     return view.applicant == identity.subject or (identity.role is Role.REVIEWER and identity.tenant == view.tenant)
 
 
+async def live_poller_identities(client: Client, task_queue: str) -> list[str]:
+    """Identities of the workers that polled ``task_queue`` (workflow or activity tasks) within
+    :data:`POLLER_FRESH_SECONDS`."""
+    identities: list[str] = []
+    for kind in (TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW, TaskQueueType.TASK_QUEUE_TYPE_ACTIVITY):
+        request = DescribeTaskQueueRequest(
+            namespace=client.namespace, task_queue=TaskQueue(name=task_queue), task_queue_type=kind
+        )
+        try:
+            response = await client.workflow_service.describe_task_queue(request, timeout=RPC_TIMEOUT)
+        except RPCError as error:
+            raise TransientError(
+                "temporal_unavailable", f"cannot describe task queue {task_queue!r}: {error}"
+            ) from None
+        now = time.time()
+        identities += [
+            p.identity for p in response.pollers if now - p.last_access_time.ToSeconds() <= POLLER_FRESH_SECONDS
+        ]
+    return sorted(set(identities))
+
+
 async def live_pollers(client: Client, task_queue: str) -> int:
-    """How many workers polled ``task_queue`` for workflow tasks within :data:`POLLER_FRESH_SECONDS`."""
-    request = DescribeTaskQueueRequest(
-        namespace=client.namespace,
-        task_queue=TaskQueue(name=task_queue),
-        task_queue_type=TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW,
-    )
-    try:
-        response = await client.workflow_service.describe_task_queue(request, timeout=RPC_TIMEOUT)
-    except RPCError as error:
-        raise TransientError("temporal_unavailable", f"cannot describe task queue {task_queue!r}: {error}") from None
-    now = time.time()
-    return sum(1 for p in response.pollers if now - p.last_access_time.ToSeconds() <= POLLER_FRESH_SECONDS)
+    """How many distinct workers poll ``task_queue`` now."""
+    return len(await live_poller_identities(client, task_queue))
 
 
 async def require_worker(client: Client, task_queue: str, *, start_hint: str) -> None:

@@ -135,9 +135,21 @@ class RefundRow(SQLModel, table=True):
     created_at: datetime = Field(sa_type=IsoDateTime)
 
 
+class LedgerRow(SQLModel, table=True):
+    """The one row that names this commerce database: created once, never changed."""
+
+    __tablename__ = "ledger"
+
+    name: str = Field(primary_key=True, max_length=16)
+    ledger_id: str = Field(max_length=64)
+    created_at: datetime = Field(sa_type=IsoDateTime)
+
+
+LEDGER_ROW = "commerce"
+
 COMMERCE_TABLES = tuple(
     model.__table__  # type: ignore[attr-defined]
-    for model in (ProductRow, OrderRow, ShipmentEventRow, InvoiceRow, TicketRow, RefundRow)
+    for model in (ProductRow, OrderRow, ShipmentEventRow, InvoiceRow, TicketRow, RefundRow, LedgerRow)
 )
 
 
@@ -174,3 +186,12 @@ def make_engine(url: str, **engine_options: Any) -> Engine:
 def create_schema(engine: Engine) -> None:
     """Create the commerce tables that do not exist yet (never alters or drops anything)."""
     SQLModel.metadata.create_all(engine, tables=list(COMMERCE_TABLES))
+
+
+def read_ledger_id(engine: Engine) -> str | None:
+    """This database's ledger id, or None before ``init`` (seeding) created it."""
+    from sqlmodel import Session
+
+    with Session(engine) as session:
+        row = session.get(LedgerRow, LEDGER_ROW)
+        return row.ledger_id if row else None

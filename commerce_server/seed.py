@@ -7,7 +7,9 @@ refunded balances, versions, receipts and tickets survive every ``init``.
 from __future__ import annotations
 
 import json
+import secrets
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -16,7 +18,15 @@ from sqlalchemy import Engine, select
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, SQLModel
 
-from commerce_server.db import InvoiceRow, OrderRow, ProductRow, ShipmentEventRow, create_schema
+from commerce_server.db import (
+    LEDGER_ROW,
+    InvoiceRow,
+    LedgerRow,
+    OrderRow,
+    ProductRow,
+    ShipmentEventRow,
+    create_schema,
+)
 
 FIXTURE_PATH = Path(__file__).with_name("fixtures") / "commerce.json"
 _SEED_ATTEMPTS = 3
@@ -79,6 +89,7 @@ def seed_fixture(engine: Engine) -> SeedReport:
     every row present.
     """
     create_schema(engine)
+    ensure_ledger(engine)
     for attempt in range(1, _SEED_ATTEMPTS + 1):
         try:
             return _insert_missing(engine, fixture_rows(load_fixture()))
@@ -86,6 +97,29 @@ def seed_fixture(engine: Engine) -> SeedReport:
             if attempt == _SEED_ATTEMPTS:
                 raise
     raise AssertionError("unreachable")
+
+
+def ensure_ledger(engine: Engine) -> str:
+    """This database's ledger id: created once (``L-`` and 16 random hex characters), then only read.
+
+    Two processes creating it at once collide on the row's fixed key; the loser reads the winner's id.
+    """
+    with Session(engine) as session:
+        row = session.get(LedgerRow, LEDGER_ROW)
+        if row is not None:
+            return row.ledger_id
+        row = LedgerRow(name=LEDGER_ROW, ledger_id=f"L-{secrets.token_hex(8)}", created_at=datetime.now(UTC))
+        session.add(row)
+        try:
+            session.commit()
+            return row.ledger_id
+        except IntegrityError:
+            session.rollback()
+    with Session(engine) as session:
+        existing = session.get(LedgerRow, LEDGER_ROW)
+        if existing is None:
+            raise RuntimeError("the commerce ledger row vanished while it was being created")
+        return existing.ledger_id
 
 
 def _insert_missing(engine: Engine, rows: dict[str, list[SQLModel]]) -> SeedReport:

@@ -28,9 +28,11 @@ from commerce_server.auth import (
     case_of_access_token,
     identity_from_access_token,
 )
+from commerce_server.db import read_ledger_id
 from commerce_server.service import MAX_TICKET_TEXT, CommerceService
 from contracts.commerce import (
     FIXTURE_AS_OF,
+    SCOPE_RESOURCE_URI,
     Invoice,
     Order,
     OrderList,
@@ -46,7 +48,6 @@ from contracts.identity import Identity
 logger = logging.getLogger(__name__)
 
 SERVER_NAME = "qinghe-commerce"
-SCOPE_RESOURCE_URI = "commerce://scope"
 
 
 SCOPE_DOCUMENT: dict[str, Any] = {
@@ -71,6 +72,10 @@ SCOPE_DOCUMENT: dict[str, Any] = {
         "re-checks it and the quote, and pays at most once per approval id (simulated receipt SIM-...)."
     ),
     "errors": 'Refusals are tool errors whose text is {"code": ..., "message": ...}.',
+    "ledger": (
+        "ledger_id names this commerce database. A refund proposal binds the ledger it was quoted on and "
+        "is refused on any other (ledger_mismatch); workers of one task queue must share one ledger."
+    ),
 }
 
 LogLevel = Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"]
@@ -208,7 +213,7 @@ def build_server(
         mime_type="application/json",
     )
     def scope() -> str:
-        return json.dumps(SCOPE_DOCUMENT, ensure_ascii=False, indent=2)
+        return json.dumps(SCOPE_DOCUMENT | {"ledger_id": read_ledger_id(engine)}, ensure_ascii=False, indent=2)
 
     return mcp
 

@@ -18,7 +18,16 @@ from sqlalchemy.exc import IntegrityError, OperationalError
 from sqlmodel import Session, col, select
 from sqlmodel.sql.expression import SelectOfScalar
 
-from commerce_server.db import InvoiceRow, OrderRow, ProductRow, RefundRow, ShipmentEventRow, TicketRow
+from commerce_server.db import (
+    LEDGER_ROW,
+    InvoiceRow,
+    LedgerRow,
+    OrderRow,
+    ProductRow,
+    RefundRow,
+    ShipmentEventRow,
+    TicketRow,
+)
 from contracts.commerce import (
     ORDER_ID_FORMAT,
     Invoice,
@@ -82,6 +91,17 @@ class CommerceService:
     def __init__(self, engine: Engine, identity: Identity) -> None:
         self._engine = engine
         self.identity = identity
+        self._ledger: str | None = None
+
+    def ledger_id(self) -> str:
+        """The id of this commerce database, created once by ``init``/seeding (it never changes)."""
+        if self._ledger is None:
+            with self._session() as session:
+                row = session.get(LedgerRow, LEDGER_ROW)
+            if row is None:
+                raise TransientError("database_unavailable", "The commerce database has no ledger id; run init.")
+            self._ledger = row.ledger_id
+        return self._ledger
 
     # --- reads ---------------------------------------------------------------------------------
 
@@ -213,6 +233,7 @@ class CommerceService:
             if recorded is not None:
                 return self._replay(recorded, approval)
             self._check_approval(approval)
+            self._check_ledger(approval)
             if not self._quote_still_holds(session, approval):
                 # A concurrent twin may have executed this very approval since the lookup above.
                 return self._replay_or_quote_changed(session, approval)
@@ -245,6 +266,14 @@ class CommerceService:
             raise error_from_code("approval_invalid", "The approval must come from a reviewer of the same merchant.")
         if datetime.now(UTC) >= proposal.expires_at:
             raise error_from_code("approval_expired", "The refund proposal expired before execution.")
+
+    def _check_ledger(self, approval: RefundApproval) -> None:
+        """The proposal must have been quoted on this very database, never on another one."""
+        if approval.proposal.ledger_id != self.ledger_id():
+            raise error_from_code(
+                "ledger_mismatch",
+                "This proposal was quoted on another commerce ledger (or on none); it cannot be paid here.",
+            )
 
     def _quote_still_holds(self, session: Session, approval: RefundApproval) -> bool:
         """Re-read the order and re-quote it: the approved proposal must be exactly today's quote."""
@@ -338,8 +367,8 @@ class CommerceService:
         product = session.get(ProductRow, row.sku)
         if product is None:
             raise RuntimeError(f"order {row.order_id} names an unknown product")
-        facts = {name: getattr(row, name) for name in Order.model_fields if name != "category"}
-        return Order.model_validate(facts | {"category": product.category})
+        facts = {name: getattr(row, name) for name in Order.model_fields if name not in ("category", "ledger_id")}
+        return Order.model_validate(facts | {"category": product.category, "ledger_id": self.ledger_id()})
 
     def _ticket_by_key(self, session: Session, idempotency_key: str) -> TicketRow | None:
         return session.exec(

@@ -34,6 +34,9 @@ def order_ids_in(text: str, *, before_cjk_patch: bool = False) -> list[str]:
     return list(dict.fromkeys(pattern.findall(text)))
 
 
+SCOPE_RESOURCE_URI = "commerce://scope"
+"""The commerce server's read-only resource: what it covers, and the ``ledger_id`` of its database."""
+
 FIXTURE_AS_OF = date(2026, 9, 12)
 """The fixture snapshot date: every eligibility computation uses it as "today"."""
 
@@ -82,6 +85,8 @@ class Order(_Frozen):
     delivered_on: date | None
     return_received: bool
     version: int
+    ledger_id: str | None = None
+    """The commerce database (ledger) this order was read from; see :class:`RefundProposal`."""
 
 
 class OrderSummary(_Frozen):
@@ -164,10 +169,18 @@ class RefundQuote(_Frozen):
     citations: list[str]
     explanation_en: str
     explanation_zh: str
+    ledger_id: str | None = None
+    """The ledger the order was read from (None only for quotes made before ledgers were bound)."""
 
 
 class RefundProposal(_Frozen):
-    """The exact proposal a human reviewer approves. Its digest binds every field."""
+    """The exact proposal a human reviewer approves. Its digest binds every field.
+
+    ``ledger_id`` binds the commerce database the quote was made on: a settlement that reaches another
+    ledger (two workers on one task queue with separate databases) is refused, so an order can never
+    be paid once per ledger. Proposals made before ledgers were bound carry None, which no commerce
+    server accepts; their digest is computed without the field, as it was when they were made.
+    """
 
     case_id: str
     applicant: str
@@ -180,9 +193,13 @@ class RefundProposal(_Frozen):
     quote_id: str
     created_at: datetime
     expires_at: datetime
+    ledger_id: str | None = None
 
     def digest(self) -> str:
-        return canonical_digest(self.model_dump(mode="json"))
+        fields = self.model_dump(mode="json")
+        if fields["ledger_id"] is None:
+            del fields["ledger_id"]
+        return canonical_digest(fields)
 
 
 class RefundApproval(_Frozen):

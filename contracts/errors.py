@@ -81,6 +81,7 @@ COMMERCE_ERROR_CLASSES: dict[str, ErrorClass] = {
     "quote_changed": ErrorClass.BUSINESS,
     "refund_not_eligible": ErrorClass.BUSINESS,
     "idempotency_conflict": ErrorClass.BUSINESS,
+    "ledger_mismatch": ErrorClass.BUSINESS,
     "invalid_argument": ErrorClass.CONTRACT,
     "tool_call_rejected": ErrorClass.CONTRACT,
     "scope_missing": ErrorClass.AUTHORIZATION,

@@ -173,4 +173,5 @@ def calculate_refund_quote(order: Order, *, as_of: date = FIXTURE_AS_OF) -> Refu
         citations=citations,
         explanation_en=explanation_en,
         explanation_zh=explanation_zh,
+        ledger_id=order.ledger_id,
     )

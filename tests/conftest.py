@@ -107,6 +107,7 @@ def refund_approval() -> Callable[..., RefundApproval]:
                 "quote_id": quote.quote_id,
                 "created_at": now,
                 "expires_at": now + expires_in,
+                "ledger_id": quote.ledger_id,
             }
             | proposal_fields
         )

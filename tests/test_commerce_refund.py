@@ -184,3 +184,35 @@ def test_competing_approvals_for_one_order_pay_once(commerce_engine: Engine, ref
     assert {outcome for outcome in outcomes if not outcome.startswith("SIM-")} == {"quote_changed"}
     assert refunds_recorded(commerce_engine) == 1
     assert CommerceService(commerce_engine, PROFILES["alice"]).get_order("QH-1002").refunded_cents == 17900
+
+
+def test_a_proposal_quoted_on_another_ledger_or_none_is_refused(
+    commerce_engine: Engine, alice: CommerceService, refund_approval: MakeApproval, tmp_path
+) -> None:
+    order = alice.get_order("QH-1001")
+    assert order.ledger_id and order.ledger_id.startswith("L-")
+    other_ledger = refund_approval(order, ledger_id="L-0000000000000000")
+    unbound = refund_approval(order, ledger_id=None)
+    for approval in (other_ledger, unbound):
+        refused = refusal(lambda approval=approval: alice.execute_refund(approval))
+        assert isinstance(refused, BusinessError) and refused.code == "ledger_mismatch"
+    assert refunds_recorded(commerce_engine) == 0
+    # the same database keeps its ledger id through a re-seed (init never changes it)
+    from commerce_server.seed import seed_fixture
+
+    seed_fixture(commerce_engine)
+    assert CommerceService(commerce_engine, PROFILES["alice"]).get_order("QH-1001").ledger_id == order.ledger_id
+    assert alice.execute_refund(refund_approval(order)).amount_cents == 12900
+
+
+def test_a_proposal_without_a_ledger_keeps_the_digest_it_was_approved_with(
+    refund_approval: MakeApproval, alice
+) -> None:
+    """Cases waiting before ledgers were bound replay with the digest their reviewer saw."""
+    unbound = refund_approval(alice.get_order("QH-1001"), ledger_id=None).proposal
+    without_field = {k: v for k, v in unbound.model_dump(mode="json").items() if k != "ledger_id"}
+    from contracts.commerce import canonical_digest
+
+    assert unbound.digest() == canonical_digest(without_field)
+    bound = unbound.model_copy(update={"ledger_id": "L-0123456789abcdef"})
+    assert bound.digest() != unbound.digest()

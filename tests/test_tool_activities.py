@@ -371,6 +371,7 @@ async def test_execute_refund_pays_once_per_approval_and_refuses_a_changed_diges
             quote_id=quote.quote_id,
             created_at=now,
             expires_at=now + timedelta(minutes=15),
+            ledger_id=quote.ledger_id,
         )
         request = SettleRequest(
             case_id="case-settle",

@@ -252,6 +252,7 @@ class SupportCaseWorkflow:
             quote_id=self._quote.quote_id,
             created_at=now,
             expires_at=now + timedelta(seconds=self._case.options.approval_ttl_seconds),
+            ledger_id=self._quote.ledger_id,
         )
         self._digest = self._proposal.digest()
         self._move(Phase.WAITING_APPROVAL)
