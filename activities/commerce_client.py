@@ -27,7 +27,9 @@ from mcp_types import CallToolResult, Resource, TextResourceContents, Tool
 from commerce_server.db import DATABASE_URL_ENV
 from contracts.errors import AuthorizationError, SupportError, TransientError, error_from_code
 
-CALL_TIMEOUT_SECONDS = 60.0
+CALL_TIMEOUT_SECONDS = 20.0
+"""One commerce call's answer must come within this; well inside the activities' 30 s start-to-close, so
+a hung server is noticed (and its session replaced) by the attempt itself, not by Temporal's timeout."""
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 
 _T = TypeVar("_T")

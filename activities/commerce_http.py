@@ -9,14 +9,15 @@ is worth one case, one scope, briefly.
 
 from __future__ import annotations
 
+import asyncio
 import os
 from collections.abc import Mapping
 from typing import Any
 
-from activities.commerce_client import open_http_client
-from activities.commerce_sessions import CommerceCheck, describe_commerce
+from activities.commerce_client import CALL_TIMEOUT_SECONDS, open_http_client
+from activities.commerce_sessions import TIMED_OUT, CommerceCheck, describe_commerce
 from commerce_server.auth import SCOPE_ORDERS_READ, TOOL_SCOPES, mint_token, token_secret_from_env
-from contracts.errors import AuthorizationError, ConfigurationError, SupportError
+from contracts.errors import AuthorizationError, ConfigurationError, SupportError, TransientError
 from contracts.identity import PROFILES, Identity, Role
 
 COMMERCE_URL_ENV = "COMMERCE_MCP_URL"
@@ -48,8 +49,12 @@ class CommerceHttpCaller:
             identity, case_id=case_id, scopes=[scope], secret=self._secret, ttl_seconds=TOKEN_TTL_SECONDS
         )
         try:
-            async with open_http_client(self.url, token) as client:
+            async with asyncio.timeout(CALL_TIMEOUT_SECONDS), open_http_client(self.url, token) as client:
                 return await client.call(tool, arguments)
+        except TimeoutError:
+            raise TransientError(
+                TIMED_OUT, f"The commerce server did not answer {tool} within {CALL_TIMEOUT_SECONDS:.0f}s."
+            ) from None
         except AuthorizationError as error:
             raise self._configuration_fault(error) from None
 

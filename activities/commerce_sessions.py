@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
+from activities.commerce_client import CALL_TIMEOUT_SECONDS
 from contracts.commerce import SCOPE_RESOURCE_URI
 from contracts.errors import AuthorizationError, ConfigurationError, SupportError, TransientError
 from contracts.identity import PROFILES, Identity, Role
@@ -39,6 +40,9 @@ UNAVAILABLE = "commerce_unavailable"
 
 CLOSE_TIMEOUT_SECONDS = 10.0
 """Upper bound for closing all sessions; the MCP stdio shutdown itself is bounded at about 6 s."""
+
+TIMED_OUT = "commerce_timeout"
+"""The code of a call that got no answer within :data:`activities.commerce_client.CALL_TIMEOUT_SECONDS`."""
 
 
 class CommerceCaller(Protocol):
@@ -146,13 +150,21 @@ class CommerceSessionPool:
         whose tokens name the case; a stdio session is bound to its profile at start instead.
 
         Typed commerce errors pass through unchanged. A transport failure drops the session and
-        raises ``TransientError("commerce_unavailable")``; the next call opens a fresh session.
+        raises ``TransientError("commerce_unavailable")``; a call without an answer within
+        ``CALL_TIMEOUT_SECONDS`` drops it too (``commerce_timeout``). The next call opens a fresh session.
         """
         profile = _trusted_profile(identity)
         session = await self._session(profile)
         client = session.ready.result()
         try:
-            return await client.call(tool, arguments)
+            async with asyncio.timeout(CALL_TIMEOUT_SECONDS):
+                return await client.call(tool, arguments)
+        except TimeoutError:
+            # A hung (not dead) server: this session is never used again; the retry opens a new one.
+            self._drop(session)
+            raise TransientError(
+                TIMED_OUT, f"The commerce server did not answer {tool} within {CALL_TIMEOUT_SECONDS:.0f}s."
+            ) from None
         except TransientError as error:
             if error.code == UNAVAILABLE:
                 self._drop(session)

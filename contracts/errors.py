@@ -88,6 +88,7 @@ COMMERCE_ERROR_CLASSES: dict[str, ErrorClass] = {
     "token_rejected": ErrorClass.AUTHORIZATION,
     "database_unavailable": ErrorClass.TRANSIENT,
     "commerce_unavailable": ErrorClass.TRANSIENT,
+    "commerce_timeout": ErrorClass.TRANSIENT,
     "internal_error": ErrorClass.TRANSIENT,
 }
 

@@ -1,12 +1,19 @@
-"""Timeouts and retry policies of every activity, in one place.
+"""Timeouts, heartbeats and retry policies of every activity, in one place, each as one value.
 
 Error classes (contracts.errors) decide retries: only ``transient`` failures are retried, every other
 class is listed as non-retryable here, so a refusal is never repeated.
+
+Every activity heartbeats (activities.boundary does it for them) and has a heartbeat timeout of
+:data:`HEARTBEAT_TIMEOUT`: when a worker dies mid-activity, Temporal retries the activity on another
+worker within about that long, instead of waiting out a start-to-close timeout that must be long
+enough for a slow but healthy call (the model provider's own timeout is 40 s).
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import timedelta
+from typing import Any
 
 from temporalio.common import RetryPolicy
 
@@ -14,45 +21,72 @@ from contracts.errors import ErrorClass
 
 NON_RETRYABLE_TYPES = [c.value for c in ErrorClass if c is not ErrorClass.TRANSIENT]
 
+HEARTBEAT_TIMEOUT = timedelta(seconds=8)
+"""With the first retry after 1 s, a killed worker's activity restarts elsewhere within ~10 s."""
+
+
+@dataclass(frozen=True)
+class ActivityOptions:
+    """The timeouts and the retry policy of one kind of activity, passed together."""
+
+    start_to_close: timedelta
+    retry: RetryPolicy
+    heartbeat: timedelta = HEARTBEAT_TIMEOUT
+
+    def kwargs(self) -> dict[str, Any]:
+        """Keyword arguments for ``workflow.execute_activity``."""
+        return {
+            "start_to_close_timeout": self.start_to_close,
+            "heartbeat_timeout": self.heartbeat,
+            "retry_policy": self.retry,
+        }
+
+
 MODEL_ATTEMPTS_PER_CALL = 3
-MODEL_TIMEOUT = timedelta(seconds=60)
-"""The provider call itself times out after 40 s; this leaves room for validation."""
-
-TOOL_TIMEOUT = timedelta(seconds=30)
-SETTLE_TIMEOUT = timedelta(seconds=30)
-RECORD_TIMEOUT = timedelta(seconds=15)
 
 
-def model_retry_policy(maximum_attempts: int) -> RetryPolicy:
-    """Model calls: bounded by what is left of the case's model budget."""
-    return RetryPolicy(
-        initial_interval=timedelta(seconds=1),
-        backoff_coefficient=2.0,
-        maximum_interval=timedelta(seconds=20),
-        maximum_attempts=maximum_attempts,
-        non_retryable_error_types=NON_RETRYABLE_TYPES,
+def model_options(maximum_attempts: int) -> ActivityOptions:
+    """Model calls: 40 s provider timeout plus validation; attempts bounded by what is left of the budget."""
+    return ActivityOptions(
+        start_to_close=timedelta(seconds=60),
+        retry=RetryPolicy(
+            initial_interval=timedelta(seconds=1),
+            backoff_coefficient=2.0,
+            maximum_interval=timedelta(seconds=20),
+            maximum_attempts=maximum_attempts,
+            non_retryable_error_types=NON_RETRYABLE_TYPES,
+        ),
     )
 
 
-TOOL_RETRY = RetryPolicy(
-    initial_interval=timedelta(seconds=1),
-    backoff_coefficient=2.0,
-    maximum_interval=timedelta(seconds=10),
-    maximum_attempts=4,
-    non_retryable_error_types=NON_RETRYABLE_TYPES,
+TOOL = ActivityOptions(
+    start_to_close=timedelta(seconds=30),
+    retry=RetryPolicy(
+        initial_interval=timedelta(seconds=1),
+        backoff_coefficient=2.0,
+        maximum_interval=timedelta(seconds=10),
+        maximum_attempts=4,
+        non_retryable_error_types=NON_RETRYABLE_TYPES,
+    ),
 )
 
-SETTLE_RETRY = RetryPolicy(
-    initial_interval=timedelta(seconds=1),
-    backoff_coefficient=2.0,
-    maximum_interval=timedelta(seconds=30),
-    maximum_attempts=10,
-    non_retryable_error_types=NON_RETRYABLE_TYPES,
+SETTLE = ActivityOptions(
+    start_to_close=timedelta(seconds=30),
+    retry=RetryPolicy(
+        initial_interval=timedelta(seconds=1),
+        backoff_coefficient=2.0,
+        maximum_interval=timedelta(seconds=30),
+        maximum_attempts=10,
+        non_retryable_error_types=NON_RETRYABLE_TYPES,
+    ),
 )
 
-RECORD_RETRY = RetryPolicy(
-    initial_interval=timedelta(seconds=1),
-    maximum_interval=timedelta(seconds=10),
-    maximum_attempts=5,
-    non_retryable_error_types=NON_RETRYABLE_TYPES,
+RECORD = ActivityOptions(
+    start_to_close=timedelta(seconds=15),
+    retry=RetryPolicy(
+        initial_interval=timedelta(seconds=1),
+        maximum_interval=timedelta(seconds=10),
+        maximum_attempts=5,
+        non_retryable_error_types=NON_RETRYABLE_TYPES,
+    ),
 )

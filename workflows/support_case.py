@@ -306,8 +306,7 @@ class SupportCaseWorkflow:
                 "execute_refund",
                 request,
                 result_type=RefundReceipt,
-                start_to_close_timeout=options.SETTLE_TIMEOUT,
-                retry_policy=options.SETTLE_RETRY,
+                **options.SETTLE.kwargs(),
             )
         except ActivityError as error:
             failure = decode_activity_failure(error)
@@ -388,8 +387,7 @@ class SupportCaseWorkflow:
                 "run_investigation_tool",
                 request,
                 result_type=ToolObservation,
-                start_to_close_timeout=options.TOOL_TIMEOUT,
-                retry_policy=options.TOOL_RETRY,
+                **options.TOOL.kwargs(),
             )
         except ActivityError as error:
             failure = decode_activity_failure(error)
@@ -472,8 +470,7 @@ class SupportCaseWorkflow:
                 activity,
                 request,
                 result_type=result_type,
-                start_to_close_timeout=options.MODEL_TIMEOUT,
-                retry_policy=options.model_retry_policy(attempts),
+                **options.model_options(attempts).kwargs(),
             )
         except ActivityError as error:
             failure = decode_activity_failure(error)
@@ -744,8 +741,7 @@ class SupportCaseWorkflow:
                 "write_case_record",
                 record,
                 result_type=str,
-                start_to_close_timeout=options.RECORD_TIMEOUT,
-                retry_policy=options.RECORD_RETRY,
+                **options.RECORD.kwargs(),
             )
         except ActivityError as error:
             self._record_error = decode_activity_failure(error).code

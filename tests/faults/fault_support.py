@@ -21,6 +21,7 @@ import uuid
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -254,6 +255,10 @@ class ActivityRun:
     attempt: int | None
     last_failure: str
     outcome: str | None
+    started_at: datetime | None = None
+    """When the final attempt started (server time)."""
+    worker: str = ""
+    """The identity of the worker that ran the final attempt."""
 
 
 async def activity_runs(handle: WorkflowHandle) -> list[ActivityRun]:
@@ -280,6 +285,8 @@ async def activity_runs(handle: WorkflowHandle) -> list[ActivityRun]:
             run = runs[attrs.scheduled_event_id]
             run.attempt = attrs.attempt
             run.last_failure = attrs.last_failure.message if attrs.HasField("last_failure") else ""
+            run.started_at = event.event_time.ToDatetime(tzinfo=UTC)
+            run.worker = attrs.identity
         else:
             for kind in ("completed", "failed", "timed_out", "canceled"):
                 name = f"activity_task_{kind}_event_attributes"

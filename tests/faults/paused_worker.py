@@ -11,6 +11,13 @@ and environment as ``python worker.py``:
     wrap ``ToolActivities.dispatch``: when the investigation tool activity starts this tool, write
     the marker and pause before anything is sent.
 
+``FAULT_PAUSE_IN_MODEL=compose``
+    wrap ``ModelGateway.compose`` (or ``plan``, ``investigate``, ``review``): when the model activity
+    makes that request, write the marker and pause, as a slow provider would (heartbeats go on);
+``FAULT_PAUSE_BEFORE_SETTLE=1``
+    wrap ``SettlementActivities.settle``: when the settlement activity starts, write the marker and
+    pause before anything is sent to the commerce server.
+
 ``FAULT_MARKER`` names the marker file (JSON). The pause is a sleep that only ends when the test
 kills the process; the worker's event loop keeps running meanwhile (it still answers queries).
 """
@@ -29,6 +36,8 @@ sys.path.insert(0, str(PROJECT_ROOT))
 
 import worker  # noqa: E402
 from activities.commerce_sessions import CommerceSessionPool  # noqa: E402
+from activities.model_gateway import ModelGateway  # noqa: E402
+from activities.settlement import SettlementActivities  # noqa: E402
 from activities.tool_activities import ToolActivities  # noqa: E402
 
 PAUSE_SECONDS = 3600
@@ -68,6 +77,27 @@ def _install_pauses() -> None:
             return await original_dispatch(self, request)
 
         ToolActivities.dispatch = dispatch  # type: ignore[method-assign]
+
+    in_model = os.environ.get("FAULT_PAUSE_IN_MODEL")
+    if in_model:
+        original_request = getattr(ModelGateway, in_model)
+
+        async def request(self: ModelGateway, model_request, **options: Any):
+            _mark({"where": f"in model {in_model}", "pid": os.getpid(), "case_id": model_request.case_id})
+            await asyncio.sleep(PAUSE_SECONDS)
+            return await original_request(self, model_request, **options)
+
+        setattr(ModelGateway, in_model, request)
+
+    if os.environ.get("FAULT_PAUSE_BEFORE_SETTLE"):
+        original_settle = SettlementActivities.settle
+
+        async def settle(self: SettlementActivities, settle_request):
+            _mark({"where": "before settle", "pid": os.getpid(), "approval_id": settle_request.approval_id})
+            await asyncio.sleep(PAUSE_SECONDS)
+            return await original_settle(self, settle_request)
+
+        SettlementActivities.settle = settle  # type: ignore[method-assign]
 
 
 if __name__ == "__main__":

@@ -66,3 +66,29 @@ async def test_commerce_server_killed_mid_refund_call_retries_on_a_fresh_session
     [fresh] = worker.commerce_servers("alice")
     assert fresh != server
     print(f"killed commerce server {server}; retry used {fresh}; attempt 1 failed with: {settle.last_failure}")
+
+
+async def test_a_hung_commerce_server_is_replaced_after_one_call_timeout(fault_world, temporal_server, workers) -> None:
+    """SIGSTOP (hung, not dead): the settlement call times out after CALL_TIMEOUT_SECONDS, the session is
+    dropped (its frozen process killed), and the next attempt pays on a fresh server, once."""
+    worker = await workers(temporal_server.address, fault_world, "worker").ready()
+    handle = await fault_world.start(REFUND_QUESTION)
+    view = await fault_world.waiting_for_approval(handle)
+    [server] = worker.commerce_servers("alice")
+
+    os.kill(server, signal.SIGSTOP)
+    try:
+        await handle.signal("review", approval("chen", view.digest))
+        final = await fault_world.result(handle, timeout=180)
+    finally:
+        if alive(server):
+            os.kill(server, signal.SIGCONT)
+
+    assert final.status is CaseStatus.COMPLETED and final.receipt is not None
+    assert [(r.amount_cents, r.case_id) for r in fault_world.refund_records()] == [(12900, view.case_id)]
+    [settle] = [run for run in await activity_runs(handle) if run.name == "execute_refund"]
+    assert settle.attempt == 2 and settle.outcome == "completed"  # not ten attempts on the same hung session
+    assert settle.last_failure.startswith("commerce_timeout: The commerce server did not answer execute_refund")
+    await wait_until(lambda: not alive(server), "the hung commerce server to be stopped by the worker")
+    [fresh] = worker.commerce_servers("alice")
+    assert fresh != server

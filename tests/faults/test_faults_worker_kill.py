@@ -3,8 +3,8 @@
 Each worker is ``python worker.py`` (or the test-only launcher ``paused_worker.py``, which pauses the
 real worker at one chosen point so that the kill lands exactly there) on its own task queue, with
 TEMPORAL_ADDRESS pointing at the test's dev server. The fault is a real SIGKILL of the worker's
-process group. Temporal notices only through the activity's start-to-close timeout (30 s for tools
-and settlement), so each activity kill costs that long.
+process group. Temporal notices through the activity's heartbeat timeout (8 s; activities heartbeat
+while they run), so each activity kill costs about that long, not the start-to-close timeout.
 """
 
 from __future__ import annotations
