@@ -6,7 +6,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STATE_DIR ?= .state/demo
 
-.PHONY: install test lint demo clean
+.PHONY: install test lint demo dev-server clean
 
 $(BIN)/.installed: pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Python 3.11 or newer is required (set PYTHON=...)")'
@@ -25,6 +25,11 @@ test: lint
 
 demo: install
 	STATE_DIR=$(STATE_DIR) bash scripts/demo.sh
+
+# A local Temporal dev server in the foreground: gRPC on :7233, Web UI on :8233, state in .state/
+# (TEMPORAL_PORT, TEMPORAL_UI_PORT and SUPPORT_STATE_DIR override them). Ctrl-C stops it.
+dev-server: install
+	$(BIN)/python temporal_dev.py
 
 clean:
 	rm -rf .state

