@@ -124,5 +124,18 @@ async def main(argv: list[str] | None = None) -> int:
     return 0
 
 
+def run(argv: list[str] | None = None) -> None:
+    """Entry point: run :func:`main` and end the process with its exit status.
+
+    The process ends with ``os._exit`` after flushing: the Temporal client's native runtime threads can
+    otherwise crash the interpreter while it finalizes (an abort instead of the status), which turned a
+    one-line refusal into a core dump.
+    """
+    code = asyncio.run(main(argv))
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
+
+
 if __name__ == "__main__":
-    sys.exit(asyncio.run(main()))
+    run()

@@ -1,7 +1,7 @@
 """Test-only launcher: the real ``worker.py`` with one pause injected, so a test can SIGKILL it there.
 
 Production code has no test hooks. This script, run as its own process by the fault tests, wraps
-one production method in this process only and then runs ``worker.main`` with the same arguments
+one production method in this process only and then runs ``worker.run`` with the same arguments
 and environment as ``python worker.py``:
 
 ``FAULT_PAUSE_AFTER_COMMERCE=execute_refund``
@@ -102,4 +102,4 @@ def _install_pauses() -> None:
 
 if __name__ == "__main__":
     _install_pauses()
-    sys.exit(asyncio.run(worker.main(sys.argv[1:])))
+    worker.run(sys.argv[1:])

@@ -6,16 +6,13 @@ from __future__ import annotations
 import asyncio
 import subprocess
 import sys
-import uuid
 from pathlib import Path
 
 import pytest
-from fault_support import PROJECT_ROOT, connect, worker_env
+from fault_support import PROJECT_ROOT, FaultWorld, connect, worker_env
 from temporalio.api.enums.v1 import IndexedValueType
 from temporalio.api.operatorservice.v1 import AddSearchAttributesRequest, ListSearchAttributesRequest
 
-from commerce_server.db import make_engine
-from commerce_server.seed import seed_fixture
 from contracts.search_attributes import ALL_KEYS
 from temporal_dev import start_dev_server
 
@@ -34,41 +31,29 @@ def _run(script: str, *args: str, env: dict[str, str], timeout: float = 120) -> 
     return subprocess.run(command, capture_output=True, text=True, timeout=timeout, env=env, cwd=PROJECT_ROOT)
 
 
-async def test_the_worker_registers_the_case_search_attributes_and_cases_run(plain_server, tmp_path: Path) -> None:
+async def test_the_worker_registers_the_case_search_attributes_and_cases_run(
+    plain_server, workers, tmp_path: Path
+) -> None:
     client = await connect(plain_server.address)
     before = await client.operator_service.list_search_attributes(ListSearchAttributesRequest(namespace="default"))
     assert not {key.name for key in ALL_KEYS} & set(before.custom_attributes)
 
-    state_dir = tmp_path / "state"
-    state_dir.mkdir()
-    seed_fixture(make_engine(f"sqlite:///{state_dir / 'commerce.db'}"))
-    queue = f"plain-{uuid.uuid4().hex[:8]}"
-    env = worker_env(plain_server.address, SUPPORT_TASK_QUEUE=queue)
-    worker = subprocess.Popen(
-        [sys.executable, str(PROJECT_ROOT / "worker.py"), "--state-dir", str(state_dir)],
-        cwd=PROJECT_ROOT,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        start_new_session=True,
+    world = FaultWorld.create(client, tmp_path / "plain")
+    worker = await workers(plain_server.address, world, "worker").ready()
+    env = worker_env(plain_server.address, SUPPORT_TASK_QUEUE=world.task_queue)
+    state = str(world.state_dir)
+    asked = await asyncio.to_thread(
+        _run, "starter.py", "--state-dir", state, "ask", "Where is my order QH-1005?", env=env
     )
-    try:
-        asked = await asyncio.to_thread(
-            _run, "starter.py", "--state-dir", str(state_dir), "ask", "Where is my order QH-1005?", env=env
-        )
-        assert asked.returncode == 0 and "completed" in asked.stdout, asked.stdout + asked.stderr
-        listed = await asyncio.to_thread(
-            _run, "starter.py", "--state-dir", str(state_dir), "list", "--status", "completed", env=env
-        )
-        case_id = asked.stdout.split("case ", 1)[1].split()[0]
-        assert case_id in listed.stdout, listed.stdout + listed.stderr
-    finally:
-        worker.terminate()
-        output, _ = worker.communicate(timeout=30)
-    assert "registered search attributes CaseStatus, CasePhase, OrderId, Tenant, RefundCents" in output, output
+    assert asked.returncode == 0 and "completed" in asked.stdout, asked.stdout + asked.stderr
+    listed = await asyncio.to_thread(_run, "starter.py", "--state-dir", state, "list", "--status", "completed", env=env)
+    case_id = asked.stdout.split("case ", 1)[1].split()[0]
+    assert case_id in listed.stdout, listed.stdout + listed.stderr
+
+    assert "registered search attributes CaseStatus, CasePhase, OrderId, Tenant, RefundCents" in worker.log()
     after = await client.operator_service.list_search_attributes(ListSearchAttributesRequest(namespace="default"))
     assert {key.name: int(key.indexed_value_type) for key in ALL_KEYS}.items() <= dict(after.custom_attributes).items()
+    world.engine.dispose()
 
 
 async def test_a_search_attribute_of_the_wrong_type_refuses_the_start_in_one_line(plain_server, tmp_path) -> None:

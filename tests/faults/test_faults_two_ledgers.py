@@ -7,14 +7,11 @@ whose live workers pay on another ledger.
 
 from __future__ import annotations
 
-import asyncio
-import subprocess
-import sys
-import uuid
+import dataclasses
 from pathlib import Path
 
 import pytest
-from fault_support import PROJECT_ROOT, REFUND_QUESTION, FaultWorld, approval, worker_env
+from fault_support import REFUND_QUESTION, FaultWorld, approval, wait_until
 from sqlmodel import Session, select
 
 from activities.model_settings import load_model_settings
@@ -68,43 +65,19 @@ async def test_a_proposal_quoted_on_one_ledger_is_refused_on_another(fault_world
     engine_b.dispose()
 
 
-async def test_a_worker_with_another_ledger_refuses_to_join_the_task_queue(temporal_server, tmp_path: Path) -> None:
-    queue = f"ledgers-{uuid.uuid4().hex[:8]}"
-    state_a, engine_a = _ledger(tmp_path, "a")
-    state_b, engine_b = _ledger(tmp_path, "b")
-    env = worker_env(temporal_server.address, SUPPORT_TASK_QUEUE=queue)
-    first = subprocess.Popen(
-        [sys.executable, str(PROJECT_ROOT / "worker.py"), "--state-dir", str(state_a)],
-        cwd=PROJECT_ROOT,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        start_new_session=True,
-    )
-    try:
-        assert first.stdout is not None
-        for _ in range(200):
-            line = await asyncio.to_thread(first.stdout.readline)
-            if "polling task queue" in line or not line:
-                break
-        assert "polling task queue" in line, line
-        command = [sys.executable, str(PROJECT_ROOT / "worker.py"), "--state-dir"]
-        second = await asyncio.to_thread(
-            subprocess.run,
-            [*command, str(state_b)],
-            cwd=PROJECT_ROOT,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=60,
-        )
-    finally:
-        first.terminate()
-        first.wait(timeout=30)
-    assert second.returncode == 2, second.stdout + second.stderr
-    [line] = second.stderr.strip().splitlines()
-    assert line.startswith("worker: configuration error: another_ledger:")
-    assert read_ledger_id(engine_a) in line and read_ledger_id(engine_b) in line
-    engine_a.dispose()
-    engine_b.dispose()
+async def test_a_worker_with_another_ledger_refuses_to_join_the_task_queue(
+    temporal_client, temporal_server, workers, tmp_path: Path
+) -> None:
+    world_a = FaultWorld.create(temporal_client, tmp_path / "a")
+    world_b = dataclasses.replace(FaultWorld.create(temporal_client, tmp_path / "b"), task_queue=world_a.task_queue)
+    await workers(temporal_server.address, world_a, "worker-a").ready()
+
+    second = workers(temporal_server.address, world_b, "worker-b")
+    await wait_until(second.exited, "the worker with the other ledger to exit")
+
+    assert second.process.returncode == 2, second.log()
+    refusals = [line for line in second.log().splitlines() if "configuration error" in line]
+    assert len(refusals) == 1 and refusals[0].startswith("worker: configuration error: another_ledger:")
+    assert read_ledger_id(world_a.engine) in refusals[0] and read_ledger_id(world_b.engine) in refusals[0]
+    assert "polling task queue" not in second.log()
+    world_b.engine.dispose()
