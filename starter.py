@@ -36,7 +36,17 @@ from rich.text import Text
 from typer._click.exceptions import NoArgsIsHelpError
 from typer.exceptions import TyperException
 
-from case_client import TemporalTarget, workflow_id
+from case_client import (
+    TemporalTarget,
+    case_handle,
+    case_id_for,
+    connect,
+    read_case,
+    require_worker,
+    wait_until_ended,
+    wait_until_settled,
+    workflow_id,
+)
 from contracts import search_attributes as sa
 from contracts.case import (
     MAX_APPROVAL_TTL_SECONDS,
@@ -63,6 +73,7 @@ from contracts.errors import (
 )
 from contracts.identity import Identity, Role, resolve_profile
 from contracts.knowledge import Language
+from temporal_dev import shell_path, temporal_cli_for_display
 
 DEFAULT_STATE_DIR = Path(os.environ.get("SUPPORT_STATE_DIR", ".state"))
 
@@ -244,32 +255,15 @@ def exit_code_for(status: CaseStatus) -> ExitCode:
     return _STATUS_EXIT_CODES.get(status, ExitCode.DECIDED)
 
 
-def _shell_path(path: str | Path) -> str:
-    """``path`` as a person would type it here: relative to the working directory when inside it."""
-    resolved = Path(path).absolute()
-    try:
-        return str(resolved.relative_to(Path.cwd()))
-    except ValueError:
-        return str(resolved)
-
-
 def _worker_hint(settings: Settings) -> str:
-    return f"{_shell_path(sys.executable)} worker.py --state-dir {_shell_path(settings.state_dir)}"
-
-
-async def _connect(target: TemporalTarget):
-    from case_client import connect
-
-    return await connect(target)
+    return f"{shell_path(sys.executable)} worker.py --state-dir {shell_path(settings.state_dir)}"
 
 
 def review_commands(view: CaseView, settings: Settings, target: TemporalTarget) -> list[str]:
     """Ready-to-run review commands: starter.py (an update) and the Temporal CLI (signal, update)."""
-    from temporal_dev import temporal_cli_for_display
-
     reviewer = "chen" if view.tenant == "qinghe" else "mei"
     payload = json.dumps({"reviewer": reviewer, "digest": view.digest, "decision": "approve", "note": ""})
-    starter = f"{_shell_path(sys.executable)} starter.py --state-dir {_shell_path(settings.state_dir)}"
+    starter = f"{shell_path(sys.executable)} starter.py --state-dir {shell_path(settings.state_dir)}"
     temporal = f"{temporal_cli_for_display()} workflow"
     where = f"--address {target.address} --namespace {target.namespace} --workflow-id {workflow_id(view.case_id)}"
     return [
@@ -335,8 +329,6 @@ def _print_review_commands(view: CaseView, settings: Settings, target: TemporalT
 async def _wait_with_progress(client, case_id: str, settings: Settings) -> CaseView:
     """Wait (with a progress line on stderr) until the case waits for a reviewer or ends."""
     from rich.status import Status
-
-    from case_client import wait_until_settled
 
     with Status(Text(f"case {case_id}…"), console=errors) as spinner:
 
@@ -406,7 +398,6 @@ def ask(
     from temporalio.exceptions import WorkflowAlreadyStartedError
 
     from activities.preferences import LanguagePreferences
-    from case_client import case_handle, case_id_for, require_worker
 
     text = check_question(question)
     ttl = check_ttl(ttl_seconds)
@@ -423,7 +414,7 @@ def ask(
     )
 
     async def run() -> CaseView:
-        client = await _connect(target)
+        client = await connect(target)
         await require_worker(client, target.task_queue, start_hint=_worker_hint(settings))
         try:
             await client.start_workflow(
@@ -455,13 +446,11 @@ def ask(
 @app.command("review-info")
 def review_info(ctx: typer.Context, case_id: Annotated[str, typer.Argument(help="Case id.")]) -> None:
     """Show the exact proposal a reviewer approves, with its digest."""
-    from case_client import read_case
-
     settings = _settings(ctx)
     target = TemporalTarget.from_env()
 
     async def run() -> None:
-        client = await _connect(target)
+        client = await connect(target)
         view = await read_case(client, case_id, settings.identity, start_hint=_worker_hint(settings))
         _print_view(view)
         if view.status is CaseStatus.WAITING_APPROVAL:
@@ -484,8 +473,6 @@ def review(
     from temporalio.exceptions import ApplicationError
     from temporalio.service import RPCError
 
-    from case_client import case_handle, read_case
-
     if approve == reject:
         raise ContractError("invalid_arguments", "give exactly one of --approve or --reject")
     settings = _settings(ctx)
@@ -498,7 +485,7 @@ def review(
     )
 
     async def run() -> CaseView:
-        client = await _connect(target)
+        client = await connect(target)
         # The same answer as review-info for a case this profile may not see: it may not exist either.
         await read_case(client, case_id, settings.identity, start_hint=_worker_hint(settings))
         try:
@@ -527,13 +514,11 @@ def status(
     as_json: Annotated[bool, typer.Option("--json", help="Print the case as JSON (for scripts).")] = False,
 ) -> None:
     """Show a case: status, answer, proposal, receipt, budgets and record path (exit status: see README)."""
-    from case_client import read_case, wait_until_ended
-
     settings = _settings(ctx)
     target = TemporalTarget.from_env()
 
     async def run() -> CaseView:
-        client = await _connect(target)
+        client = await connect(target)
         view = await read_case(client, case_id, settings.identity, start_hint=_worker_hint(settings))
         if wait and view.status not in TERMINAL_STATUSES:
             with errors.status(Text(f"case {case_id}: waiting for the case to end…")):
@@ -563,7 +548,7 @@ def list_cases(
         query += f' AND CaseStatus="{status_filter.value}"'
 
     async def run() -> None:
-        client = await _connect(TemporalTarget.from_env())
+        client = await connect(TemporalTarget.from_env())
         table = Table(title=f"cases ({query})")
         for column in ("case", "status", "phase", "order", "refund cents", "started"):
             table.add_column(column)
@@ -618,14 +603,13 @@ def eval_cases(
     live: Annotated[bool, typer.Option("--live", help="Require a real provider (paid requests).")] = False,
 ) -> None:
     """Run the fixed end-to-end questions through real workflows (needs worker.py running)."""
-    from case_client import require_worker
     from case_eval import EVAL_CASES, eval_rows, is_rehearsal, run_case
 
     settings = _settings(ctx)
     target = TemporalTarget.from_env()
 
     async def run() -> bool:
-        client = await _connect(target)
+        client = await connect(target)
         await require_worker(client, target.task_queue, start_hint=_worker_hint(settings))
         task_queue = target.task_queue
         rows = []

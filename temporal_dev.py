@@ -46,17 +46,22 @@ def temporal_cli() -> str:
     )
 
 
-def temporal_cli_for_display() -> str:
-    """The Temporal CLI as a person would type it here: relative to the working directory when inside it,
-    else ``temporal`` when none is installed (printed commands then need one on PATH)."""
+def shell_path(path: str | Path) -> str:
+    """``path`` as a person would type it here: relative to the working directory when inside it."""
+    resolved = Path(path).absolute()
     try:
-        path = Path(temporal_cli()).absolute()
+        return str(resolved.relative_to(Path.cwd()))
+    except ValueError:
+        return str(resolved)
+
+
+def temporal_cli_for_display() -> str:
+    """The Temporal CLI as a person would type it here, or ``temporal`` when none is installed (printed
+    commands then need one on PATH)."""
+    try:
+        return shell_path(temporal_cli())
     except ConfigurationError:
         return "temporal"
-    try:
-        return str(path.relative_to(Path.cwd()))
-    except ValueError:
-        return str(path)
 
 
 def free_port() -> int:
@@ -184,6 +189,7 @@ def main(argv: list[str] | None = None) -> int:
     """Run a dev server in the foreground (``make dev-server``) until SIGINT or SIGTERM."""
     import argparse
     import signal
+    import threading
 
     parser = argparse.ArgumentParser(description="Run a local Temporal dev server for the support cases.")
     parser.add_argument("--port", type=int, default=int(os.environ.get("TEMPORAL_PORT") or 7233))
@@ -200,17 +206,13 @@ def main(argv: list[str] | None = None) -> int:
         f"state {args.state_dir / 'temporal.db'}; Ctrl-C stops it",
         flush=True,
     )
-    stopping = {"now": False}
-
-    def stop(_signum: int, _frame: object) -> None:
-        stopping["now"] = True
-
-    signal.signal(signal.SIGINT, stop)
-    signal.signal(signal.SIGTERM, stop)
-    while not stopping["now"] and server.process.poll() is None:
-        time.sleep(0.2)
+    asked_to_stop = threading.Event()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, lambda _signum, _frame: asked_to_stop.set())
+    while not asked_to_stop.wait(0.2) and server.process.poll() is None:
+        pass
     server.stop()
-    return 0 if stopping["now"] else 1
+    return 0 if asked_to_stop.is_set() else 1
 
 
 if __name__ == "__main__":

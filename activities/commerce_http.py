@@ -15,10 +15,10 @@ from collections.abc import Mapping
 from typing import Any
 
 from activities.commerce_client import CALL_TIMEOUT_SECONDS, open_http_client
-from activities.commerce_sessions import TIMED_OUT, CommerceCheck, describe_commerce
+from activities.commerce_sessions import STARTUP_PROBE, CommerceCheck, call_timed_out, describe_commerce
 from commerce_server.auth import SCOPE_ORDERS_READ, TOOL_SCOPES, mint_token, token_secret_from_env
-from contracts.errors import AuthorizationError, ConfigurationError, SupportError, TransientError
-from contracts.identity import PROFILES, Identity, Role
+from contracts.errors import AuthorizationError, ConfigurationError, SupportError
+from contracts.identity import PROFILES, Identity
 
 COMMERCE_URL_ENV = "COMMERCE_MCP_URL"
 TOKEN_TTL_SECONDS = 120
@@ -52,18 +52,15 @@ class CommerceHttpCaller:
             async with asyncio.timeout(CALL_TIMEOUT_SECONDS), open_http_client(self.url, token) as client:
                 return await client.call(tool, arguments)
         except TimeoutError:
-            raise TransientError(
-                TIMED_OUT, f"The commerce server did not answer {tool} within {CALL_TIMEOUT_SECONDS:.0f}s."
-            ) from None
+            raise call_timed_out(tool) from None
         except AuthorizationError as error:
             raise self._configuration_fault(error) from None
 
     async def check(self) -> CommerceCheck:
         """Open a session with a freshly minted token and list the tools: refused or unreachable is a
         :class:`ConfigurationError` that names the cause (e.g. a ``COMMERCE_TOKEN_SECRET`` that differs)."""
-        probe = next(identity for identity in PROFILES.values() if identity.role is Role.CUSTOMER)
         token = mint_token(
-            probe, case_id=STARTUP_CHECK_CASE, scopes=[SCOPE_ORDERS_READ], secret=self._secret, ttl_seconds=60
+            STARTUP_PROBE, case_id=STARTUP_CHECK_CASE, scopes=[SCOPE_ORDERS_READ], secret=self._secret, ttl_seconds=60
         )
         try:
             async with open_http_client(self.url, token) as client:

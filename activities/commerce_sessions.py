@@ -44,6 +44,14 @@ CLOSE_TIMEOUT_SECONDS = 10.0
 TIMED_OUT = "commerce_timeout"
 """The code of a call that got no answer within :data:`activities.commerce_client.CALL_TIMEOUT_SECONDS`."""
 
+STARTUP_PROBE = next(identity for identity in PROFILES.values() if identity.role is Role.CUSTOMER)
+"""The identity a worker's start check connects as: it lists tools and reads the scope, no records."""
+
+
+def call_timed_out(tool: str) -> TransientError:
+    """The transient error of a commerce call that got no answer in time (its session is not reused)."""
+    return TransientError(TIMED_OUT, f"The commerce server did not answer {tool} within {CALL_TIMEOUT_SECONDS:.0f}s.")
+
 
 class CommerceCaller(Protocol):
     async def call(self, tool: str, arguments: dict[str, Any]) -> dict[str, Any]: ...
@@ -162,9 +170,7 @@ class CommerceSessionPool:
         except TimeoutError:
             # A hung (not dead) server: this session is never used again; the retry opens a new one.
             self._drop(session)
-            raise TransientError(
-                TIMED_OUT, f"The commerce server did not answer {tool} within {CALL_TIMEOUT_SECONDS:.0f}s."
-            ) from None
+            raise call_timed_out(tool) from None
         except TransientError as error:
             if error.code == UNAVAILABLE:
                 self._drop(session)
@@ -180,9 +186,8 @@ class CommerceSessionPool:
     async def check(self) -> CommerceCheck:
         """Start a commerce server over stdio once, read its tools and ledger and stop it again: a database
         or installation problem refuses the worker's start instead of failing every case."""
-        probe = next(identity for identity in PROFILES.values() if identity.role is Role.CUSTOMER)
         try:
-            async with self._opener(probe.subject) as client:
+            async with self._opener(STARTUP_PROBE.subject) as client:
                 return await describe_commerce(client, "over stdio, one process per profile")
         except Exception as error:
             raise ConfigurationError(

@@ -96,13 +96,12 @@ async def refuse_another_ledger(client: Client, task_queue: str, ledger_id: str 
     meet the same ledger (a proposal quoted elsewhere is refused at settlement, ledger_mismatch), and
     two ledgers would let one order be paid once on each.
     """
-    others = sorted(
-        {
-            identity.split(LEDGER_MARK, 1)[1]
-            for identity in await live_poller_identities(client, task_queue)
-            if LEDGER_MARK in identity and identity.split(LEDGER_MARK, 1)[1] != str(ledger_id)
-        }
-    )
+    ledgers = {
+        identity.split(LEDGER_MARK, 1)[1]
+        for identity in await live_poller_identities(client, task_queue)
+        if LEDGER_MARK in identity
+    }
+    others = sorted(ledgers - {str(ledger_id)})
     if others:
         raise ConfigurationError(
             "another_ledger",

@@ -5,8 +5,6 @@ Everything here talks to Temporal only; what a person sees is rendered by the ca
 
 from case_client._cases import (
     CASE_NOT_ACCESSIBLE,
-    POLLER_FRESH_SECONDS,
-    QUERY_TIMEOUT,
     TemporalTarget,
     case_handle,
     case_id_for,
@@ -22,8 +20,6 @@ from case_client._cases import (
 
 __all__ = [
     "CASE_NOT_ACCESSIBLE",
-    "POLLER_FRESH_SECONDS",
-    "QUERY_TIMEOUT",
     "TemporalTarget",
     "case_handle",
     "case_id_for",

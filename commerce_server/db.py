@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from sqlalchemy import Engine, String, TypeDecorator, UniqueConstraint, event
-from sqlmodel import Field, SQLModel, create_engine
+from sqlmodel import Field, Session, SQLModel, create_engine
 
 DATABASE_URL_ENV = "COMMERCE_DATABASE_URL"
 SQLITE_BUSY_TIMEOUT_SECONDS = 30
@@ -190,8 +190,6 @@ def create_schema(engine: Engine) -> None:
 
 def read_ledger_id(engine: Engine) -> str | None:
     """This database's ledger id, or None before ``init`` (seeding) created it."""
-    from sqlmodel import Session
-
     with Session(engine) as session:
         row = session.get(LedgerRow, LEDGER_ROW)
         return row.ledger_id if row else None

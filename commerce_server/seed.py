@@ -26,6 +26,7 @@ from commerce_server.db import (
     ProductRow,
     ShipmentEventRow,
     create_schema,
+    read_ledger_id,
 )
 
 FIXTURE_PATH = Path(__file__).with_name("fixtures") / "commerce.json"
@@ -104,10 +105,10 @@ def ensure_ledger(engine: Engine) -> str:
 
     Two processes creating it at once collide on the row's fixed key; the loser reads the winner's id.
     """
+    existing = read_ledger_id(engine)
+    if existing is not None:
+        return existing
     with Session(engine) as session:
-        row = session.get(LedgerRow, LEDGER_ROW)
-        if row is not None:
-            return row.ledger_id
         row = LedgerRow(name=LEDGER_ROW, ledger_id=f"L-{secrets.token_hex(8)}", created_at=datetime.now(UTC))
         session.add(row)
         try:
@@ -115,11 +116,10 @@ def ensure_ledger(engine: Engine) -> str:
             return row.ledger_id
         except IntegrityError:
             session.rollback()
-    with Session(engine) as session:
-        existing = session.get(LedgerRow, LEDGER_ROW)
-        if existing is None:
-            raise RuntimeError("the commerce ledger row vanished while it was being created")
-        return existing.ledger_id
+    winner = read_ledger_id(engine)
+    if winner is None:
+        raise RuntimeError("the commerce ledger row vanished while it was being created")
+    return winner
 
 
 def _insert_missing(engine: Engine, rows: dict[str, list[SQLModel]]) -> SeedReport:

@@ -119,11 +119,13 @@ class _Dispatcher:
     def __init__(self, engine: Engine, resolve_identity: IdentityResolver) -> None:
         self._engine = engine
         self._resolve_identity = resolve_identity
+        self.ledger_id = read_ledger_id(engine)
+        """Read once: a database's ledger id never changes (the server seeds before it serves)."""
 
     async def run(self, tool: str, operation: Callable[[CommerceService], BaseModel]) -> Any:
         try:
             identity = self._resolve_identity(TOOL_SCOPES[tool])
-            service = CommerceService(self._engine, identity)
+            service = CommerceService(self._engine, identity, ledger_id=self.ledger_id)
             return await anyio.to_thread.run_sync(operation, service)
         except SupportError as error:
             logger.info("%s refused: %s", tool, error.code)
@@ -213,7 +215,7 @@ def build_server(
         mime_type="application/json",
     )
     def scope() -> str:
-        return json.dumps(SCOPE_DOCUMENT | {"ledger_id": read_ledger_id(engine)}, ensure_ascii=False, indent=2)
+        return json.dumps(SCOPE_DOCUMENT | {"ledger_id": dispatch.ledger_id}, ensure_ascii=False, indent=2)
 
     return mcp
 

@@ -88,10 +88,12 @@ def _require(pattern: re.Pattern[str], value: str, message: str) -> None:
 class CommerceService:
     """Commerce operations on behalf of one bound identity."""
 
-    def __init__(self, engine: Engine, identity: Identity) -> None:
+    def __init__(self, engine: Engine, identity: Identity, *, ledger_id: str | None = None) -> None:
+        """``ledger_id`` is the database's ledger when the caller already read it (the MCP server does so
+        once per process); otherwise it is read on first use."""
         self._engine = engine
         self.identity = identity
-        self._ledger: str | None = None
+        self._ledger = ledger_id
 
     def ledger_id(self) -> str:
         """The id of this commerce database, created once by ``init``/seeding (it never changes)."""

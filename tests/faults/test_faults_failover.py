@@ -10,6 +10,7 @@ printed by benchmarks/bench_failover.py, not here.
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import pytest
 from fault_support import PAUSED_WORKER_SCRIPT, REFUND_QUESTION, activity_runs, approval, wait_until
@@ -21,8 +22,15 @@ pytestmark = pytest.mark.slow
 FAILOVER_BOUND = timedelta(seconds=15)
 
 
-async def _kill_and_take_over(paused, second_name: str, fault_world, workers, address: str) -> datetime:
-    second = await workers(address, fault_world, second_name).ready()
+async def _paused_worker(fault_world, workers, address: str, marker: Path, **pause: str):
+    """The first worker: the real worker with one pause (``paused_worker.py``), polling already."""
+    env = {**pause, "FAULT_MARKER": str(marker)}
+    return await workers(address, fault_world, "paused", script=PAUSED_WORKER_SCRIPT, env=env).ready()
+
+
+async def _kill_and_take_over(paused, fault_world, workers, address: str) -> datetime:
+    """Start a second plain worker, then SIGKILL the paused one; returns the moment of the kill."""
+    second = await workers(address, fault_world, "second").ready()
     killed_at = datetime.now(UTC)
     paused.sigkill()
     assert not second.exited()
@@ -33,12 +41,11 @@ async def test_a_model_call_on_a_killed_worker_is_retried_on_another_within_15_s
     fault_world, temporal_server, workers, tmp_path
 ) -> None:
     marker = tmp_path / "paused.json"
-    env = {"FAULT_PAUSE_IN_MODEL": "compose", "FAULT_MARKER": str(marker)}
-    paused = await workers(temporal_server.address, fault_world, "paused", script=PAUSED_WORKER_SCRIPT, env=env).ready()
+    paused = await _paused_worker(fault_world, workers, temporal_server.address, marker, FAULT_PAUSE_IN_MODEL="compose")
     handle = await fault_world.start(REFUND_QUESTION)
     await wait_until(marker.exists, "the first worker to pause inside the compose request", timeout=90)
 
-    killed_at = await _kill_and_take_over(paused, "second", fault_world, workers, temporal_server.address)
+    killed_at = await _kill_and_take_over(paused, fault_world, workers, temporal_server.address)
     view = await fault_world.waiting_for_approval(handle)
 
     assert view.proposal is not None and view.proposal.amount_cents == 12900
@@ -53,15 +60,14 @@ async def test_settlement_on_a_killed_worker_is_retried_on_another_within_15_sec
     fault_world, temporal_server, workers, tmp_path
 ) -> None:
     marker = tmp_path / "paused.json"
-    env = {"FAULT_PAUSE_BEFORE_SETTLE": "1", "FAULT_MARKER": str(marker)}
-    paused = await workers(temporal_server.address, fault_world, "paused", script=PAUSED_WORKER_SCRIPT, env=env).ready()
+    paused = await _paused_worker(fault_world, workers, temporal_server.address, marker, FAULT_PAUSE_BEFORE_SETTLE="1")
     handle = await fault_world.start(REFUND_QUESTION)
     view = await fault_world.waiting_for_approval(handle)
     await handle.signal("review", approval("chen", view.digest))
     await wait_until(marker.exists, "the first worker to pause at the start of settlement")
     assert fault_world.refund_records() == []
 
-    killed_at = await _kill_and_take_over(paused, "second", fault_world, workers, temporal_server.address)
+    killed_at = await _kill_and_take_over(paused, fault_world, workers, temporal_server.address)
     final = await fault_world.result(handle)
 
     assert final.status is CaseStatus.COMPLETED and final.receipt is not None
