@@ -119,14 +119,21 @@ class _Dispatcher:
     def __init__(self, engine: Engine, resolve_identity: IdentityResolver) -> None:
         self._engine = engine
         self._resolve_identity = resolve_identity
-        self.ledger_id = read_ledger_id(engine)
-        """Read once: a database's ledger id never changes (the server seeds before it serves)."""
+        self._ledger: str | None = None
+        """The database's ledger id once a call has read it: it never changes, so it is read once."""
+
+    def ledger_id(self) -> str | None:
+        if self._ledger is None:
+            self._ledger = read_ledger_id(self._engine)
+        return self._ledger
 
     async def run(self, tool: str, operation: Callable[[CommerceService], BaseModel]) -> Any:
         try:
             identity = self._resolve_identity(TOOL_SCOPES[tool])
-            service = CommerceService(self._engine, identity, ledger_id=self.ledger_id)
-            return await anyio.to_thread.run_sync(operation, service)
+            service = CommerceService(self._engine, identity, ledger_id=self._ledger)
+            result = await anyio.to_thread.run_sync(operation, service)
+            self._ledger = service.known_ledger_id
+            return result
         except SupportError as error:
             logger.info("%s refused: %s", tool, error.code)
             return tool_error(error.code, error.message)
@@ -215,7 +222,7 @@ def build_server(
         mime_type="application/json",
     )
     def scope() -> str:
-        return json.dumps(SCOPE_DOCUMENT | {"ledger_id": dispatch.ledger_id}, ensure_ascii=False, indent=2)
+        return json.dumps(SCOPE_DOCUMENT | {"ledger_id": dispatch.ledger_id()}, ensure_ascii=False, indent=2)
 
     return mcp
 

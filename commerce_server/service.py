@@ -95,6 +95,11 @@ class CommerceService:
         self.identity = identity
         self._ledger = ledger_id
 
+    @property
+    def known_ledger_id(self) -> str | None:
+        """The ledger id if this service was given it or has read it, without reading it now."""
+        return self._ledger
+
     def ledger_id(self) -> str:
         """The id of this commerce database, created once by ``init``/seeding (it never changes)."""
         if self._ledger is None:
