@@ -108,13 +108,15 @@ async def live_pollers(client: Client, task_queue: str) -> int:
     return len(await live_poller_identities(client, task_queue))
 
 
-async def require_worker(client: Client, task_queue: str, *, start_hint: str) -> None:
+async def require_worker(
+    client: Client, task_queue: str, *, start_hint: str, grace_seconds: float = WORKER_GRACE_SECONDS
+) -> None:
     """Raise ``worker_unavailable`` (one line, with how to start one) when no worker polls ``task_queue``.
 
     A worker that started a moment ago may not have polled yet, so an empty queue is asked again for
-    up to :data:`WORKER_GRACE_SECONDS` before the answer stands.
+    up to ``grace_seconds`` before the answer stands.
     """
-    deadline = _now() + WORKER_GRACE_SECONDS
+    deadline = _now() + grace_seconds
     while await live_pollers(client, task_queue) == 0:
         if _now() >= deadline:
             raise TransientError(
@@ -130,10 +132,13 @@ def case_handle(client: Client, case_id: str) -> WorkflowHandle:
     return client.get_workflow_handle(workflow_id(case_id), result_type=CaseView)
 
 
-async def read_case(client: Client, case_id: str, identity: Identity, *, start_hint: str) -> CaseView:
+async def read_case(
+    client: Client, case_id: str, identity: Identity, *, start_hint: str, check_worker: bool = True
+) -> CaseView:
     """The case as the workflow reports it (a closed case answers from its result), if ``identity``
-    may see it. A missing case and someone else's case give the same error; a running case whose
-    worker does not answer is ``worker_unavailable`` within seconds."""
+    may see it. A missing case and someone else's case give the same error. A running case whose task
+    queue has no worker is ``worker_unavailable`` at once (``check_worker``, one describe before the
+    query), and so is one whose listed worker does not answer the query within seconds."""
     handle = case_handle(client, case_id)
     try:
         description = await handle.describe(rpc_timeout=RPC_TIMEOUT)
@@ -142,6 +147,8 @@ async def read_case(client: Client, case_id: str, identity: Identity, *, start_h
             raise AuthorizationError("case_not_accessible", CASE_NOT_ACCESSIBLE) from None
         raise TransientError("temporal_unavailable", f"cannot describe {handle.id}: {error.message}") from None
     if description.status in (None, WorkflowExecutionStatus.RUNNING):
+        if check_worker:
+            await require_worker(client, description.task_queue, start_hint=start_hint)
         view = await _query_status(client, handle, description.task_queue, start_hint=start_hint)
     elif description.status is WorkflowExecutionStatus.COMPLETED:
         view = await handle.result()
@@ -156,7 +163,7 @@ async def _query_status(client: Client, handle: WorkflowHandle, task_queue: str,
     try:
         return await handle.query("status", result_type=CaseView, rpc_timeout=QUERY_TIMEOUT)
     except RPCError as error:
-        await require_worker(client, task_queue, start_hint=start_hint)
+        await require_worker(client, task_queue, start_hint=start_hint, grace_seconds=0)
         raise TransientError(
             "worker_unavailable",
             f"the worker on task queue {task_queue!r} did not answer a status query within "
@@ -175,8 +182,11 @@ async def wait_until_settled(
 ) -> CaseView:
     """Poll the status query until the case waits for a reviewer (its record written) or ends."""
     deadline = _now() + wait_seconds
+    first = True
     while True:
-        view = await read_case(client, case_id, identity, start_hint=start_hint)
+        # The worker is checked once; after that a query that goes unanswered says whether it left.
+        view = await read_case(client, case_id, identity, start_hint=start_hint, check_worker=first)
+        first = False
         if view.status in TERMINAL_STATUSES:
             # Ended, but the workflow may still be writing its record: its result is the last word.
             return await wait_until_ended(client, case_id, wait_seconds=max(deadline - _now(), 1.0))
