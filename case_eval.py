@@ -14,9 +14,10 @@ from dataclasses import dataclass
 
 from temporalio.client import Client
 
-from contracts.case import REHEARSAL_LABEL, WORKFLOW_NAME, CaseInput, CaseOptions, CaseStatus, CaseView
+from contracts.case import REHEARSAL_LABEL, CaseInput, CaseOptions, CaseStatus, CaseView
 from contracts.identity import resolve_profile
 from contracts.knowledge import Language
+from contracts.names import WORKFLOW_NAME
 
 
 @dataclass(frozen=True)

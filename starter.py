@@ -53,7 +53,6 @@ from contracts.case import (
     MAX_QUESTION_CHARS,
     MIN_APPROVAL_TTL_SECONDS,
     TERMINAL_STATUSES,
-    WORKFLOW_NAME,
     AnswerSource,
     CaseInput,
     CaseOptions,
@@ -73,6 +72,7 @@ from contracts.errors import (
 )
 from contracts.identity import Identity, Role, resolve_profile
 from contracts.knowledge import Language
+from contracts.names import WORKFLOW_NAME
 from temporal_dev import shell_path, temporal_cli_for_display
 
 DEFAULT_STATE_DIR = Path(os.environ.get("SUPPORT_STATE_DIR", ".state"))

@@ -26,8 +26,9 @@ from temporalio.contrib.pydantic import pydantic_data_converter
 from activities.model_settings import load_model_settings
 from activities.startup_checks import ensure_search_attributes, refuse_another_ledger, worker_identity
 from activities.worker_setup import build_worker, commerce_gateway
-from contracts.case import REHEARSAL_LABEL, TASK_QUEUE
+from contracts.case import REHEARSAL_LABEL
 from contracts.errors import SupportError
+from contracts.names import TASK_QUEUE
 
 GRACEFUL_SHUTDOWN = timedelta(seconds=10)
 

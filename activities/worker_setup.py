@@ -25,8 +25,8 @@ from activities.model_settings import ModelSettings, load_model_settings
 from activities.preferences import LanguagePreferences
 from activities.settlement import SettlementActivities
 from activities.tool_activities import ToolActivities
-from contracts.case import TASK_QUEUE
 from contracts.errors import ConfigurationError
+from contracts.names import TASK_QUEUE
 from knowledge.store import KnowledgeBase, default_knowledge_base
 from workflows.support_case import SupportCaseWorkflow
 

@@ -20,9 +20,10 @@ from pathlib import Path
 
 from temporalio.client import Client
 
-from contracts.case import WORKFLOW_NAME, CaseInput, CaseStatus, CaseView
+from contracts.case import CaseInput, CaseStatus, CaseView
 from contracts.identity import resolve_profile
 from contracts.knowledge import Language
+from contracts.names import WORKFLOW_NAME
 from temporal_dev import rehearsal_stack
 
 QUESTION = "Where is my order QH-1005? Can I still change the delivery address?"

@@ -22,9 +22,10 @@ from pathlib import Path
 
 from temporalio.client import Client
 
-from contracts.case import WORKFLOW_NAME, CaseInput, CaseStatus, CaseView
+from contracts.case import CaseInput, CaseStatus, CaseView
 from contracts.identity import resolve_profile
 from contracts.knowledge import Language
+from contracts.names import WORKFLOW_NAME
 from temporal_dev import rehearsal_stack
 
 PAUSES = (0.0, 0.05, 0.1, 0.2, 0.33)

@@ -18,9 +18,10 @@ from temporalio.client import Client, WorkflowExecutionStatus, WorkflowHandle
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.service import RPCError, RPCStatusCode
 
-from contracts.case import TASK_QUEUE, TERMINAL_STATUSES, CaseStatus, CaseView
+from contracts.case import TERMINAL_STATUSES, CaseStatus, CaseView
 from contracts.errors import AuthorizationError, BusinessError, TransientError
 from contracts.identity import Identity, Role
+from contracts.names import TASK_QUEUE
 
 CASE_NOT_ACCESSIBLE = "No such case is available to this profile."
 QUERY_TIMEOUT = timedelta(seconds=5)

@@ -15,8 +15,6 @@ from contracts.commerce import RefundProposal, RefundQuote, RefundReceipt
 from contracts.identity import Identity
 from contracts.knowledge import Language, Passage
 
-TASK_QUEUE = "support-cases"
-WORKFLOW_NAME = "SupportCaseWorkflow"
 REHEARSAL_LABEL = "rehearsal"
 
 # Limits of the model contracts (SPEC §6), shared by the models below and the field-by-field validator.
@@ -385,5 +383,6 @@ class CarriedCase(_Model):
     proposal: RefundProposal
     record_path: str | None = None
     record_error: str | None = None
+
 
 CaseInput.model_rebuild()

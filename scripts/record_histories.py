@@ -25,9 +25,10 @@ from pathlib import Path
 
 from temporalio.client import Client, WorkflowHandle, WorkflowUpdateFailedError
 
-from contracts.case import WORKFLOW_NAME, CaseInput, CaseOptions, CaseStatus, CaseView, Decision, ReviewDecision
+from contracts.case import CaseInput, CaseOptions, CaseStatus, CaseView, Decision, ReviewDecision
 from contracts.identity import resolve_profile
 from contracts.knowledge import Language
+from contracts.names import WORKFLOW_NAME
 from temporal_dev import rehearsal_stack
 
 OUT = Path(__file__).resolve().parents[1] / "tests" / "histories"

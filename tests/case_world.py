@@ -25,9 +25,10 @@ from activities.model_settings import ModelSettings, load_model_settings
 from activities.worker_setup import Cleanup, build_worker
 from commerce_server.db import OrderRow, RefundRow, TicketRow, make_engine
 from commerce_server.seed import seed_fixture
-from contracts.case import TERMINAL_STATUSES, WORKFLOW_NAME, CaseInput, CaseOptions, CaseStatus, CaseView
+from contracts.case import TERMINAL_STATUSES, CaseInput, CaseOptions, CaseStatus, CaseView
 from contracts.identity import resolve_profile
 from contracts.knowledge import Language
+from contracts.names import WORKFLOW_NAME
 
 
 @dataclass

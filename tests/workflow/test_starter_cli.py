@@ -13,8 +13,9 @@ from pathlib import Path
 import pytest
 
 from case_client import case_id_for
-from contracts.case import WORKFLOW_NAME, CaseInput, CaseView
+from contracts.case import CaseInput, CaseView
 from contracts.identity import resolve_profile
+from contracts.names import WORKFLOW_NAME
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -1,0 +1,109 @@
+"""Every name that crosses a boundary, defined once.
+
+Temporal finds a workflow, an activity, a signal, an update or a query by its name, and the case
+record and the ``events`` query carry event kinds and stop reasons as text. Each side imports the
+name from here, so a rename is one edit and a typo is an import error instead of a silent miss.
+The search-attribute keys live beside these in :mod:`contracts.search_attributes`.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+TASK_QUEUE = "support-cases"
+WORKFLOW_NAME = "SupportCaseWorkflow"
+REVIEW = "review"
+"""The review signal and the review update share this name (two channels, one decision)."""
+
+
+class ActivityName(StrEnum):
+    PLAN_CASE = "plan_case"
+    INVESTIGATE_TURN = "investigate_turn"
+    COMPOSE_ANSWER = "compose_answer"
+    REVIEW_ANSWER = "review_answer"
+    RUN_INVESTIGATION_TOOL = "run_investigation_tool"
+    EXECUTE_REFUND = "execute_refund"
+    WRITE_CASE_RECORD = "write_case_record"
+
+
+class QueryName(StrEnum):
+    STATUS = "status"
+    PROPOSAL = "proposal"
+    EVENTS = "events"
+    BUDGETS = "budgets"
+
+
+class EventKind(StrEnum):
+    """The kinds of :class:`contracts.case.CaseEvent`, in the order a case usually meets them."""
+
+    CASE_STARTED = "case_started"
+    PLANNED = "planned"
+    TOOL_REFUSED = "tool_refused"
+    TOOL_RAN = "tool_ran"
+    TOOL_FAILED = "tool_failed"
+    INVESTIGATION_DONE = "investigation_done"
+    MODEL_FAILED = "model_failed"
+    DRAFTED = "drafted"
+    DRAFT_REFUSED = "draft_refused"
+    REVIEWED = "reviewed"
+    DELIVER_GATE = "deliver_gate"
+    PROPOSAL_CREATED = "proposal_created"
+    REVIEW_REFUSED = "review_refused"
+    REVIEW_ACCEPTED = "review_accepted"
+    CONTINUED_AS_NEW = "continued_as_new"
+    SETTLEMENT_FAILED = "settlement_failed"
+    SETTLED = "settled"
+    RECORD_WRITE_FAILED = "record_write_failed"
+    EVENTS_DROPPED = "events_dropped"
+    CASE_FINISHED = "case_finished"
+
+
+class StopCode(StrEnum):
+    """Why a case ended (``CaseView.reason``): a code, optionally followed by ``:detail``."""
+
+    # delivered or settled
+    ANSWERED = "answered"
+    REFUND_SETTLED = "refund_settled"
+    # the customer must say more
+    ONE_ORDER_PER_CASE = "one_order_per_case"
+    MORE_INPUT_NEEDED = "more_input_needed"
+    REVIEW_INSUFFICIENT_EVIDENCE = "review_insufficient_evidence"
+    # a person takes over
+    PLAN_NAMES_ORDER_NOT_IN_QUESTION = "plan_names_order_not_in_question"
+    TURN_BUDGET_EXHAUSTED = "turn_budget_exhausted"
+    TOOL_BUDGET_EXHAUSTED = "tool_budget_exhausted"
+    MODEL_BUDGET_EXHAUSTED = "model_budget_exhausted"
+    MODEL_CONTRACT = "model_contract"
+    MODEL_UNAVAILABLE = "model_unavailable"
+    DRAFT_REFUSED = "draft_refused"
+    REVIEW_FAILED_AFTER_REWRITE = "review_failed_after_rewrite"
+    CITATION_NOT_IN_CONTEXT = "citation_not_in_context"
+    DUPLICATE_CITATIONS = "duplicate_citations"
+    ANSWER_CLAIMS_PAYMENT_WITHOUT_RECEIPT = "answer_claims_payment_without_receipt"
+    HANDOFF_REQUESTED = "handoff_requested"
+    UNCITED_ANSWER = "uncited_answer"
+    PROPOSAL_WITHOUT_REFUND_REQUEST = "proposal_without_refund_request"
+    PROPOSAL_WITHOUT_QUOTE = "proposal_without_quote"
+    QUOTE_NOT_ELIGIBLE = "quote_not_eligible"
+    MISSING_POLICY_CITATIONS = "missing_policy_citations"
+    SETTLEMENT_REFUSED = "settlement_refused"
+    SETTLEMENT_UNCONFIRMED = "settlement_unconfirmed"
+    # a reviewer or the clock decided
+    REJECTED = "rejected"
+    PROPOSAL_EXPIRED_WITHOUT_DECISION = "proposal_expired_without_decision"
+    # the service is misconfigured
+    MODEL_CONFIGURATION = "model_configuration"
+    TOOL_CONFIGURATION = "tool_configuration"
+    SETTLEMENT_CONFIGURATION = "settlement_configuration"
+    # the one outcome that lets a case go on to wait for a reviewer
+    PROPOSAL_ADMITTED = "proposal_admitted"
+
+
+def stop_reason(code: StopCode, detail: str | None = None) -> str:
+    """The one format of a stop reason: ``code`` or ``code:detail``."""
+    return f"{code.value}:{detail}" if detail else code.value
+
+
+def stop_code(reason: str) -> str:
+    """The code part of a stop reason (what dashboards group by)."""
+    return reason.split(":", 1)[0]
