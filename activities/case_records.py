@@ -20,6 +20,7 @@ from temporalio import activity
 from contracts.case import CaseRecord
 from contracts.commerce import canonical_digest
 from contracts.errors import ContractError, TransientError
+from contracts.names import ActivityName
 
 CASE_ID = re.compile(r"^[A-Za-z0-9_-]{4,64}$")
 DIGEST_PREFIX_CHARS = 12
@@ -94,7 +95,7 @@ class CaseRecords:
         except FileNotFoundError:
             return None
 
-    @activity.defn(name="write_case_record")
+    @activity.defn(name=ActivityName.WRITE_CASE_RECORD)
     async def write_case_record(self, record: CaseRecord) -> str:
         try:
             path = await asyncio.to_thread(self.write, record)

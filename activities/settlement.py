@@ -15,13 +15,14 @@ from activities.commerce_sessions import CommerceGateway
 from contracts.case import SettleRequest
 from contracts.commerce import RefundApproval, RefundReceipt
 from contracts.errors import ContractError, SupportError, TransientError
+from contracts.names import ActivityName
 
 
 class SettlementActivities:
     def __init__(self, pool: CommerceGateway) -> None:
         self.pool = pool
 
-    @activity.defn(name="execute_refund")
+    @activity.defn(name=ActivityName.EXECUTE_REFUND)
     async def execute_refund(self, request: SettleRequest) -> RefundReceipt:
         info = activity.info()
         activity.logger.info(

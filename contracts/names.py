@@ -107,3 +107,21 @@ def stop_reason(code: StopCode, detail: str | None = None) -> str:
 def stop_code(reason: str) -> str:
     """The code part of a stop reason (what dashboards group by)."""
     return reason.split(":", 1)[0]
+
+
+class ReviewRefusal(StrEnum):
+    """Why a review was refused (the update's failure type is ``review_refused``, its message this code)."""
+
+    MALFORMED_REVIEW = "malformed_review"
+    CASE_NOT_WAITING_FOR_REVIEW = "case_not_waiting_for_review"
+    ALREADY_DECIDED = "already_decided"
+    UNKNOWN_REVIEWER = "unknown_reviewer"
+    APPLICANT_CANNOT_REVIEW = "applicant_cannot_review"
+    NOT_A_REVIEWER = "not_a_reviewer"
+    REVIEWER_OF_ANOTHER_TENANT = "reviewer_of_another_tenant"
+    DIGEST_MISMATCH = "digest_mismatch"
+    PROPOSAL_EXPIRED = "proposal_expired"
+
+
+REVIEW_REFUSED = "review_refused"
+"""The ``ApplicationError`` type of a refused review update."""

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from contracts.case import CaseStatus, ComposedAnswer, Intent, NextAction, Plan
 from contracts.commerce import RefundQuote
+from contracts.names import StopCode, stop_reason
 
 _DONE = (
     r"(?:paid|issued|sent|processed|completed|credited|transferred|returned|executed|settled|made|refunded"
@@ -82,9 +83,14 @@ def claims_payment(text: str) -> bool:
 class DeliveryDecision:
     outcome: CaseStatus | None
     """A terminal status, or None when the gate admits a refund proposal (wait for approval)."""
-    reason: str
+    code: StopCode
+    detail: str | None = None
     admits_draft: bool = False
     """Whether the draft may be shown to the customer as the case's answer. A refused draft never is."""
+
+    @property
+    def reason(self) -> str:
+        return stop_reason(self.code, self.detail)
 
 
 def cited_pages(citations: list[str]) -> set[str]:
@@ -100,30 +106,30 @@ def decide_delivery(
 ) -> DeliveryDecision:
     """Decide the case outcome from structured facts only."""
     if not set(answer.citations) <= evidence_ids:
-        return DeliveryDecision(CaseStatus.NEEDS_HUMAN, "citation_not_in_context")
+        return DeliveryDecision(CaseStatus.NEEDS_HUMAN, StopCode.CITATION_NOT_IN_CONTEXT)
     if len(set(answer.citations)) != len(answer.citations):
-        return DeliveryDecision(CaseStatus.NEEDS_HUMAN, "duplicate_citations")
+        return DeliveryDecision(CaseStatus.NEEDS_HUMAN, StopCode.DUPLICATE_CITATIONS)
     if claims_payment(answer.answer):
-        return DeliveryDecision(CaseStatus.NEEDS_HUMAN, "answer_claims_payment_without_receipt")
+        return DeliveryDecision(CaseStatus.NEEDS_HUMAN, StopCode.ANSWER_CLAIMS_PAYMENT_WITHOUT_RECEIPT)
     if answer.next_action is NextAction.NEEDS_INPUT:
-        return DeliveryDecision(CaseStatus.NEEDS_INPUT, "more_input_needed", admits_draft=True)
+        return DeliveryDecision(CaseStatus.NEEDS_INPUT, StopCode.MORE_INPUT_NEEDED, admits_draft=True)
     if answer.next_action is NextAction.HANDOFF:
-        return DeliveryDecision(CaseStatus.NEEDS_HUMAN, "handoff_requested", admits_draft=True)
+        return DeliveryDecision(CaseStatus.NEEDS_HUMAN, StopCode.HANDOFF_REQUESTED, admits_draft=True)
     if answer.next_action is NextAction.PROPOSE_REFUND:
         return _refund_proposal_gate(plan, answer, quote)
     if not answer.citations and plan.intent is not Intent.GREETING:
-        return DeliveryDecision(CaseStatus.NEEDS_HUMAN, "uncited_answer")
-    return DeliveryDecision(CaseStatus.COMPLETED, "answered", admits_draft=True)
+        return DeliveryDecision(CaseStatus.NEEDS_HUMAN, StopCode.UNCITED_ANSWER)
+    return DeliveryDecision(CaseStatus.COMPLETED, StopCode.ANSWERED, admits_draft=True)
 
 
 def _refund_proposal_gate(plan: Plan, answer: ComposedAnswer, quote: RefundQuote | None) -> DeliveryDecision:
     if plan.intent is not Intent.REFUND or not plan.action_requested:
-        return DeliveryDecision(CaseStatus.NEEDS_HUMAN, "proposal_without_refund_request")
+        return DeliveryDecision(CaseStatus.NEEDS_HUMAN, StopCode.PROPOSAL_WITHOUT_REFUND_REQUEST)
     if quote is None or quote.order_id != plan.order_id:
-        return DeliveryDecision(CaseStatus.NEEDS_HUMAN, "proposal_without_quote")
+        return DeliveryDecision(CaseStatus.NEEDS_HUMAN, StopCode.PROPOSAL_WITHOUT_QUOTE)
     if not quote.eligible:
-        return DeliveryDecision(CaseStatus.NEEDS_HUMAN, f"quote_not_eligible:{quote.reason}")
+        return DeliveryDecision(CaseStatus.NEEDS_HUMAN, StopCode.QUOTE_NOT_ELIGIBLE, quote.reason)
     missing = set(quote.citations) - cited_pages(answer.citations)
     if missing:
-        return DeliveryDecision(CaseStatus.NEEDS_HUMAN, "missing_policy_citations:" + ",".join(sorted(missing)))
-    return DeliveryDecision(None, "proposal_admitted", admits_draft=True)
+        return DeliveryDecision(CaseStatus.NEEDS_HUMAN, StopCode.MISSING_POLICY_CITATIONS, ",".join(sorted(missing)))
+    return DeliveryDecision(None, StopCode.PROPOSAL_ADMITTED, admits_draft=True)

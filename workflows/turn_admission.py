@@ -1,0 +1,81 @@
+"""Turn admission: which of the tool calls the model proposed in one turn may run.
+
+Pure and deterministic. Each proposed call is charged to the tool budget, then checked by the tool
+gate (or refused as one of too many calls in the turn); a call beyond the tool budget ends the turn
+and the investigation. The workflow records the refusals and schedules the admitted calls.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from contracts.case import Budgets, ProposedToolCall, ToolObservation
+from workflows.tool_gate import call_fingerprint, refuse_call
+
+TOO_MANY_CALLS_IN_TURN = "too_many_calls_in_turn"
+
+
+@dataclass
+class SeenCalls:
+    """Call ids and admitted actions of the whole investigation: none may repeat."""
+
+    call_ids: set[str] = field(default_factory=set)
+    fingerprints: set[str] = field(default_factory=set)
+
+
+@dataclass(frozen=True)
+class CallVerdict:
+    call: ProposedToolCall
+    refusal: str | None
+    """The refusal code, or None when the call may run."""
+
+    def refused(self) -> ToolObservation:
+        """What the model reads for a refused call in its next turn."""
+        assert self.refusal is not None
+        return ToolObservation(
+            call_id=self.call.call_id,
+            name=self.call.name[:60],
+            ok=False,
+            error_code=self.refusal,
+            error_message="The host refused this call.",
+        )
+
+
+@dataclass(frozen=True)
+class TurnAdmission:
+    verdicts: list[CallVerdict]
+    """One per call charged to the budget, in the order the model proposed them."""
+    budgets: Budgets
+    tool_budget_exhausted: bool
+    """A call arrived after the tool budget was spent; it and the calls after it were not charged."""
+
+    @property
+    def admitted(self) -> list[ProposedToolCall]:
+        return [verdict.call for verdict in self.verdicts if verdict.refusal is None]
+
+
+def admit_turn(
+    calls: list[ProposedToolCall], budgets: Budgets, *, bound_order_id: str | None, seen: SeenCalls
+) -> TurnAdmission:
+    """Charge and check each call of a turn; ``seen`` is updated with what this turn used."""
+    too_many = len(calls) > budgets.max_calls_per_turn
+    verdicts: list[CallVerdict] = []
+    for call in calls:
+        if budgets.tool_requests >= budgets.max_tool_requests:
+            return TurnAdmission(verdicts, budgets, tool_budget_exhausted=True)
+        budgets = budgets.model_copy(update={"tool_requests": budgets.tool_requests + 1})
+        refusal = (
+            TOO_MANY_CALLS_IN_TURN
+            if too_many
+            else refuse_call(
+                call,
+                bound_order_id=bound_order_id,
+                seen_call_ids=seen.call_ids,
+                seen_fingerprints=seen.fingerprints,
+            )
+        )
+        seen.call_ids.add(call.call_id)
+        if refusal is None:
+            seen.fingerprints.add(call_fingerprint(call))
+        verdicts.append(CallVerdict(call, refusal))
+    return TurnAdmission(verdicts, budgets, tool_budget_exhausted=False)
