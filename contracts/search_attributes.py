@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from temporalio.common import SearchAttributeKey
 
 CASE_STATUS = SearchAttributeKey.for_keyword("CaseStatus")
@@ -10,11 +12,11 @@ ORDER_ID = SearchAttributeKey.for_keyword("OrderId")
 TENANT = SearchAttributeKey.for_keyword("Tenant")
 REFUND_CENTS = SearchAttributeKey.for_int("RefundCents")
 
-ALL_KEYS = [CASE_STATUS, CASE_PHASE, ORDER_ID, TENANT, REFUND_CENTS]
+ALL_KEYS: list[SearchAttributeKey[Any]] = [CASE_STATUS, CASE_PHASE, ORDER_ID, TENANT, REFUND_CENTS]
 """Registered with the dev server as ``--search-attribute Name=Type``, and by every worker at start."""
 
 
-def cli_type(key: SearchAttributeKey) -> str:
+def cli_type(key: SearchAttributeKey[Any]) -> str:
     """The type as the Temporal CLI spells it (``Keyword``, ``Int``)."""
     return {"KEYWORD": "Keyword", "INT": "Int"}[key.indexed_value_type.name]
 

@@ -1,0 +1,182 @@
+"""The pure rooms beside the workflow: lifecycle, event cap, approval gate, turn admission, evidence,
+outcomes and stop reasons. Each runs in microseconds; the end-to-end tests prove them wired in."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from contracts.case import Budgets, CaseStatus, Phase, ProposedToolCall, ReviewDecision, ToolObservation
+from contracts.commerce import RefundProposal
+from contracts.errors import ActivityFailure, ErrorClass
+from contracts.identity import PROFILES
+from contracts.names import EventKind, ReviewRefusal, StopCode, stop_code, stop_reason
+from workflows.approval_gate import refuse_review
+from workflows.case_state import MAX_EVENTS, EventLog, Lifecycle
+from workflows.evidence import MAX_EVIDENCE, fold_observation
+from workflows.outcomes import model_failure, settlement_failure
+from workflows.transitions import IllegalTransition
+from workflows.turn_admission import TOO_MANY_CALLS_IN_TURN, SeenCalls, admit_turn
+
+NOW = datetime(2026, 12, 1, 10, 0, tzinfo=UTC)
+ALICE = PROFILES["alice"]
+
+
+def test_lifecycle_status_follows_the_phase_until_the_case_ends() -> None:
+    life = Lifecycle()
+    assert (life.phase, life.status) == (Phase.PLAN, CaseStatus.RUNNING)
+    for phase in (Phase.INVESTIGATE, Phase.REVIEW, Phase.DELIVER, Phase.WAITING_APPROVAL):
+        life.enter(phase)
+    assert life.status is CaseStatus.WAITING_APPROVAL
+    life.enter(Phase.SETTLE)
+    assert life.status is CaseStatus.RUNNING
+    life.finish(CaseStatus.COMPLETED)
+    assert (life.phase, life.status, life.stage) == (Phase.SETTLE, CaseStatus.COMPLETED, CaseStatus.COMPLETED)
+    with pytest.raises(IllegalTransition):
+        life.enter(Phase.SETTLE)
+
+
+def test_lifecycle_refuses_settling_without_waiting() -> None:
+    life = Lifecycle(phase=Phase.DELIVER)
+    with pytest.raises(IllegalTransition):
+        life.enter(Phase.SETTLE)
+
+
+def test_event_log_caps_floods_but_keeps_lifecycle_events() -> None:
+    log = EventLog()
+    for n in range(MAX_EVENTS + 25):
+        log.add(NOW, EventKind.REVIEW_REFUSED, f"attempt {n}")
+    log.add(NOW, EventKind.CASE_FINISHED, "x" * 900)
+    assert len(log.events) == MAX_EVENTS + 1 and log.dropped == 25
+    assert log.events[-1].kind == "case_finished" and len(log.events[-1].detail) == 500
+
+
+def _proposal(expires_in: timedelta = timedelta(minutes=15)) -> RefundProposal:
+    return RefundProposal(
+        case_id="case-1",
+        applicant="alice",
+        tenant="qinghe",
+        order_id="QH-1001",
+        order_version=1,
+        rule_version="refund-rules-2026-09",
+        amount_cents=12900,
+        currency="CNY",
+        quote_id="Q-1",
+        created_at=NOW,
+        expires_at=NOW + expires_in,
+        ledger_id="L-1",
+    )
+
+
+def _refusal(reviewer: str, *, digest: str | None = None, **facts) -> ReviewRefusal | None:
+    proposal = facts.pop("proposal", _proposal())
+    decision = ReviewDecision(reviewer=reviewer, digest=digest or proposal.digest(), decision="approve")
+    arguments = {
+        "status": CaseStatus.WAITING_APPROVAL,
+        "proposal": proposal,
+        "digest": proposal.digest(),
+        "already_decided": False,
+        "applicant": ALICE,
+        "now": NOW,
+    } | facts
+    return refuse_review(decision, **arguments)
+
+
+@pytest.mark.parametrize(
+    ("reviewer", "facts", "refusal"),
+    [
+        ("chen", {}, None),
+        ("chen", {"status": CaseStatus.RUNNING}, ReviewRefusal.CASE_NOT_WAITING_FOR_REVIEW),
+        ("chen", {"already_decided": True}, ReviewRefusal.ALREADY_DECIDED),
+        ("nobody", {}, ReviewRefusal.UNKNOWN_REVIEWER),
+        ("alice", {}, ReviewRefusal.APPLICANT_CANNOT_REVIEW),
+        ("bob", {}, ReviewRefusal.NOT_A_REVIEWER),
+        ("mei", {}, ReviewRefusal.REVIEWER_OF_ANOTHER_TENANT),
+        ("chen", {"now": NOW + timedelta(minutes=15)}, ReviewRefusal.PROPOSAL_EXPIRED),
+    ],
+)
+def test_approval_gate(reviewer: str, facts: dict, refusal: ReviewRefusal | None) -> None:
+    assert _refusal(reviewer, **facts) == refusal
+
+
+def test_approval_gate_binds_the_digest() -> None:
+    assert _refusal("chen", digest="0" * 64) is ReviewRefusal.DIGEST_MISMATCH
+
+
+def _call(call_id: str, order_id: str = "QH-1001") -> ProposedToolCall:
+    return ProposedToolCall(call_id=call_id, name="get_order", arguments={"order_id": order_id}, raw_arguments="{}")
+
+
+def test_turn_admission_charges_each_call_and_remembers_what_ran() -> None:
+    seen = SeenCalls()
+    first = admit_turn([_call("a"), _call("b", "QH-2001")], Budgets(), bound_order_id="QH-1001", seen=seen)
+    assert [v.refusal for v in first.verdicts] == [None, "order_not_bound_to_case"]
+    assert first.budgets.tool_requests == 2 and not first.tool_budget_exhausted
+    again = admit_turn([_call("a"), _call("c")], first.budgets, bound_order_id="QH-1001", seen=seen)
+    assert [v.refusal for v in again.verdicts] == ["duplicate_call_id", "repeated_call"]
+    refused = again.verdicts[0].refused()
+    assert (refused.ok, refused.error_code, refused.call_id) == (False, "duplicate_call_id", "a")
+
+
+def test_turn_admission_refuses_a_crowded_turn_and_stops_at_the_budget() -> None:
+    crowded = [_call(f"c{n}") for n in range(Budgets().max_calls_per_turn + 1)]
+    turn = admit_turn(crowded, Budgets(), bound_order_id="QH-1001", seen=SeenCalls())
+    assert {v.refusal for v in turn.verdicts} == {TOO_MANY_CALLS_IN_TURN} and turn.admitted == []
+    nearly_spent = Budgets(tool_requests=Budgets().max_tool_requests - 1)
+    last = admit_turn([_call("x"), _call("y")], nearly_spent, bound_order_id="QH-1001", seen=SeenCalls())
+    assert last.tool_budget_exhausted and len(last.verdicts) == 1
+    assert last.budgets.tool_requests == Budgets().max_tool_requests
+
+
+def _passage(n: int) -> dict:
+    return {"passage_id": f"RETURNS:p{n:02d}:en:0", "title": "t", "text": "x", "page_id": f"RETURNS:p{n:02d}"}
+
+
+def test_evidence_keeps_records_and_caps_passages_except_a_quote_s() -> None:
+    facts: dict = {}
+    evidence: dict = {}
+    order = ToolObservation(call_id="1", name="get_order", ok=True, result={"order_id": "QH-1001"})
+    assert fold_observation("get_order", order, facts, evidence) is None and facts["order"]["order_id"] == "QH-1001"
+    search = ToolObservation(
+        call_id="2", name="search_knowledge", ok=True, result={"passages": [_passage(n) for n in range(20)]}
+    )
+    fold_observation("search_knowledge", search, facts, evidence)
+    folded = len(evidence)
+    assert folded <= MAX_EVIDENCE
+    junk = ToolObservation(call_id="3", name="search_knowledge", ok=True, result={"passages": ["<b>", 7]})
+    fold_observation("search_knowledge", junk, facts, evidence)
+    assert len(evidence) == folded
+
+
+@pytest.mark.parametrize(
+    ("error_class", "status", "reason"),
+    [
+        (ErrorClass.CONFIGURATION, CaseStatus.FAILED, "model_configuration:provider_auth_failed: no"),
+        (ErrorClass.CONTRACT, CaseStatus.NEEDS_HUMAN, "model_contract:provider_auth_failed"),
+        (ErrorClass.TRANSIENT, CaseStatus.NEEDS_HUMAN, "model_unavailable:provider_auth_failed"),
+    ],
+)
+def test_model_failure_outcomes(error_class: ErrorClass, status: CaseStatus, reason: str) -> None:
+    failure = ActivityFailure("provider_auth_failed", error_class.value, "provider_auth_failed: no", 1)
+    outcome = model_failure(failure)
+    assert (outcome.status, stop_reason(outcome.code, outcome.detail)) == (status, reason)
+
+
+def test_settlement_failure_outcomes() -> None:
+    def outcome(error_class: ErrorClass, configuration_fails_case: bool = True) -> tuple[CaseStatus, StopCode]:
+        failure = ActivityFailure("quote_changed", error_class.value, "quote_changed: x", 3)
+        result = settlement_failure(failure, configuration_fails_case=configuration_fails_case)
+        return result.status, result.code
+
+    assert outcome(ErrorClass.BUSINESS) == (CaseStatus.NEEDS_HUMAN, StopCode.SETTLEMENT_REFUSED)
+    assert outcome(ErrorClass.AUTHORIZATION) == (CaseStatus.NEEDS_HUMAN, StopCode.SETTLEMENT_REFUSED)
+    assert outcome(ErrorClass.TRANSIENT) == (CaseStatus.NEEDS_HUMAN, StopCode.SETTLEMENT_UNCONFIRMED)
+    assert outcome(ErrorClass.CONFIGURATION) == (CaseStatus.FAILED, StopCode.SETTLEMENT_CONFIGURATION)
+    assert outcome(ErrorClass.CONFIGURATION, False) == (CaseStatus.NEEDS_HUMAN, StopCode.SETTLEMENT_UNCONFIRMED)
+
+
+def test_stop_reasons_have_one_format() -> None:
+    assert stop_reason(StopCode.REJECTED, "chen") == "rejected:chen"
+    assert stop_reason(StopCode.ANSWERED) == "answered"
+    assert stop_code("settlement_configuration:commerce_token_rejected: 401") == "settlement_configuration"
