@@ -130,10 +130,20 @@ def test_turn_admission_refuses_a_crowded_turn_and_stops_at_the_budget() -> None
 
 
 def _passage(n: int) -> dict:
-    return {"passage_id": f"RETURNS:p{n:02d}:en:0", "title": "t", "text": "x", "page_id": f"RETURNS:p{n:02d}"}
+    return {
+        "passage_id": f"RETURNS:p{n:02d}:en:0",
+        "page_id": f"RETURNS:p{n:02d}",
+        "doc_id": "RETURNS",
+        "doc_version": "2026-09",
+        "tenant": "qinghe",
+        "language": "en",
+        "page_title": "Returns",
+        "text": "x",
+        "score": 1.5,
+    }
 
 
-def test_evidence_keeps_records_and_caps_passages_except_a_quote_s() -> None:
+def test_evidence_keeps_records_caps_passages_and_drops_junk() -> None:
     facts: dict = {}
     evidence: dict = {}
     order = ToolObservation(call_id="1", name="get_order", ok=True, result={"order_id": "QH-1001"})
@@ -143,7 +153,7 @@ def test_evidence_keeps_records_and_caps_passages_except_a_quote_s() -> None:
     )
     fold_observation("search_knowledge", search, facts, evidence)
     folded = len(evidence)
-    assert folded <= MAX_EVIDENCE
+    assert folded == MAX_EVIDENCE
     junk = ToolObservation(call_id="3", name="search_knowledge", ok=True, result={"passages": ["<b>", 7]})
     fold_observation("search_knowledge", junk, facts, evidence)
     assert len(evidence) == folded
