@@ -24,7 +24,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 from mcp_types import CallToolResult, Resource, TextResourceContents, Tool
 
-from commerce_server.db import DATABASE_URL_ENV
+from commerce_server.tokens import DATABASE_URL_ENV
 from contracts.errors import AuthorizationError, SupportError, TransientError, error_from_code
 
 CALL_TIMEOUT_SECONDS = 20.0

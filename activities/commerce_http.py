@@ -16,7 +16,7 @@ from typing import Any
 
 from activities.commerce_client import CALL_TIMEOUT_SECONDS, open_http_client
 from activities.commerce_sessions import STARTUP_PROBE, CommerceCheck, call_timed_out, describe_commerce
-from commerce_server.auth import SCOPE_ORDERS_READ, TOOL_SCOPES, mint_token, token_secret_from_env
+from commerce_server.tokens import SCOPE_ORDERS_READ, TOOL_SCOPES, mint_token, token_secret_from_env
 from contracts.errors import AuthorizationError, ConfigurationError, SupportError
 from contracts.identity import PROFILES, Identity
 

@@ -33,8 +33,9 @@ from contracts.errors import (
 )
 from contracts.identity import PROFILES
 from contracts.knowledge import Passage
+from contracts.names import ActivityName
 from contracts.tools import INVESTIGATION_TOOLS, ToolSpec
-from knowledge.refund_quote import calculate_refund_quote
+from knowledge.refund_quote import calculate_refund_quote, policy_page_versions
 from knowledge.skills import load_skill
 from knowledge.store import KnowledgeBase
 
@@ -50,7 +51,7 @@ class ToolActivities:
         self.knowledge = knowledge
         self.preferences = preferences
 
-    @activity.defn(name="run_investigation_tool")
+    @activity.defn(name=ActivityName.RUN_INVESTIGATION_TOOL)
     async def run_investigation_tool(self, request: ToolRequest) -> ToolObservation:
         _check(request)
         try:
@@ -103,14 +104,16 @@ class ToolActivities:
         return passage
 
     async def _calculate_refund(self, request: ToolRequest) -> dict[str, Any]:
-        """The order comes from the commerce server, the rule from ``refund_rules.json``, never the model."""
+        """The order comes from the commerce server, the rule from ``refund_rules.json`` and the policy page
+        versions from this worker's knowledge base, never from the model."""
         order_id = request.arguments["order_id"]
         raw = await self.pool.call(request.applicant, "get_order", {"order_id": order_id}, case_id=request.case_id)
         try:
             order = Order.model_validate(raw)
         except ValidationError as exc:
             raise ContractError("invalid_commerce_response", "The commerce server returned a malformed order.") from exc
-        quote = calculate_refund_quote(order)
+        versions = policy_page_versions(self.knowledge, as_of=FIXTURE_AS_OF)
+        quote = calculate_refund_quote(order, as_of=FIXTURE_AS_OF, page_versions=versions)
         passages = [
             _passage_view(passage)
             for page_id in quote.citations

@@ -21,10 +21,10 @@ import anyio
 from sqlalchemy import Engine
 from sqlalchemy.exc import SQLAlchemyError
 
-from commerce_server.auth import token_secret_from_env
 from commerce_server.db import database_url, make_engine
 from commerce_server.seed import seed_fixture
 from commerce_server.server import build_http_server, build_stdio_server
+from commerce_server.tokens import token_secret_from_env
 from contracts.errors import SupportError
 from contracts.identity import resolve_profile
 

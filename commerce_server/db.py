@@ -11,10 +11,11 @@ from datetime import date, datetime
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import Engine, String, TypeDecorator, UniqueConstraint, event
+from sqlalchemy import Engine, String, Table, TypeDecorator, UniqueConstraint, event
 from sqlmodel import Field, Session, SQLModel, create_engine
 
-DATABASE_URL_ENV = "COMMERCE_DATABASE_URL"
+from commerce_server.tokens import DATABASE_URL_ENV
+
 SQLITE_BUSY_TIMEOUT_SECONDS = 30
 
 
@@ -147,9 +148,20 @@ class LedgerRow(SQLModel, table=True):
 
 LEDGER_ROW = "commerce"
 
-COMMERCE_TABLES = tuple(
+_TABLE_MODELS: tuple[type[SQLModel], ...] = (
+    ProductRow,
+    OrderRow,
+    ShipmentEventRow,
+    InvoiceRow,
+    TicketRow,
+    RefundRow,
+    LedgerRow,
+)
+
+COMMERCE_TABLES: tuple[Table, ...] = tuple(
+    # sqlmodel's SQLModel declares __tablename__ but not the __table__ every table=True model has at runtime.
     model.__table__  # type: ignore[attr-defined]
-    for model in (ProductRow, OrderRow, ShipmentEventRow, InvoiceRow, TicketRow, RefundRow, LedgerRow)
+    for model in _TABLE_MODELS
 )
 
 

@@ -4,6 +4,10 @@ Identity never comes from a tool argument. Over stdio it is bound once, from ``-
 the process starts; over Streamable HTTP it comes from the verified bearer token of the current
 request, whose scopes must also cover the tool. Business refusals are returned as MCP tool errors
 (``isError``) whose text is ``{"code": ..., "message": ...}``, never as protocol errors.
+
+Every tool returns a ``CallToolResult`` (the answer, or the refusal) and is annotated as one:
+``Annotated[CallToolResult, Model]`` tells the SDK which model's schema to publish as the tool's
+output schema and to check successful results against.
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ from collections.abc import Callable
 from typing import Annotated, Any, Literal
 
 import anyio
+import pydantic_core
 from mcp.server.auth.middleware.auth_context import get_access_token
 from mcp.server.auth.settings import AuthSettings
 from mcp.server.mcpserver import MCPServer
@@ -21,15 +26,10 @@ from mcp_types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import BaseModel, Field
 from sqlalchemy import Engine
 
-from commerce_server.auth import (
-    SCOPE_ORDERS_READ,
-    TOOL_SCOPES,
-    CommerceTokenVerifier,
-    case_of_access_token,
-    identity_from_access_token,
-)
+from commerce_server.auth import CommerceTokenVerifier, case_of_access_token, identity_from_access_token
 from commerce_server.db import read_ledger_id
 from commerce_server.service import MAX_TICKET_TEXT, CommerceService
+from commerce_server.tokens import SCOPE_ORDERS_READ, TOOL_SCOPES
 from contracts.commerce import (
     FIXTURE_AS_OF,
     SCOPE_RESOURCE_URI,
@@ -44,6 +44,7 @@ from contracts.commerce import (
 )
 from contracts.errors import AuthorizationError, SupportError, error_from_code
 from contracts.identity import Identity
+from knowledge.store import KnowledgeBase
 
 logger = logging.getLogger(__name__)
 
@@ -92,6 +93,16 @@ READ = ToolAnnotations(read_only_hint=True, idempotent_hint=True, open_world_hin
 WRITE = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=True, open_world_hint=False)
 
 
+def tool_result(value: BaseModel) -> CallToolResult:
+    """A successful result, built as the SDK builds one from a returned model: the model as indented
+    JSON text, and as structured content (checked by the SDK against the tool's output schema)."""
+    text = pydantic_core.to_json(value, fallback=str, indent=2).decode()
+    return CallToolResult(
+        content=[TextContent(type="text", text=text)],
+        structured_content=value.model_dump(mode="json", by_alias=True),
+    )
+
+
 def tool_error(code: str, message: str) -> CallToolResult:
     """An MCP tool error carrying a stable code; the SDK passes it through without output validation."""
     payload = json.dumps({"code": code, "message": message}, ensure_ascii=False)
@@ -116,9 +127,10 @@ def token_identity(scope: str) -> Identity:
 class _Dispatcher:
     """Runs one tool call: identity, then the blocking service call on a worker thread."""
 
-    def __init__(self, engine: Engine, resolve_identity: IdentityResolver) -> None:
+    def __init__(self, engine: Engine, resolve_identity: IdentityResolver, knowledge: KnowledgeBase | None) -> None:
         self._engine = engine
         self._resolve_identity = resolve_identity
+        self._knowledge = knowledge
         self._ledger: str | None = None
         """The database's ledger id once a call has read it: it never changes, so it is read once."""
 
@@ -127,19 +139,19 @@ class _Dispatcher:
             self._ledger = read_ledger_id(self._engine)
         return self._ledger
 
-    async def run(self, tool: str, operation: Callable[[CommerceService], BaseModel]) -> Any:
+    async def run(self, tool: str, operation: Callable[[CommerceService], BaseModel]) -> CallToolResult:
         try:
             identity = self._resolve_identity(TOOL_SCOPES[tool])
-            service = CommerceService(self._engine, identity, ledger_id=self._ledger)
+            service = CommerceService(self._engine, identity, ledger_id=self._ledger, knowledge=self._knowledge)
             result = await anyio.to_thread.run_sync(operation, service)
             self._ledger = service.known_ledger_id
-            return result
         except SupportError as error:
             logger.info("%s refused: %s", tool, error.code)
             return tool_error(error.code, error.message)
         except Exception:
             logger.exception("%s failed unexpectedly", tool)
             return tool_error("internal_error", "The commerce server could not complete this request.")
+        return tool_result(result)
 
 
 def build_server(
@@ -149,8 +161,10 @@ def build_server(
     token_verifier: CommerceTokenVerifier | None = None,
     auth: AuthSettings | None = None,
     log_level: LogLevel = "INFO",
+    knowledge: KnowledgeBase | None = None,
 ) -> MCPServer:
-    """The commerce MCP server; ``resolve_identity`` decides who each tool call acts for."""
+    """The commerce MCP server; ``resolve_identity`` decides who each tool call acts for, and ``knowledge``
+    (default: the packaged knowledge base) holds the policy pages a refund's re-quote checks."""
     mcp = MCPServer(
         SERVER_NAME,
         title="Qinghe commerce (fictional)",
@@ -163,35 +177,35 @@ def build_server(
         auth=auth,
         log_level=log_level,
     )
-    dispatch = _Dispatcher(engine, resolve_identity)
+    dispatch = _Dispatcher(engine, resolve_identity, knowledge)
 
     @mcp.tool(annotations=READ)
-    async def list_orders() -> OrderList:
+    async def list_orders() -> Annotated[CallToolResult, OrderList]:
         """List the signed-in customer's own orders (summaries, sorted by order id)."""
         return await dispatch.run("list_orders", lambda service: service.list_orders())
 
     @mcp.tool(annotations=READ)
-    async def get_order(order_id: OrderId) -> Order:
+    async def get_order(order_id: OrderId) -> Annotated[CallToolResult, Order]:
         """Read one of the customer's orders: status, amounts in cents, delivery date, version."""
         return await dispatch.run("get_order", lambda service: service.get_order(order_id))
 
     @mcp.tool(annotations=READ)
-    async def get_shipment(order_id: OrderId) -> Shipment:
+    async def get_shipment(order_id: OrderId) -> Annotated[CallToolResult, Shipment]:
         """Read the shipment of one of the customer's orders: carrier, tracking number, events."""
         return await dispatch.run("get_shipment", lambda service: service.get_shipment(order_id))
 
     @mcp.tool(annotations=READ)
-    async def get_invoice(order_id: OrderId) -> Invoice:
+    async def get_invoice(order_id: OrderId) -> Annotated[CallToolResult, Invoice]:
         """Read the invoice of one of the customer's orders (total = paid items + freight)."""
         return await dispatch.run("get_invoice", lambda service: service.get_invoice(order_id))
 
     @mcp.tool(annotations=READ)
-    async def get_product(sku: Sku) -> Product:
+    async def get_product(sku: Sku) -> Annotated[CallToolResult, Product]:
         """Read a catalogue product: names, category and warranty months."""
         return await dispatch.run("get_product", lambda service: service.get_product(sku))
 
     @mcp.tool(annotations=READ)
-    async def get_ticket(ticket_id: TicketId) -> Ticket:
+    async def get_ticket(ticket_id: TicketId) -> Annotated[CallToolResult, Ticket]:
         """Read one of the customer's support tickets."""
         return await dispatch.run("get_ticket", lambda service: service.get_ticket(ticket_id))
 
@@ -200,14 +214,14 @@ def build_server(
         order_id: OrderId,
         text: TicketText,
         idempotency_key: IdempotencyKey,
-    ) -> Ticket:
+    ) -> Annotated[CallToolResult, Ticket]:
         """Open a support ticket on one of the customer's orders, at most once per idempotency key."""
         return await dispatch.run(
             "create_ticket", lambda service: service.create_ticket(order_id, text, idempotency_key)
         )
 
     @mcp.tool(annotations=WRITE)
-    async def execute_refund(approval: RefundApproval) -> RefundReceipt:
+    async def execute_refund(approval: RefundApproval) -> Annotated[CallToolResult, RefundReceipt]:
         """Pay a human-approved refund proposal (simulated), exactly once per approval id."""
         access_token = get_access_token()
         if access_token is not None and case_of_access_token(access_token) != approval.proposal.case_id:
@@ -227,18 +241,29 @@ def build_server(
     return mcp
 
 
-def build_stdio_server(engine: Engine, identity: Identity, *, log_level: LogLevel = "WARNING") -> MCPServer:
+def build_stdio_server(
+    engine: Engine, identity: Identity, *, log_level: LogLevel = "WARNING", knowledge: KnowledgeBase | None = None
+) -> MCPServer:
     """A server acting for one identity, bound when the process starts."""
-    return build_server(engine, bound_identity(identity), log_level=log_level)
+    return build_server(engine, bound_identity(identity), log_level=log_level, knowledge=knowledge)
 
 
-def build_http_server(engine: Engine, *, secret: str, public_url: str, log_level: LogLevel = "INFO") -> MCPServer:
+def build_http_server(
+    engine: Engine,
+    *,
+    secret: str,
+    public_url: str,
+    log_level: LogLevel = "INFO",
+    knowledge: KnowledgeBase | None = None,
+) -> MCPServer:
     """A server acting for whoever each request's verified token names; bad tokens get HTTP 401."""
-    auth = AuthSettings(issuer_url=public_url, resource_server_url=None)
+    # Validated from the string, as the SDK expects: its settings keep a path-less URL without a trailing slash.
+    auth = AuthSettings.model_validate({"issuer_url": public_url, "resource_server_url": None})
     return build_server(
         engine,
         token_identity,
         token_verifier=CommerceTokenVerifier(secret),
         auth=auth,
         log_level=log_level,
+        knowledge=knowledge,
     )

@@ -12,8 +12,9 @@ import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
+from typing import Any, cast
 
-from sqlalchemy import ColumnElement, Engine, update
+from sqlalchemy import ColumnElement, CursorResult, Engine, update
 from sqlalchemy.exc import IntegrityError, OperationalError
 from sqlmodel import Session, col, select
 from sqlmodel.sql.expression import SelectOfScalar
@@ -33,6 +34,7 @@ from contracts.commerce import (
     Invoice,
     Order,
     OrderList,
+    OrderStatus,
     OrderSummary,
     Product,
     RefundApproval,
@@ -44,7 +46,8 @@ from contracts.commerce import (
 )
 from contracts.errors import SupportError, TransientError, error_from_code
 from contracts.identity import PROFILES, Identity, Role
-from knowledge.refund_quote import calculate_refund_quote
+from knowledge.refund_quote import calculate_refund_quote, policy_page_versions
+from knowledge.store import KnowledgeBase, default_knowledge_base
 
 ORDER_ID = re.compile(ORDER_ID_FORMAT)
 SKU = re.compile(r"^[A-Z]{2,8}-\d{2}$")
@@ -88,12 +91,21 @@ def _require(pattern: re.Pattern[str], value: str, message: str) -> None:
 class CommerceService:
     """Commerce operations on behalf of one bound identity."""
 
-    def __init__(self, engine: Engine, identity: Identity, *, ledger_id: str | None = None) -> None:
+    def __init__(
+        self,
+        engine: Engine,
+        identity: Identity,
+        *,
+        ledger_id: str | None = None,
+        knowledge: KnowledgeBase | None = None,
+    ) -> None:
         """``ledger_id`` is the database's ledger when the caller already read it (the MCP server does so
-        once per process); otherwise it is read on first use."""
+        once per process); otherwise it is read on first use. ``knowledge`` holds the policy pages a
+        refund's re-quote checks (default: the packaged knowledge base)."""
         self._engine = engine
         self.identity = identity
         self._ledger = ledger_id
+        self._knowledge = knowledge
 
     @property
     def known_ledger_id(self) -> str | None:
@@ -120,7 +132,7 @@ class CommerceService:
                 OrderSummary(
                     order_id=row.order_id,
                     sku=row.sku,
-                    status=row.status,
+                    status=OrderStatus(row.status),
                     paid_items_cents=row.paid_items_cents,
                     refunded_cents=row.refunded_cents,
                 )
@@ -144,7 +156,7 @@ class CommerceService:
             order_id=order.order_id,
             carrier=order.carrier,
             tracking_number=order.tracking_number,
-            status=order.status,
+            status=OrderStatus(order.status),
             events=[
                 ShipmentEvent(
                     at=event.at,
@@ -285,7 +297,11 @@ class CommerceService:
     def _quote_still_holds(self, session: Session, approval: RefundApproval) -> bool:
         """Re-read the order and re-quote it: the approved proposal must be exactly today's quote."""
         proposal = approval.proposal
-        quote = calculate_refund_quote(self._read_order(session, proposal.order_id, record="order"))
+        knowledge = self._knowledge if self._knowledge is not None else default_knowledge_base()
+        quote = calculate_refund_quote(
+            self._read_order(session, proposal.order_id, record="order"),
+            page_versions=policy_page_versions(knowledge),
+        )
         approved = (proposal.order_version, proposal.amount_cents, proposal.currency, proposal.rule_version)
         quoted = (quote.order_version, quote.amount_cents, quote.currency, quote.rule_version)
         return quote.eligible and quoted == approved and quote.quote_id == proposal.quote_id
@@ -312,7 +328,7 @@ class CommerceService:
             # behind it; on PostgreSQL a twin's insert waits for this transaction and then fails.
             session.add(record)
             session.flush()
-            moved = session.execute(
+            guarded_update = (
                 update(OrderRow)
                 .where(
                     col(OrderRow.order_id) == proposal.order_id,
@@ -325,6 +341,8 @@ class CommerceService:
                     version=OrderRow.version + 1,
                 )
             )
+            # For an UPDATE, Session.execute returns a CursorResult (rowcount); its annotation says Result.
+            moved = cast(CursorResult[Any], session.execute(guarded_update))
             if moved.rowcount != 1:
                 session.rollback()
                 return self._replay_or_quote_changed(session, approval)

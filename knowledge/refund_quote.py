@@ -1,14 +1,16 @@
 """The executable refund rule: a pure function of order facts, the rule file and an as-of date.
 
 The quote never trusts anything a customer or a model says: it reads the order as the commerce
-server reports it, the rule from ``refund_rules.json`` and the two mandatory policy pages by id.
-If the pages' version differs from the version the rule was written against, there is no
-automatic proposal.
+server reports it, the rule from ``refund_rules.json`` and the versions of the two mandatory policy
+pages, resolved by id in the caller's knowledge base (:func:`policy_page_versions`) and passed in.
+If a page's version differs from the version the rule was written against, or the page does not
+apply on the as-of date, there is no automatic proposal.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from datetime import date
 from functools import lru_cache
 from pathlib import Path
@@ -17,6 +19,7 @@ from pydantic import BaseModel, ConfigDict
 
 from contracts.commerce import FIXTURE_AS_OF, Order, OrderStatus, RefundQuote, canonical_digest
 from contracts.errors import ConfigurationError, SupportError
+from knowledge.store import KnowledgeBase, default_knowledge_base
 
 RULES_PATH = Path(__file__).with_name("refund_rules.json")
 
@@ -54,19 +57,22 @@ def load_refund_rules() -> RefundRules:
     return rules
 
 
-def _policy_pages_match(rules: RefundRules, as_of: date) -> bool:
-    """Read the window and amount pages by id and compare their version with the rule's."""
-    from knowledge.store import default_knowledge_base
-
-    knowledge = default_knowledge_base()
+def policy_page_versions(knowledge: KnowledgeBase, *, as_of: date = FIXTURE_AS_OF) -> dict[str, str]:
+    """The version of each page the rule rests on (window, amount), read by id in ``knowledge`` for the
+    rule's tenant on ``as_of``. A page that does not apply then is left out, so the quote refuses."""
+    rules = load_refund_rules()
+    versions: dict[str, str] = {}
     for page_id in (rules.window_page, rules.amount_page):
         try:
-            version = knowledge.page_version(page_id, tenant=rules.tenant, as_of=as_of)
+            versions[page_id] = knowledge.page_version(page_id, tenant=rules.tenant, as_of=as_of)
         except SupportError:
-            return False
-        if version != rules.policy_version:
-            return False
-    return True
+            continue
+    return versions
+
+
+def _policy_pages_match(rules: RefundRules, page_versions: Mapping[str, str]) -> bool:
+    """Both the window and the amount page are present at the rule's version."""
+    return all(page_versions.get(page_id) == rules.policy_version for page_id in (rules.window_page, rules.amount_page))
 
 
 def _first_failing_reason(order: Order, rules: RefundRules, as_of: date) -> str | None:
@@ -131,15 +137,25 @@ def _explain(reason: str, amount: int, order: Order, days: int | None, rules: Re
     return texts[reason]
 
 
-def calculate_refund_quote(order: Order, *, as_of: date = FIXTURE_AS_OF) -> RefundQuote:
-    """Quote the automatic refund for one order at one as-of date (the fixture date by default)."""
+def calculate_refund_quote(
+    order: Order, *, as_of: date = FIXTURE_AS_OF, page_versions: Mapping[str, str] | None = None
+) -> RefundQuote:
+    """Quote the automatic refund for one order at one as-of date (the fixture date by default).
+
+    ``page_versions`` are the policy page versions to check, resolved by the caller that owns the
+    knowledge base with :func:`policy_page_versions` at the same ``as_of``. Without them the packaged
+    knowledge base is read, for callers that hold none.
+    """
     rules = load_refund_rules()
     reason = _first_failing_reason(order, rules, as_of)
     citations: list[str] = []
     if reason != "merchant_requires_manual_review":
         citations = [rules.window_page, rules.amount_page]
-        if reason is None and not _policy_pages_match(rules, as_of):
-            reason = POLICY_VERSION_MISMATCH
+        if reason is None:
+            if page_versions is None:
+                page_versions = policy_page_versions(default_knowledge_base(), as_of=as_of)
+            if not _policy_pages_match(rules, page_versions):
+                reason = POLICY_VERSION_MISMATCH
     eligible = reason is None
     amount = order.paid_items_cents - order.refunded_cents if eligible else 0
     reason = reason or ELIGIBLE

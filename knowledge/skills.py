@@ -68,7 +68,7 @@ def parse_skill(text: str, *, source: str) -> Skill:
         raise ContractError("malformed_skill", f"{source}: missing '---' front-matter.")
     try:
         meta = yaml.safe_load(match.group(1)) or {}
-        summary = SkillSummary(name=meta.get("name"), description=meta.get("description"))
+        summary = SkillSummary.model_validate({"name": meta.get("name"), "description": meta.get("description")})
     except (yaml.YAMLError, AttributeError, ValueError) as exc:
         raise ContractError("malformed_skill", f"{source}: invalid front-matter: {exc}") from exc
     parts = _LANGUAGE_HEADING.split(match.group(2))

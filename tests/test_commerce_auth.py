@@ -2,17 +2,22 @@
 
 from __future__ import annotations
 
+import ast
+import json
+import subprocess
+import sys
 import time
+from pathlib import Path
 
 import jwt
 import pytest
 
-from commerce_server.auth import (
+from commerce_server.auth import CommerceTokenVerifier
+from commerce_server.tokens import (
     ALL_SCOPES,
     AUDIENCE,
     ISSUER,
     TOKEN_SECRET_ENV,
-    CommerceTokenVerifier,
     mint_token,
     token_secret_from_env,
     verify_token,
@@ -21,6 +26,7 @@ from contracts.errors import AuthorizationError, ConfigurationError
 from contracts.identity import PROFILES
 
 SECRET = "test-secret-" + "x" * 32
+PROJECT_ROOT = Path(__file__).resolve().parents[1]
 
 
 def forged(**changes: object) -> str:
@@ -101,3 +107,32 @@ def test_missing_or_short_secret_is_a_configuration_error(environ: dict[str, str
 
 def test_secret_is_read_from_the_environment() -> None:
     assert token_secret_from_env({TOKEN_SECRET_ENV: SECRET}) == SECRET
+
+
+def test_the_token_module_loads_without_the_mcp_server_or_the_database() -> None:
+    """What the worker imports of the commerce server is the token module alone."""
+    probe = (
+        "import json, sys, commerce_server.tokens; "
+        "print(json.dumps(sorted(m for m in sys.modules if m.split('.')[0] in "
+        "('mcp', 'sqlalchemy', 'sqlmodel', 'commerce_server'))))"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True, cwd=PROJECT_ROOT, timeout=60
+    )
+
+    assert json.loads(result.stdout) == ["commerce_server", "commerce_server.tokens"]
+
+
+def test_the_worker_side_imports_only_the_token_module_of_the_commerce_server() -> None:
+    imported: set[str] = set()
+    for path in (PROJECT_ROOT / "activities").rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                modules = [node.module]
+            elif isinstance(node, ast.Import):
+                modules = [alias.name for alias in node.names]
+            else:
+                continue
+            imported.update(module for module in modules if module.split(".")[0] == "commerce_server")
+
+    assert imported == {"commerce_server.tokens"}

@@ -14,12 +14,12 @@ from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-import httpx
+import httpx2
 import jwt
 import pytest
 
 from activities.commerce_client import open_http_client
-from commerce_server.auth import ALL_SCOPES, SCOPE_ORDERS_READ, TOKEN_SECRET_ENV, mint_token
+from commerce_server.tokens import ALL_SCOPES, SCOPE_ORDERS_READ, TOKEN_SECRET_ENV, mint_token
 from contracts.commerce import Order
 from contracts.errors import AuthorizationError, SupportError, TransientError
 from contracts.identity import PROFILES
@@ -81,9 +81,9 @@ def _wait_until_answering(url: str, process: subprocess.Popen[bytes], log_path: 
         if process.poll() is not None:
             pytest.fail(f"commerce server exited ({process.returncode}): {log_path.read_text()}")
         try:
-            httpx.post(url, json={}, timeout=1)
+            httpx2.post(url, json={}, timeout=1)
             return
-        except httpx.TransportError:
+        except httpx2.TransportError:
             time.sleep(0.1)
     pytest.fail(f"commerce server did not answer within {STARTUP_SECONDS} s: {log_path.read_text()}")
 
@@ -134,7 +134,7 @@ def test_bad_tokens_get_http_401(server: RunningServer, kind: str) -> None:
     if token is not None:
         headers["Authorization"] = f"Bearer {token}"
 
-    response = httpx.post(
+    response = httpx2.post(
         server.url, json={"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}, headers=headers
     )
 

@@ -15,6 +15,7 @@ from commerce_server.service import CommerceService
 from contracts.commerce import RefundApproval
 from contracts.errors import AuthorizationError, BusinessError, SupportError
 from contracts.identity import PROFILES
+from knowledge.store import KnowledgeBase
 
 MakeApproval = Callable[..., RefundApproval]
 
@@ -99,6 +100,17 @@ def test_proposal_that_differs_from_a_fresh_quote_is_refused(
 
     assert refusal(lambda: alice.execute_refund(approval)).code == "quote_changed"
     assert alice.get_order("QH-1001").refunded_cents == 0
+
+
+def test_the_re_quote_checks_the_policy_pages_of_the_services_knowledge_base(
+    commerce_engine: Engine, alice: CommerceService, refund_approval: MakeApproval
+) -> None:
+    approval = refund_approval(alice.get_order("QH-1001"))
+    without_policy = CommerceService(commerce_engine, PROFILES["alice"], knowledge=KnowledgeBase({}, []))
+
+    assert refusal(lambda: without_policy.execute_refund(approval)).code == "quote_changed"
+    assert refunds_recorded(commerce_engine) == 0
+    assert alice.execute_refund(approval).amount_cents == 12900
 
 
 def test_ineligible_order_is_never_paid(alice: CommerceService, refund_approval: MakeApproval) -> None:

@@ -10,9 +10,22 @@ import pytest
 
 from contracts.commerce import FIXTURE_AS_OF, Order
 from knowledge import refund_quote
-from knowledge.refund_quote import calculate_refund_quote
+from knowledge.refund_quote import calculate_refund_quote, policy_page_versions
+from knowledge.store import DOCUMENTS_DIR, KnowledgeBase, default_knowledge_base
 
 FIXTURE = Path(__file__).resolve().parents[1] / "commerce_server" / "fixtures" / "commerce.json"
+RULE_PAGES = {"RETURNS:p02": "2026-09", "RETURNS:p03": "2026-09"}
+
+
+def knowledge_with_returns_version(directory: Path, version: str) -> KnowledgeBase:
+    """The packaged documents, copied to ``directory`` with the RETURNS terms at another version."""
+    for path in DOCUMENTS_DIR.glob("*.md"):
+        text = path.read_text(encoding="utf-8")
+        if path.stem == "RETURNS":
+            assert 'version: "2026-09"' in text
+            text = text.replace('version: "2026-09"', f'version: "{version}"', 1)
+        (directory / path.name).write_text(text, encoding="utf-8")
+    return KnowledgeBase.load(directory)
 
 
 def _fixture_orders() -> dict[str, Order]:
@@ -103,6 +116,40 @@ def test_a_policy_page_version_mismatch_refuses_the_automatic_proposal(monkeypat
 def test_the_window_page_must_be_applicable_on_the_as_of_date() -> None:
     quote = calculate_refund_quote(ORDERS["QH-1001"], as_of=date(2026, 8, 20))
     assert (quote.eligible, quote.reason) == (False, "policy_version_mismatch")
+    assert policy_page_versions(default_knowledge_base(), as_of=date(2026, 8, 20)) == {}
+
+
+def test_the_packaged_knowledge_base_has_both_rule_pages_at_the_rule_version() -> None:
+    assert policy_page_versions(default_knowledge_base()) == RULE_PAGES
+    explicit = calculate_refund_quote(ORDERS["QH-1001"], page_versions=RULE_PAGES)
+    assert explicit == calculate_refund_quote(ORDERS["QH-1001"])
+    assert (explicit.eligible, explicit.amount_cents) == (True, 12900)
+
+
+@pytest.mark.parametrize(
+    "page_versions",
+    [
+        {"RETURNS:p02": "2026-09", "RETURNS:p03": "2026-10"},
+        {"RETURNS:p02": "2026-10", "RETURNS:p03": "2026-09"},
+        {"RETURNS:p02": "2026-09"},
+        {},
+    ],
+)
+def test_the_quote_checks_the_page_versions_it_is_given(page_versions: dict[str, str]) -> None:
+    quote = calculate_refund_quote(ORDERS["QH-1001"], page_versions=page_versions)
+    assert (quote.eligible, quote.reason, quote.amount_cents) == (False, "policy_version_mismatch", 0)
+    assert quote.citations == ["RETURNS:p02", "RETURNS:p03"]
+
+
+def test_the_page_versions_come_from_the_knowledge_base_passed_in(tmp_path: Path) -> None:
+    knowledge = knowledge_with_returns_version(tmp_path, "2026-10")
+
+    versions = policy_page_versions(knowledge)
+    quote = calculate_refund_quote(ORDERS["QH-1001"], page_versions=versions)
+
+    assert versions == {"RETURNS:p02": "2026-10", "RETURNS:p03": "2026-10"}
+    assert (quote.eligible, quote.reason, quote.amount_cents) == (False, "policy_version_mismatch", 0)
+    assert policy_page_versions(default_knowledge_base()) == RULE_PAGES  # the packaged one is untouched
 
 
 def test_fixture_has_the_six_products_of_the_spec() -> None:

@@ -33,7 +33,7 @@ from contracts.errors import TransientError
 from contracts.identity import PROFILES, Identity
 from contracts.knowledge import Language, Passage
 from knowledge.refund_quote import calculate_refund_quote
-from knowledge.store import default_knowledge_base
+from knowledge.store import KnowledgeBase, default_knowledge_base
 
 ALICE = PROFILES["alice"]
 
@@ -96,6 +96,20 @@ def _server_pids(state_dir: Path) -> list[int]:
         if int(ppid) == os.getpid() and state != "Z" and "commerce_server" in args and marker in args:
             pids.append(int(entry.name))
     return sorted(pids)
+
+
+def _knowledge_with_returns_version(version: str) -> KnowledgeBase:
+    """The packaged knowledge base with the RETURNS terms (the refund rule's pages) at another version."""
+    packaged = default_knowledge_base()
+    documents = {
+        doc_id: header.model_copy(update={"version": version}) if doc_id == "RETURNS" else header
+        for doc_id, header in packaged.documents.items()
+    }
+    passages = [
+        passage.model_copy(update={"doc_version": version}) if passage.doc_id == "RETURNS" else passage
+        for passage in packaged.passages
+    ]
+    return KnowledgeBase(documents, passages)
 
 
 async def _wait_until_gone(pid: int, timeout: float = 10.0) -> None:
@@ -178,6 +192,20 @@ async def test_calculate_refund_quotes_12900_with_both_policy_pages(tools: ToolA
     assert {p["page_id"] for p in passages} == {"RETURNS:p02", "RETURNS:p03"}
     assert all(p["passage_id"].split(":")[2] == language.value for p in passages)
     assert all(p["text"] and p["title"] for p in passages)
+
+
+async def test_calculate_refund_checks_the_policy_pages_of_the_workers_knowledge_base(tools: ToolActivities) -> None:
+    """The knowledge base the worker was built with, not the packaged one, decides the policy version."""
+    newer = ToolActivities(tools.pool, _knowledge_with_returns_version("2026-10"), tools.preferences)
+
+    observation = await _run(newer, _request("calculate_refund", {"order_id": "QH-1001"}))
+
+    assert observation.ok
+    quote = observation.result["quote"]
+    assert (quote["eligible"], quote["reason"], quote["amount_cents"]) == (False, "policy_version_mismatch", 0)
+    assert {p["doc_version"] for p in observation.result["passages"]} == {"2026-10"}
+    packaged = await _run(tools, _request("calculate_refund", {"order_id": "QH-1001"}))
+    assert packaged.result["quote"]["reason"] == "eligible"
 
 
 async def test_calculate_refund_of_a_foreign_order_is_refused(tools: ToolActivities) -> None:
