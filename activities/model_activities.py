@@ -25,33 +25,29 @@ from contracts.case import (
     ReviewRequest,
     ReviewResult,
 )
+from contracts.names import ActivityName
 
 
 class ModelActivities:
     def __init__(self, gateway: ModelGateway) -> None:
         self.gateway = gateway
 
-    @classmethod
-    def from_environment(cls) -> ModelActivities:
-        """Activities on the provider configured by the environment (rehearsal when none is)."""
-        return cls(ModelGateway.from_environment())
-
     def all(self) -> list[Callable[..., Awaitable[Any]]]:
         """The bound activity methods, for ``Worker(activities=...)``."""
         return [self.plan_case, self.investigate_turn, self.compose_answer, self.review_answer]
 
-    @activity.defn(name="plan_case")
+    @activity.defn(name=ActivityName.PLAN_CASE)
     async def plan_case(self, request: PlanRequest) -> PlanResult:
         return await self.gateway.plan(request, attempt=activity.info().attempt)
 
-    @activity.defn(name="investigate_turn")
+    @activity.defn(name=ActivityName.INVESTIGATE_TURN)
     async def investigate_turn(self, request: InvestigateRequest) -> InvestigateResult:
         return await self.gateway.investigate(request, attempt=activity.info().attempt)
 
-    @activity.defn(name="compose_answer")
+    @activity.defn(name=ActivityName.COMPOSE_ANSWER)
     async def compose_answer(self, request: ComposeRequest) -> ComposeResult:
         return await self.gateway.compose(request, attempt=activity.info().attempt)
 
-    @activity.defn(name="review_answer")
+    @activity.defn(name=ActivityName.REVIEW_ANSWER)
     async def review_answer(self, request: ReviewRequest) -> ReviewResult:
         return await self.gateway.review(request, attempt=activity.info().attempt)

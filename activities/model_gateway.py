@@ -2,8 +2,9 @@
 
 ``ModelGateway`` builds the messages for the four request kinds, sends them through ``AsyncOpenAI``
 (``max_retries=0``: retries belong to Temporal; timeout 40 s) and validates every reply with
-:mod:`activities.model_validation`. The rehearsal model is reached the same way, through an in-process
-``httpx`` transport, so there is no second code path.
+:mod:`activities.model_validation`. The endpoint and key come from the settings; the HTTP client may
+be injected: the worker hands in the rehearsal model's in-process client when no provider is
+configured, so the stand-in runs through this same code and there is no second code path.
 
 Provider failures become the service's error classes (SPEC §8):
 
@@ -36,14 +37,13 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
-import httpx
+import httpx2
 import openai
 from openai.types.chat import ChatCompletion, ChatCompletionMessageParam
 from openai.types.chat.chat_completion import Choice
 
 from activities import model_validation, prompts
-from activities.model_settings import ModelSettings, load_model_settings
-from activities.rehearsal_model import REHEARSAL_BASE_URL, RehearsalTransport
+from activities.model_settings import KEYLESS_PLACEHOLDER_KEY, ModelSettings
 from contracts.case import (
     ComposeRequest,
     ComposeResult,
@@ -71,26 +71,19 @@ _NOT_EXECUTED = json.dumps(
 
 
 class ModelGateway:
-    def __init__(self, settings: ModelSettings, http_client: httpx.AsyncClient | None = None) -> None:
+    """The four model requests on the provider ``settings`` name, through ``http_client`` when given
+    (else the SDK's own ``httpx2`` client)."""
+
+    def __init__(self, settings: ModelSettings, http_client: httpx2.AsyncClient | None = None) -> None:
         self.settings = settings
-        if settings.is_rehearsal:
-            base_url, api_key = REHEARSAL_BASE_URL, "rehearsal"
-            http_client = http_client or httpx.AsyncClient(transport=RehearsalTransport())
-        else:
-            base_url = settings.base_url
-            api_key = settings.api_key.get_secret_value() if settings.api_key else ""
         self._secret = settings.api_key.get_secret_value() if settings.api_key else None
         self._client = openai.AsyncOpenAI(
-            base_url=base_url,
-            api_key=api_key,
+            base_url=settings.base_url,
+            api_key=self._secret or KEYLESS_PLACEHOLDER_KEY,
             timeout=settings.timeout_seconds,
             max_retries=0,
-            http_client=http_client,  # the SDK accepts an httpx client as well as its httpx2 default
+            http_client=http_client,
         )
-
-    @classmethod
-    def from_environment(cls) -> ModelGateway:
-        return cls(load_model_settings())
 
     async def aclose(self) -> None:
         await self._client.close()
@@ -227,7 +220,7 @@ class ModelGateway:
         return " ".join(text.split())[:300]
 
 
-def retry_after_seconds(headers: httpx.Headers) -> float | None:
+def retry_after_seconds(headers: httpx2.Headers) -> float | None:
     """Seconds to wait from ``retry-after-ms`` or ``retry-after`` (seconds or HTTP date), capped."""
     seconds: float | None = None
     try:

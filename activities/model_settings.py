@@ -6,7 +6,9 @@ Resolution order:
 2. ``OPENAI_API_KEY`` or ``OPENAI_BASE_URL`` set: any OpenAI-compatible endpoint (OpenAI, vLLM,
    Ollama, llama.cpp, ...), model ``SUPPORT_MODEL`` (required). A local server on a loopback address
    may run without a key; anything else needs ``OPENAI_API_KEY``.
-3. Nothing set: the deterministic rehearsal model, labelled ``rehearsal``.
+3. Nothing set: the deterministic rehearsal model, labelled ``rehearsal``, addressed at
+   :data:`REHEARSAL_BASE_URL`. No request leaves the process: the worker gives the gateway an HTTP
+   client whose transport answers it (package ``rehearsal``).
 
 A configured provider never falls back to the rehearsal model. The API key is held as a
 :class:`~pydantic.SecretStr`, so it appears in no ``repr``, ``str``, log line or error message.
@@ -31,6 +33,10 @@ DEEPSEEK_BASE_URL = "https://api.deepseek.com"
 DEEPSEEK_DEFAULT_MODEL = "deepseek-chat"
 OPENAI_DEFAULT_BASE_URL = "https://api.openai.com/v1"
 LOOPBACK_PLACEHOLDER_KEY = "not-needed"
+REHEARSAL_BASE_URL = "http://rehearsal.invalid/v1"
+"""The rehearsal model's address; ``.invalid`` never resolves, so only an injected in-process transport answers."""
+KEYLESS_PLACEHOLDER_KEY = REHEARSAL_LABEL
+"""What the SDK is given for a provider without a key (the rehearsal model): it refuses to start with none."""
 REQUEST_TIMEOUT_SECONDS = 40.0
 
 
@@ -39,7 +45,7 @@ class ModelSettings(BaseModel):
 
     provider: Provider
     model: str
-    base_url: str | None
+    base_url: str
     api_key: SecretStr | None
     timeout_seconds: float = REQUEST_TIMEOUT_SECONDS
 
@@ -49,7 +55,7 @@ class ModelSettings(BaseModel):
 
     def describe(self) -> str:
         """One loggable line: provider, model and endpoint (without any credentials)."""
-        endpoint = _display_url(self.base_url) if self.base_url else "in-process"
+        endpoint = "in-process" if self.is_rehearsal else _display_url(self.base_url)
         return f"provider={self.provider} model={self.model} endpoint={endpoint}"
 
 
@@ -87,7 +93,7 @@ def load_model_settings(environ: Mapping[str, str] | None = None) -> ModelSettin
         return ModelSettings(
             provider="openai-compatible", model=model, base_url=base_url, api_key=SecretStr(openai_key)
         )
-    return ModelSettings(provider=REHEARSAL_LABEL, model=REHEARSAL_LABEL, base_url=None, api_key=None)
+    return ModelSettings(provider=REHEARSAL_LABEL, model=REHEARSAL_LABEL, base_url=REHEARSAL_BASE_URL, api_key=None)
 
 
 def _get(env: Mapping[str, str], name: str) -> str | None:

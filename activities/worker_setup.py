@@ -28,6 +28,7 @@ from activities.tool_activities import ToolActivities
 from contracts.errors import ConfigurationError
 from contracts.names import TASK_QUEUE
 from knowledge.store import KnowledgeBase, default_knowledge_base
+from rehearsal import rehearsal_http_client
 from workflows.support_case import SupportCaseWorkflow
 
 Cleanup = Callable[[], Awaitable[None]]
@@ -36,6 +37,11 @@ Cleanup = Callable[[], Awaitable[None]]
 def commerce_gateway(state_dir: Path, database_url: str | None = None) -> CommerceGateway:
     """The HTTP caller when ``COMMERCE_MCP_URL`` names a commerce service, else the stdio session pool."""
     return CommerceHttpCaller.from_env() or CommerceSessionPool(Path(state_dir), database_url)
+
+
+def model_gateway_for(settings: ModelSettings) -> ModelGateway:
+    """The gateway for ``settings``; the rehearsal model gets the in-process client that answers it."""
+    return ModelGateway(settings, rehearsal_http_client() if settings.is_rehearsal else None)
 
 
 def build_worker(
@@ -65,7 +71,7 @@ def build_worker(
         )
     state_dir = Path(state_dir)
     state_dir.mkdir(parents=True, exist_ok=True)
-    gateway = model_gateway or ModelGateway(model_settings or load_model_settings())
+    gateway = model_gateway or model_gateway_for(model_settings or load_model_settings())
     pool = commerce or commerce_gateway(state_dir, database_url)
     tools = ToolActivities(pool, knowledge or default_knowledge_base(), LanguagePreferences(state_dir))
     settlement = SettlementActivities(pool)

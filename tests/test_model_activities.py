@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 
-import httpx
+import httpx2
 import pytest
 from activity_support import run_bounded
 from temporalio.exceptions import ApplicationError
@@ -14,6 +14,7 @@ from activities.model_activities import ModelActivities
 from activities.model_gateway import ModelGateway
 from activities.model_settings import load_model_settings
 from contracts.case import PlanRequest
+from rehearsal import rehearsal_http_client
 
 
 def environment(attempt: int) -> ActivityEnvironment:
@@ -23,7 +24,7 @@ def environment(attempt: int) -> ActivityEnvironment:
 
 
 async def test_plan_case_records_the_attempt() -> None:
-    activities = ModelActivities(ModelGateway(load_model_settings({})))
+    activities = ModelActivities(ModelGateway(load_model_settings({}), http_client=rehearsal_http_client()))
     request = PlanRequest(case_id="c-1", question="Please refund QH-1001", language="en")
     result = await environment(2).run(activities.plan_case, request)
     assert result.plan.order_id == "QH-1001"
@@ -37,10 +38,10 @@ async def test_plan_case_records_the_attempt() -> None:
 async def test_failures_become_application_errors_with_class_and_attempt(
     status: int, error_type: str, non_retryable: bool, delay: float | None
 ) -> None:
-    reply = httpx.Response(status, headers={"retry-after": "3"}, json={})
-    transport = httpx.MockTransport(lambda request: reply)
+    reply = httpx2.Response(status, headers={"retry-after": "3"}, json={})
+    transport = httpx2.MockTransport(lambda request: reply)
     settings = load_model_settings({"OPENAI_API_KEY": "k", "SUPPORT_MODEL": "m"})
-    activities = ModelActivities(ModelGateway(settings, http_client=httpx.AsyncClient(transport=transport)))
+    activities = ModelActivities(ModelGateway(settings, http_client=httpx2.AsyncClient(transport=transport)))
     request = PlanRequest(case_id="c-1", question="Please refund QH-1001", language="en")
 
     with pytest.raises(ApplicationError) as raised:

@@ -6,7 +6,7 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-import httpx
+import httpx2
 import pytest
 
 from activities.model_gateway import ModelGateway, fit_transcript, retry_after_seconds
@@ -30,11 +30,11 @@ PLAN = Plan(intent="refund", order_id="QH-1001", action_requested=True, queries=
 class Endpoint:
     """A MockTransport handler that records every request and answers with a scripted response."""
 
-    def __init__(self, respond: Callable[[httpx.Request], httpx.Response]) -> None:
+    def __init__(self, respond: Callable[[httpx2.Request], httpx2.Response]) -> None:
         self.respond = respond
         self.requests: list[dict[str, Any]] = []
 
-    def __call__(self, request: httpx.Request) -> httpx.Response:
+    def __call__(self, request: httpx2.Request) -> httpx2.Response:
         self.requests.append(json.loads(request.content))
         return self.respond(request)
 
@@ -46,7 +46,7 @@ class Endpoint:
                 "SUPPORT_MODEL": "m-1",
             }
         )
-        return ModelGateway(settings, http_client=httpx.AsyncClient(transport=httpx.MockTransport(self)))
+        return ModelGateway(settings, http_client=httpx2.AsyncClient(transport=httpx2.MockTransport(self)))
 
 
 def completion(content: str | None, *, finish_reason: str = "stop", usage: bool = True, **message: Any) -> dict:
@@ -68,8 +68,8 @@ def completion(content: str | None, *, finish_reason: str = "stop", usage: bool 
     return body
 
 
-def ok(body: dict[str, Any]) -> Callable[[httpx.Request], httpx.Response]:
-    return lambda request: httpx.Response(200, json=body)
+def ok(body: dict[str, Any]) -> Callable[[httpx2.Request], httpx2.Response]:
+    return lambda request: httpx2.Response(200, json=body)
 
 
 PLAN_JSON = json.dumps(
@@ -218,23 +218,23 @@ async def test_truncated_reply_and_unreadable_body_are_contract_errors() -> None
         await endpoint.gateway().plan(PlanRequest(case_id="c-1", question=QUESTION, language="en"))
     assert raised.value.code == "truncated_or_malformed"
 
-    endpoint = Endpoint(lambda request: httpx.Response(200, text="<html>gateway</html>"))
+    endpoint = Endpoint(lambda request: httpx2.Response(200, text="<html>gateway</html>"))
     with pytest.raises(ContractError) as raised:
         await endpoint.gateway().plan(PlanRequest(case_id="c-1", question=QUESTION, language="en"))
     assert raised.value.code == "truncated_or_malformed"
 
 
-def _status(code: int, headers: dict[str, str] | None = None) -> Callable[[httpx.Request], httpx.Response]:
+def _status(code: int, headers: dict[str, str] | None = None) -> Callable[[httpx2.Request], httpx2.Response]:
     body = {"error": {"message": f"refused; key {CANARY} is invalid", "type": "error"}}
-    return lambda request: httpx.Response(code, json=body, headers=headers or {})
+    return lambda request: httpx2.Response(code, json=body, headers=headers or {})
 
 
-def _timeout(request: httpx.Request) -> httpx.Response:
-    raise httpx.ReadTimeout("the provider is slow", request=request)
+def _timeout(request: httpx2.Request) -> httpx2.Response:
+    raise httpx2.ReadTimeout("the provider is slow", request=request)
 
 
-def _unreachable(request: httpx.Request) -> httpx.Response:
-    raise httpx.ConnectError("connection refused", request=request)
+def _unreachable(request: httpx2.Request) -> httpx2.Response:
+    raise httpx2.ConnectError("connection refused", request=request)
 
 
 @pytest.mark.parametrize(
@@ -254,7 +254,7 @@ def _unreachable(request: httpx.Request) -> httpx.Response:
     ],
 )
 async def test_provider_errors_map_to_error_classes_with_exactly_one_request(
-    respond: Callable[[httpx.Request], httpx.Response],
+    respond: Callable[[httpx2.Request], httpx2.Response],
     error_type: type[SupportError],
     code: str,
     retry_after: float | None,
@@ -271,9 +271,9 @@ async def test_provider_errors_map_to_error_classes_with_exactly_one_request(
 
 
 def test_retry_after_forms() -> None:
-    assert retry_after_seconds(httpx.Headers({"retry-after": "2.5"})) == 2.5
-    assert retry_after_seconds(httpx.Headers({"retry-after-ms": "1500"})) == 1.5
-    assert retry_after_seconds(httpx.Headers({"retry-after": "100000"})) == 600.0
-    assert retry_after_seconds(httpx.Headers({"retry-after": "Wed, 21 Oct 2015 07:28:00 GMT"})) is None
-    assert retry_after_seconds(httpx.Headers({"retry-after": "soon"})) is None
-    assert retry_after_seconds(httpx.Headers({})) is None
+    assert retry_after_seconds(httpx2.Headers({"retry-after": "2.5"})) == 2.5
+    assert retry_after_seconds(httpx2.Headers({"retry-after-ms": "1500"})) == 1.5
+    assert retry_after_seconds(httpx2.Headers({"retry-after": "100000"})) == 600.0
+    assert retry_after_seconds(httpx2.Headers({"retry-after": "Wed, 21 Oct 2015 07:28:00 GMT"})) is None
+    assert retry_after_seconds(httpx2.Headers({"retry-after": "soon"})) is None
+    assert retry_after_seconds(httpx2.Headers({})) is None

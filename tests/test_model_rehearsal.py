@@ -5,12 +5,11 @@ from __future__ import annotations
 import json
 from typing import Any
 
-import httpx
+import httpx2
 import pytest
 
 from activities.model_gateway import ModelGateway
 from activities.model_settings import load_model_settings
-from activities.rehearsal_model import RehearsalTransport
 from contracts.case import (
     ComposedAnswer,
     ComposeRequest,
@@ -27,6 +26,7 @@ from contracts.case import (
 from contracts.commerce import RefundQuote
 from contracts.knowledge import Language, Passage
 from contracts.tools import INVESTIGATION_TOOLS
+from rehearsal import RehearsalTransport, rehearsal_http_client
 
 REFUND_QUESTION = "Please refund QH-1001 and explain the amount and the policy"
 ORDER_1001 = {
@@ -78,7 +78,7 @@ def passage(passage_id: str, text: str = "Policy text.") -> Passage:
 
 @pytest.fixture
 def gateway() -> ModelGateway:
-    return ModelGateway(load_model_settings({}))
+    return ModelGateway(load_model_settings({}), http_client=rehearsal_http_client())
 
 
 async def plan_of(gateway: ModelGateway, question: str, language: str = "en") -> Plan:
@@ -309,7 +309,7 @@ async def test_review_rules(gateway: ModelGateway) -> None:
 
 
 async def test_transport_is_a_deterministic_chat_completions_endpoint() -> None:
-    async with httpx.AsyncClient(transport=RehearsalTransport(), base_url="http://rehearsal.invalid/v1") as client:
+    async with httpx2.AsyncClient(transport=RehearsalTransport(), base_url="http://rehearsal.invalid/v1") as client:
         body = {
             "model": "rehearsal",
             "messages": [

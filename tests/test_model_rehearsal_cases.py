@@ -41,6 +41,7 @@ from contracts.tools import INVESTIGATION_TOOLS
 from knowledge.refund_quote import calculate_refund_quote
 from knowledge.skills import load_skill
 from knowledge.store import default_knowledge_base
+from rehearsal import rehearsal_http_client
 
 TENANT = "qinghe"
 
@@ -98,7 +99,7 @@ class InProcessTools:
 
 
 async def run_case(engine: Engine, question: str, language: Language = Language.EN) -> dict[str, Any]:
-    gateway = ModelGateway(load_model_settings({}))
+    gateway = ModelGateway(load_model_settings({}), http_client=rehearsal_http_client())
     tools = InProcessTools(engine, language)
     planned = await gateway.plan(PlanRequest(case_id="case-1", question=question, language=language))
     plan: Plan = planned.plan

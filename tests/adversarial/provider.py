@@ -11,8 +11,8 @@ first line of the system prompt (plan, investigate, compose, review):
 - each kind has a queue of scripted replies (:meth:`ScriptedProvider.script`), consumed one per
   request of that kind;
 - when the queue is empty, the kind's default answers (:meth:`ScriptedProvider.default`); the
-  default default is the rehearsal model's rules (:func:`activities.rehearsal_model.respond`), so a
-  test scripts only the hostile part and the rest of the case behaves like a contract-following model.
+  default default is the rehearsal model's rules (:func:`rehearsal.respond`), so a test scripts only
+  the hostile part and the rest of the case behaves like a contract-following model.
 
 A reply is a :class:`Reply` (a completion, an HTTP error, a delay, a cut body) or a callable that
 builds one from the :class:`Request` (for replies that depend on what the service sent, e.g. citing
@@ -42,7 +42,7 @@ from starlette.requests import Request as HttpRequest
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from activities import rehearsal_model
+import rehearsal
 from activities.prompts import REQUEST_KINDS, kind_of
 
 DEFAULT_MODEL = "scripted-adversary"
@@ -288,7 +288,7 @@ class ScriptedProvider:
 
     def _response(self, reply: Reply, request: Request) -> Response:
         if reply.rehearsal:
-            completion = rehearsal_model.respond(request.body)
+            completion = rehearsal.respond(request.body)
             completion["model"] = self.model
             return JSONResponse(completion)
         if reply.raw_body is not None:

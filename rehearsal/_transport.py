@@ -1,10 +1,12 @@
-"""The rehearsal model on the wire: an ``httpx`` transport that answers OpenAI Chat Completions.
+"""The rehearsal model on the wire: an ``httpx2`` transport that answers OpenAI Chat Completions.
 
-``ModelGateway`` talks to it through the real ``openai`` SDK exactly as it talks to DeepSeek or vLLM,
-so CI and the demo exercise the same adapter, validation and error code. The decisions themselves
-live in :mod:`activities.rehearsal_rules`; this module only speaks the protocol: it reads the kind
-marker of the system prompt, the JSON context of the first user message and, for investigation, the
-earlier assistant tool calls and tool results, and returns a ``chat.completion`` object.
+The model gateway talks to it through the real ``openai`` SDK exactly as it talks to DeepSeek or
+vLLM, so CI and the demo exercise the same adapter, validation and error code. The decisions live in
+one rules module per request kind (:mod:`rehearsal._plan`, :mod:`rehearsal._investigate`,
+:mod:`rehearsal._compose`, :mod:`rehearsal._review`); this module only speaks the protocol: it reads
+the kind marker of the system prompt, the JSON context of the first user message and, for
+investigation, the earlier assistant tool calls and tool results, and returns a ``chat.completion``
+object.
 
 The reply carries no ``usage`` field: the rehearsal model has no tokens, so usage is recorded as
 unknown, never as zero. Its model name is ``rehearsal``.
@@ -16,13 +18,15 @@ import hashlib
 import json
 from typing import Any
 
-import httpx
+import httpx2
 
-from activities import rehearsal_rules
 from activities.prompts import kind_of
 from contracts.case import REHEARSAL_LABEL
+from rehearsal._compose import compose
+from rehearsal._investigate import Observation, investigate, read_observation
+from rehearsal._plan import plan
+from rehearsal._review import review
 
-REHEARSAL_BASE_URL = "http://rehearsal.invalid/v1"
 _CREATED = 1_788_998_400
 """A fixed ``created`` timestamp (2026-09-10): replies are byte-for-byte deterministic."""
 
@@ -31,10 +35,10 @@ class _BadRequest(ValueError):
     pass
 
 
-class RehearsalTransport(httpx.AsyncBaseTransport):
-    """Answers ``POST …/chat/completions``; every other request gets an OpenAI-style 404."""
+class RehearsalTransport(httpx2.AsyncBaseTransport):
+    """Answers ``POST …/chat/completions`` at any address; every other request gets an OpenAI-style 404."""
 
-    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+    async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
         if request.method != "POST" or not request.url.path.endswith("/chat/completions"):
             return _error(404, "not_found_error", f"The rehearsal model does not serve {request.url.path}.")
         body = await request.aread()
@@ -42,7 +46,12 @@ class RehearsalTransport(httpx.AsyncBaseTransport):
             completion = respond(json.loads(body))
         except (_BadRequest, ValueError, KeyError, TypeError) as exc:
             return _error(400, "invalid_request_error", f"The rehearsal model cannot read the request: {exc}")
-        return httpx.Response(200, json=completion)
+        return httpx2.Response(200, json=completion)
+
+
+def rehearsal_http_client() -> httpx2.AsyncClient:
+    """An HTTP client whose every request is answered in-process by :class:`RehearsalTransport`."""
+    return httpx2.AsyncClient(transport=RehearsalTransport())
 
 
 def respond(body: dict[str, Any]) -> dict[str, Any]:
@@ -60,7 +69,7 @@ def respond(body: dict[str, Any]) -> dict[str, Any]:
         turn = context.get("turn")
         if not isinstance(turn, int):
             turn = _rounds_so_far(messages) + 1
-        calls, content = rehearsal_rules.investigate(context, _observations(messages), offered)
+        calls, content = investigate(context, _observations(messages), offered)
         tool_calls = [
             {
                 "id": f"call_{turn}_{n}",
@@ -70,11 +79,7 @@ def respond(body: dict[str, Any]) -> dict[str, Any]:
             for n, (name, arguments) in enumerate(calls, start=1)
         ]
     else:
-        decide = {
-            "plan": rehearsal_rules.plan,
-            "compose": rehearsal_rules.compose,
-            "review": rehearsal_rules.review,
-        }[kind]
+        decide = {"plan": plan, "compose": compose, "review": review}[kind]
         content = json.dumps(decide(context), ensure_ascii=False)
 
     message: dict[str, Any] = {"role": "assistant", "content": content}
@@ -118,9 +123,9 @@ def _rounds_so_far(messages: list[dict[str, Any]]) -> int:
     return sum(1 for m in messages if m.get("role") == "assistant" and m.get("tool_calls"))
 
 
-def _observations(messages: list[dict[str, Any]]) -> list[list[rehearsal_rules.Observation]]:
+def _observations(messages: list[dict[str, Any]]) -> list[list[Observation]]:
     """Earlier rounds: each assistant tool-call message with the results of its calls."""
-    rounds: list[list[rehearsal_rules.Observation]] = []
+    rounds: list[list[Observation]] = []
     results = {m.get("tool_call_id"): _text(m) for m in messages if m.get("role") == "tool"}
     for message in messages:
         if message.get("role") != "assistant" or not message.get("tool_calls"):
@@ -132,9 +137,9 @@ def _observations(messages: list[dict[str, Any]]) -> list[list[rehearsal_rules.O
                 arguments = json.loads(function.get("arguments") or "{}")
             except ValueError:
                 arguments = {}
-            ok, result = rehearsal_rules.read_observation(results.get(call.get("id"), ""))
+            ok, result = read_observation(results.get(call.get("id"), ""))
             round_.append(
-                rehearsal_rules.Observation(
+                Observation(
                     name=function.get("name", ""),
                     arguments=arguments if isinstance(arguments, dict) else {},
                     ok=ok,
@@ -145,5 +150,5 @@ def _observations(messages: list[dict[str, Any]]) -> list[list[rehearsal_rules.O
     return rounds
 
 
-def _error(status: int, error_type: str, message: str) -> httpx.Response:
-    return httpx.Response(status, json={"error": {"message": message, "type": error_type, "code": None}})
+def _error(status: int, error_type: str, message: str) -> httpx2.Response:
+    return httpx2.Response(status, json={"error": {"message": message, "type": error_type, "code": None}})

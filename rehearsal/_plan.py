@@ -1,0 +1,151 @@
+"""The rehearsal model's plan: order id by pattern (never invented), intent by bilingual keywords, queries.
+
+Queries are written in the case language, because the knowledge search runs in that language. The
+topic queries also tell :mod:`rehearsal._compose` which intents are topics that need an order.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from contracts.commerce import ORDER_ID_IN_TEXT
+from rehearsal._common import case_language
+
+_ORDER_ID = ORDER_ID_IN_TEXT
+_GREETINGS = {"hello", "hi", "hey", "hello there", "good morning", "你好", "您好", "嗨", "哈喽"}
+
+_KEYWORDS: dict[str, tuple[str, ...]] = {
+    "invoice": ("invoice", "发票"),
+    "warranty": (
+        "warranty",
+        "broken",
+        "repair",
+        "stopped working",
+        "flicker",
+        "does not turn on",
+        "doesn't turn on",
+        "won't turn on",
+        "faulty",
+        "保修",
+        "坏",
+        "维修",
+        "不亮",
+        "故障",
+    ),
+    "refund": ("refund", "money back", "get back", "return", "退款", "退货", "退钱", "退"),
+    "delivery": (
+        "deliver",
+        "shipment",
+        "ship",
+        "where is",
+        "address",
+        "parcel",
+        "tracking",
+        "配送",
+        "物流",
+        "快递",
+        "地址",
+        "发货",
+        "包裹",
+        "到哪",
+    ),
+}
+_ACTION = re.compile(
+    r"please refund|refund (?:QH-|my |me|the |this |it\b|[\d,.]+ )"
+    r"|i (?:want|would like|'d like) (?:a |my )?refund"
+    r"|请退款|申请退款|我要退款|帮我退款|给我退款|办理退款",
+    re.IGNORECASE,
+)
+
+QUERIES: dict[str, dict[str, tuple[str, ...]]] = {
+    "refund": {
+        "en": ("refund window delivery warehouse receipt", "refund amount freight exclusions"),
+        "zh": ("退款期限 签收 退货 仓库", "退款金额 运费 定制 数字商品"),
+    },
+    "delivery": {
+        "en": (
+            "shipment tracking carrier delivery status",
+            "change the delivery address after the order has shipped",
+        ),
+        "zh": ("发货 物流 跟踪 承运商", "发货后 修改 收货地址"),
+    },
+    "invoice": {
+        "en": ("invoice original amounts total delivery charge", "invoice reconciliation after refund"),
+        "zh": ("发票 原始金额 合计 运费", "退款后 发票 对账"),
+    },
+    "warranty": {
+        "en": ("warranty period months product", "safe troubleshooting before a warranty claim"),
+        "zh": ("保修期 月 产品", "申请保修前 安全排查"),
+    },
+}
+_MILESTONES: dict[str, dict[str, tuple[str, ...]]] = {
+    "refund": {
+        "en": (
+            "read the order",
+            "compute the refund quote",
+            "cite the policy pages",
+            "prepare a proposal for human approval",
+        ),
+        "zh": ("读取订单", "计算退款报价", "引用政策页面", "准备待人工审批的方案"),
+    },
+    "delivery": {
+        "en": ("read the order", "read the shipment", "cite the delivery terms"),
+        "zh": ("读取订单", "读取物流信息", "引用配送条款"),
+    },
+    "invoice": {
+        "en": ("read the order and invoice", "compute the refundable balance", "cite the terms"),
+        "zh": ("读取订单和发票", "计算可退余额", "引用相关条款"),
+    },
+    "warranty": {
+        "en": ("read the order", "read the product warranty", "cite the warranty terms"),
+        "zh": ("读取订单", "读取产品保修信息", "引用保修条款"),
+    },
+    "policy": {
+        "en": ("search the policy pages", "answer from the cited passages"),
+        "zh": ("检索政策页面", "依据引用段落回答"),
+    },
+}
+
+
+def plan(context: dict[str, Any]) -> dict[str, Any]:
+    question: str = context["question"]
+    language = case_language(context)
+    match = _ORDER_ID.search(question)
+    order_id = match.group(0) if match else None
+    intent = _intent(question)
+    topic_queries = QUERIES.get(intent, {}).get(language, ())
+    if intent == "greeting":
+        queries: list[str] = []
+        milestones: tuple[str, ...] = ()
+    elif order_id:
+        queries = list(topic_queries[:2]) or [_clip(question, 300)]
+        milestones = _MILESTONES.get(intent, _MILESTONES["policy"])[language]
+    else:
+        queries = [_clip(question, 300), *topic_queries[:2]]
+        milestones = _MILESTONES["policy"][language]
+    return {
+        "intent": intent,
+        "order_id": order_id,
+        "action_requested": intent == "refund" and bool(_ACTION.search(question)),
+        "queries": queries[:3],
+        "milestones": list(milestones[:4]),
+    }
+
+
+def _intent(question: str) -> str:
+    lowered = question.lower()
+    if re.sub(r"[\W_]+", " ", lowered).strip() in _GREETINGS:
+        return "greeting"
+    if _ACTION.search(question):
+        return "refund"
+    if any(word in lowered for word in _KEYWORDS["invoice"]):
+        return "invoice"
+    for intent in ("warranty", "refund", "delivery"):
+        if any(word in lowered for word in _KEYWORDS[intent]):
+            return intent
+    return "policy"
+
+
+def _clip(text: str, limit: int) -> str:
+    return text.strip()[:limit].strip()
