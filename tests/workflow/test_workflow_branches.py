@@ -1,0 +1,654 @@
+"""Fast workflow tests: the real ``SupportCaseWorkflow``, every activity a scripted mock registered by name.
+
+The end-to-end tests run the production worker (rehearsal model, real commerce server) and cannot
+reach the branches that need a misbehaving provider, a commerce server that keeps failing, a record
+store that refuses writes or a flood of refused reviews. Here the workflow runs on a real dev server
+(the session fixture of ``tests/conftest.py``) and a worker in this process, on its own task queue
+per test, with mocks registered under the names in :class:`contracts.names.ActivityName`, as in
+temporalio/samples-python ``tests/hello/hello_activity_test.py``. A mock answers with the contract's
+result types or fails as the production boundary does (:mod:`activities.boundary`): a
+:class:`SupportError` through :func:`contracts.errors.to_application_error` with the attempt number.
+
+The cases are driven only through the workflow's public face: start, the ``review`` signal and
+update, the ``status`` and ``events`` queries and the resulting :class:`CaseView`.
+
+Retries are real: a transient failure is retried by Temporal under the policy the workflow chose
+(:mod:`workflows.activity_options`), with backoffs of 1 s, 2 s, 4 s ... (SETTLE's ten attempts would
+take about 151 s). The mocks' transient errors therefore carry the ``retry_after_seconds`` hint that
+a provider's Retry-After header gives in production, which ``to_application_error`` turns into
+``next_retry_delay``; the number of attempts is unchanged. The dev server still waits about one
+second before every retry, whatever the hint or the policy asks (measured), so a test that spends
+retries costs about a second per retry: the model budget (10 retries), the record (4) and, marked
+``slow``, the settlement whose ten attempts are all spent (9).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections import Counter, defaultdict
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from datetime import date
+from typing import Any
+
+import pytest
+from temporalio import activity
+from temporalio.client import Client, WorkflowHandle
+from temporalio.worker import Worker
+
+from contracts.case import (
+    Budgets,
+    CaseEvent,
+    CaseInput,
+    CaseOptions,
+    CaseRecord,
+    CaseStatus,
+    CaseView,
+    ComposedAnswer,
+    ComposeRequest,
+    ComposeResult,
+    Decision,
+    Intent,
+    InvestigateRequest,
+    InvestigateResult,
+    ModelCallMeta,
+    NextAction,
+    Plan,
+    PlanRequest,
+    PlanResult,
+    ProposedToolCall,
+    ReviewDecision,
+    ReviewOutcome,
+    ReviewRequest,
+    ReviewResult,
+    ReviewVerdict,
+    SettleRequest,
+    ToolObservation,
+    ToolRequest,
+    Verdict,
+)
+from contracts.commerce import RefundQuote, RefundReceipt, canonical_json
+from contracts.errors import (
+    AuthorizationError,
+    BusinessError,
+    ConfigurationError,
+    ContractError,
+    SupportError,
+    TransientError,
+    to_application_error,
+)
+from contracts.identity import PROFILES
+from contracts.knowledge import Language, Passage
+from contracts.names import (
+    REVIEW,
+    WORKFLOW_NAME,
+    ActivityName,
+    EventKind,
+    QueryName,
+    ReviewRefusal,
+    StopCode,
+    stop_reason,
+)
+from workflows.activity_options import RECORD, SETTLE
+from workflows.support_case import SupportCaseWorkflow
+
+QUESTION = "Please refund QH-1001 and explain the amount and the policy"
+FAST_RETRY_SECONDS = 0.05
+"""The Retry-After hint on every transient failure here (the dev server rounds it up to about 1 s)."""
+GUARD_SECONDS = 60
+"""How long a test waits for a case before it fails (a guard against hanging, never a timing check)."""
+
+# --- fictional facts the mocks answer with -------------------------------------------------------
+
+PASSAGES = [
+    Passage(
+        passage_id=f"RETURNS:{page}:en:0",
+        page_id=f"RETURNS:{page}",
+        doc_id="RETURNS",
+        doc_version="2026-09",
+        tenant="qinghe",
+        language=Language.EN,
+        page_title=title,
+        text=text,
+    )
+    for page, title, text in [
+        ("p02", "Refund window", "Items may be returned within 30 days of delivery."),
+        ("p03", "Refund amount", "The refund covers the paid item amount; the delivery charge is not refunded."),
+    ]
+]
+QUOTE = RefundQuote(
+    quote_id="QUOTE-QH-1001-v1",
+    order_id="QH-1001",
+    order_version=1,
+    tenant="qinghe",
+    rule_version="returns-2026-09",
+    as_of=date(2026, 9, 20),
+    eligible=True,
+    reason="eligible",
+    amount_cents=12900,
+    currency="CNY",
+    paid_items_cents=12900,
+    freight_cents=1200,
+    refunded_cents=0,
+    delivered_on=date(2026, 9, 10),
+    days_since_delivery=10,
+    window_days=30,
+    citations=["RETURNS:p02", "RETURNS:p03"],
+    explanation_en="Inside the 30-day window: the paid item amount, without the delivery charge.",
+    explanation_zh="在30天退货期内：退还商品实付金额，不含运费。",
+    ledger_id="ledger-branches",
+)
+PLAN = Plan(intent=Intent.REFUND, order_id="QH-1001", action_requested=True, queries=[], milestones=[])
+DRAFT = ComposedAnswer(
+    answer="A refund of CNY 129.00 (12900 cents) for QH-1001 can be proposed under the return policy; "
+    "a reviewer must approve it before any money moves.",
+    citations=[passage.passage_id for passage in PASSAGES],
+    next_action=NextAction.PROPOSE_REFUND,
+)
+
+
+def meta(attempt: int) -> ModelCallMeta:
+    return ModelCallMeta(provider="mock", model="scripted", attempt=attempt)
+
+
+def tool_call(call_id: str, name: str, **arguments: str) -> ProposedToolCall:
+    return ProposedToolCall(call_id=call_id, name=name, arguments=arguments, raw_arguments=canonical_json(arguments))
+
+
+def transient(code: str, message: str) -> TransientError:
+    return TransientError(code, message, retry_after_seconds=FAST_RETRY_SECONDS)
+
+
+# --- default behaviours: a case that reaches waiting_approval and settles ------------------------
+# A behaviour takes the activity's request and the attempt number; it returns the result or raises
+# a SupportError, which the mock turns into the ApplicationError the production boundary would raise.
+
+Behaviour = Callable[[Any, int], Any]
+
+
+def plan_refund(request: PlanRequest, attempt: int) -> PlanResult:
+    return PlanResult(plan=PLAN, meta=meta(attempt))
+
+
+def quote_then_stop(request: InvestigateRequest, attempt: int) -> InvestigateResult:
+    calls = [tool_call("call-quote", "calculate_refund", order_id="QH-1001")] if request.turn == 1 else []
+    return InvestigateResult(
+        calls=calls, content=None, finish_reason="tool_calls" if calls else "stop", meta=meta(attempt)
+    )
+
+
+def answer_tools(request: ToolRequest, attempt: int) -> ToolObservation:
+    if request.name == "calculate_refund":
+        result = {
+            "quote": QUOTE.model_dump(mode="json"),
+            "passages": [passage.model_dump(mode="json") for passage in PASSAGES],
+        }
+    else:
+        result = {"passages": []}
+    return ToolObservation(call_id=request.call_id, name=request.name, ok=True, result=result)
+
+
+def draft_refund(request: ComposeRequest, attempt: int) -> ComposeResult:
+    return ComposeResult(answer=DRAFT, meta=meta(attempt))
+
+
+def pass_review(request: ReviewRequest, attempt: int) -> ReviewResult:
+    return ReviewResult(verdict=ReviewVerdict(verdict=Verdict.PASS, problems=[]), meta=meta(attempt))
+
+
+def pay(request: SettleRequest, attempt: int) -> RefundReceipt:
+    proposal = request.proposal
+    return RefundReceipt(
+        receipt_id=f"SIM-{request.digest[:12]}",
+        approval_id=request.approval_id,
+        order_id=proposal.order_id,
+        amount_cents=proposal.amount_cents,
+        currency=proposal.currency,
+        digest=request.digest,
+        order_version_after=proposal.order_version + 1,
+        created_at=request.approved_at,
+    )
+
+
+def write_record(record: CaseRecord, attempt: int) -> str:
+    return f"/records/{record.case.case_id}-{record.case.status.value}.json"
+
+
+DEFAULTS: dict[ActivityName, Behaviour] = {
+    ActivityName.PLAN_CASE: plan_refund,
+    ActivityName.INVESTIGATE_TURN: quote_then_stop,
+    ActivityName.COMPOSE_ANSWER: draft_refund,
+    ActivityName.REVIEW_ANSWER: pass_review,
+    ActivityName.RUN_INVESTIGATION_TOOL: answer_tools,
+    ActivityName.EXECUTE_REFUND: pay,
+    ActivityName.WRITE_CASE_RECORD: write_record,
+}
+
+
+class MockActivities:
+    """Every activity of the workflow, by name, answering from ``behaviours`` and counting attempts."""
+
+    def __init__(self, behaviours: dict[ActivityName, Behaviour] | None = None) -> None:
+        self.behaviours = DEFAULTS | (behaviours or {})
+        self.attempts: Counter[ActivityName] = Counter()
+        self.requests: dict[ActivityName, list[Any]] = defaultdict(list)
+
+    def _answer(self, name: ActivityName, request: Any) -> Any:
+        attempt = activity.info().attempt
+        self.attempts[name] += 1
+        self.requests[name].append(request)
+        try:
+            return self.behaviours[name](request, attempt)
+        except SupportError as error:
+            raise to_application_error(error, attempt=attempt) from None
+
+    @activity.defn(name=ActivityName.PLAN_CASE.value)
+    async def plan_case(self, request: PlanRequest) -> PlanResult:
+        return self._answer(ActivityName.PLAN_CASE, request)
+
+    @activity.defn(name=ActivityName.INVESTIGATE_TURN.value)
+    async def investigate_turn(self, request: InvestigateRequest) -> InvestigateResult:
+        return self._answer(ActivityName.INVESTIGATE_TURN, request)
+
+    @activity.defn(name=ActivityName.COMPOSE_ANSWER.value)
+    async def compose_answer(self, request: ComposeRequest) -> ComposeResult:
+        return self._answer(ActivityName.COMPOSE_ANSWER, request)
+
+    @activity.defn(name=ActivityName.REVIEW_ANSWER.value)
+    async def review_answer(self, request: ReviewRequest) -> ReviewResult:
+        return self._answer(ActivityName.REVIEW_ANSWER, request)
+
+    @activity.defn(name=ActivityName.RUN_INVESTIGATION_TOOL.value)
+    async def run_investigation_tool(self, request: ToolRequest) -> ToolObservation:
+        return self._answer(ActivityName.RUN_INVESTIGATION_TOOL, request)
+
+    @activity.defn(name=ActivityName.EXECUTE_REFUND.value)
+    async def execute_refund(self, request: SettleRequest) -> RefundReceipt:
+        return self._answer(ActivityName.EXECUTE_REFUND, request)
+
+    @activity.defn(name=ActivityName.WRITE_CASE_RECORD.value)
+    async def write_case_record(self, record: CaseRecord) -> str:
+        return self._answer(ActivityName.WRITE_CASE_RECORD, record)
+
+    def all(self) -> list[Callable[..., Awaitable[Any]]]:
+        return [
+            self.plan_case,
+            self.investigate_turn,
+            self.compose_answer,
+            self.review_answer,
+            self.run_investigation_tool,
+            self.execute_refund,
+            self.write_case_record,
+        ]
+
+    def model_attempts(self) -> int:
+        return sum(
+            self.attempts[name]
+            for name in (
+                ActivityName.PLAN_CASE,
+                ActivityName.INVESTIGATE_TURN,
+                ActivityName.COMPOSE_ANSWER,
+                ActivityName.REVIEW_ANSWER,
+            )
+        )
+
+
+# --- driving a case ------------------------------------------------------------------------------
+
+
+class Case:
+    """One case on its own task queue, served by a worker in this process with ``mocks``."""
+
+    def __init__(self, client: Client, task_queue: str, mocks: MockActivities) -> None:
+        self.client = client
+        self.task_queue = task_queue
+        self.mocks = mocks
+        self.handle: WorkflowHandle | None = None
+
+    async def start(self, question: str = QUESTION, *, ttl: int = 300) -> WorkflowHandle:
+        case = CaseInput(
+            case_id=uuid.uuid4().hex[:12],
+            question=question,
+            language=Language.EN,
+            applicant=PROFILES["alice"],
+            options=CaseOptions(approval_ttl_seconds=ttl),
+        )
+        self.handle = await self.client.start_workflow(
+            WORKFLOW_NAME, case, id=f"case-{case.case_id}", task_queue=self.task_queue, result_type=CaseView
+        )
+        return self.handle
+
+    async def view(self) -> CaseView:
+        assert self.handle is not None
+        return await self.handle.query(QueryName.STATUS.value, result_type=CaseView)
+
+    async def events(self) -> list[CaseEvent]:
+        """The events of the case's latest run (a flood may have continued it as new)."""
+        assert self.handle is not None
+        latest = self.client.get_workflow_handle(self.handle.id)
+        return await latest.query(QueryName.EVENTS.value, result_type=list[CaseEvent])
+
+    async def waiting_for_approval(self) -> CaseView:
+        """The view once the case waits for a reviewer and its record was written or failed."""
+        deadline = asyncio.get_running_loop().time() + GUARD_SECONDS
+        while True:
+            view = await self.view()
+            if view.status is CaseStatus.WAITING_APPROVAL and view.record_attempted:
+                return view
+            assert view.status in (CaseStatus.RUNNING, CaseStatus.WAITING_APPROVAL), (view.status, view.reason)
+            assert asyncio.get_running_loop().time() < deadline, f"case still {view.status}/{view.phase}"
+            await asyncio.sleep(0.05)
+
+    async def approve(self, digest: str) -> ReviewOutcome:
+        assert self.handle is not None
+        decision = ReviewDecision(reviewer="chen", digest=digest, decision=Decision.APPROVE, note="branch test")
+        return await self.handle.execute_update(REVIEW, decision, result_type=ReviewOutcome)
+
+    async def result(self) -> CaseView:
+        assert self.handle is not None
+        return await asyncio.wait_for(self.handle.result(), GUARD_SECONDS)
+
+    async def approved_result(self) -> CaseView:
+        """Wait for the proposal, approve it as chen with its digest, and return the final view."""
+        waiting = await self.waiting_for_approval()
+        assert waiting.digest is not None
+        outcome = await self.approve(waiting.digest)
+        assert outcome.accepted, outcome
+        return await self.result()
+
+
+@asynccontextmanager
+async def mocked_case(client: Client, behaviours: dict[ActivityName, Behaviour] | None = None) -> AsyncIterator[Case]:
+    mocks = MockActivities(behaviours)
+    task_queue = f"branches-{uuid.uuid4().hex[:8]}"
+    async with Worker(client, task_queue=task_queue, workflows=[SupportCaseWorkflow], activities=mocks.all()):
+        yield Case(client, task_queue, mocks)
+
+
+def kinds(events: list[CaseEvent]) -> list[str]:
+    return [event.kind for event in events]
+
+
+def details(events: list[CaseEvent], kind: EventKind) -> list[str]:
+    return [event.detail for event in events if event.kind == kind]
+
+
+# --- budgets -------------------------------------------------------------------------------------
+
+
+async def test_a_flaky_model_that_keeps_investigating_spends_the_model_budget(temporal_client: Client) -> None:
+    """Each model call fails once (HTTP 503) and succeeds on its retry, so each costs two requests.
+
+    Plan (2) + seven investigation turns (14) + a draft (2) + a review asking for a rewrite (2) spend
+    all 20; the rewrite is never requested.
+    """
+    budgets = Budgets()
+    assert 2 * (1 + budgets.max_turns + 2) == budgets.max_model_requests, "the scenario assumes the default budgets"
+
+    def flaky(behaviour: Behaviour) -> Behaviour:
+        def answer(request: Any, attempt: int) -> Any:
+            if attempt == 1:
+                raise transient("provider_unavailable", "The mock endpoint is temporarily unavailable (HTTP 503).")
+            return behaviour(request, attempt)
+
+        return answer
+
+    def keep_investigating(request: InvestigateRequest, attempt: int) -> InvestigateResult:
+        last = request.turn == budgets.max_turns
+        calls = [] if last else [tool_call(f"call-{request.turn}", "search_knowledge", query=f"refund {request.turn}")]
+        return InvestigateResult(calls=calls, content=None, finish_reason="stop", meta=meta(attempt))
+
+    def revise(request: ReviewRequest, attempt: int) -> ReviewResult:
+        return ReviewResult(verdict=ReviewVerdict(verdict=Verdict.REVISE, problems=["cite p03"]), meta=meta(attempt))
+
+    behaviours = {
+        ActivityName.PLAN_CASE: flaky(plan_refund),
+        ActivityName.INVESTIGATE_TURN: flaky(keep_investigating),
+        ActivityName.COMPOSE_ANSWER: flaky(draft_refund),
+        ActivityName.REVIEW_ANSWER: flaky(revise),
+    }
+    async with mocked_case(temporal_client, behaviours) as case:
+        await case.start()
+        final = await case.result()
+        events = await case.events()
+
+    mocks = case.mocks
+    assert (final.status, final.reason) == (CaseStatus.NEEDS_HUMAN, StopCode.MODEL_BUDGET_EXHAUSTED)
+    assert final.budgets.model_requests == budgets.max_model_requests == mocks.model_attempts()
+    assert final.budgets.turns == budgets.max_turns
+    assert mocks.attempts[ActivityName.COMPOSE_ANSWER] == 2  # one draft, two attempts; no rewrite
+    assert all(request.previous is None for request in mocks.requests[ActivityName.COMPOSE_ANSWER])
+    assert mocks.attempts[ActivityName.EXECUTE_REFUND] == 0 and final.proposal is None
+    assert details(events, EventKind.REVIEWED) == ["draft 1: revise cite p03"]
+    assert kinds(events)[-1] == EventKind.CASE_FINISHED
+
+
+async def test_a_model_that_never_stops_asking_for_tools_spends_the_turn_budget(temporal_client: Client) -> None:
+    def one_new_call_per_turn(request: InvestigateRequest, attempt: int) -> InvestigateResult:
+        call = tool_call(f"call-{request.turn}", "search_knowledge", query=f"refund policy {request.turn}")
+        return InvestigateResult(calls=[call], content=None, finish_reason="tool_calls", meta=meta(attempt))
+
+    async with mocked_case(temporal_client, {ActivityName.INVESTIGATE_TURN: one_new_call_per_turn}) as case:
+        await case.start()
+        final = await case.result()
+
+    budgets, mocks = final.budgets, case.mocks
+    assert (final.status, final.reason) == (CaseStatus.NEEDS_HUMAN, StopCode.TURN_BUDGET_EXHAUSTED)
+    assert budgets.turns == budgets.max_turns == mocks.attempts[ActivityName.INVESTIGATE_TURN]
+    assert budgets.tool_requests == mocks.attempts[ActivityName.RUN_INVESTIGATION_TOOL] == budgets.max_turns
+    assert budgets.model_requests == 1 + budgets.max_turns
+    assert mocks.attempts[ActivityName.COMPOSE_ANSWER] == 0 and mocks.attempts[ActivityName.EXECUTE_REFUND] == 0
+
+
+async def test_a_model_asking_for_the_most_calls_each_turn_spends_the_tool_budget(temporal_client: Client) -> None:
+    per_turn = Budgets().max_calls_per_turn
+
+    def full_turns(request: InvestigateRequest, attempt: int) -> InvestigateResult:
+        calls = [
+            tool_call(f"call-{request.turn}-{index}", "search_knowledge", query=f"refund {request.turn} {index}")
+            for index in range(per_turn)
+        ]
+        return InvestigateResult(calls=calls, content=None, finish_reason="tool_calls", meta=meta(attempt))
+
+    async with mocked_case(temporal_client, {ActivityName.INVESTIGATE_TURN: full_turns}) as case:
+        await case.start()
+        final = await case.result()
+        events = await case.events()
+
+    budgets, mocks = final.budgets, case.mocks
+    assert (final.status, final.reason) == (CaseStatus.NEEDS_HUMAN, StopCode.TOOL_BUDGET_EXHAUSTED)
+    assert budgets.tool_requests == budgets.max_tool_requests == mocks.attempts[ActivityName.RUN_INVESTIGATION_TOOL]
+    assert len(details(events, EventKind.TOOL_RAN)) == budgets.max_tool_requests
+    assert budgets.turns == budgets.max_tool_requests // per_turn + 1 <= budgets.max_turns  # stopped mid-turn
+    assert mocks.attempts[ActivityName.COMPOSE_ANSWER] == 0 and mocks.attempts[ActivityName.EXECUTE_REFUND] == 0
+
+
+# --- configuration errors ------------------------------------------------------------------------
+
+
+async def test_a_model_configuration_error_fails_the_case_at_once(temporal_client: Client) -> None:
+    def rejected_key(request: PlanRequest, attempt: int) -> PlanResult:
+        raise ConfigurationError(
+            "provider_auth_failed", "The mock endpoint rejected the API key (HTTP 401); check OPENAI_API_KEY."
+        )
+
+    async with mocked_case(temporal_client, {ActivityName.PLAN_CASE: rejected_key}) as case:
+        await case.start()
+        final = await case.result()
+        events = await case.events()
+
+    mocks = case.mocks
+    assert final.status is CaseStatus.FAILED
+    assert final.reason == stop_reason(
+        StopCode.MODEL_CONFIGURATION,
+        "provider_auth_failed: The mock endpoint rejected the API key (HTTP 401); check OPENAI_API_KEY.",
+    )
+    assert mocks.attempts[ActivityName.PLAN_CASE] == 1  # never retried
+    assert final.budgets.model_requests == 1 and mocks.attempts[ActivityName.INVESTIGATE_TURN] == 0
+    assert details(events, EventKind.MODEL_FAILED) == ["plan_case: configuration: provider_auth_failed"]
+    assert kinds(events)[-1] == EventKind.CASE_FINISHED
+
+
+async def test_a_tool_configuration_error_fails_the_case_instead_of_reaching_the_model(
+    temporal_client: Client,
+) -> None:
+    def token_refused(request: ToolRequest, attempt: int) -> ToolObservation:
+        raise ConfigurationError("commerce_token_rejected", "the commerce server refused this worker's token")
+
+    async with mocked_case(temporal_client, {ActivityName.RUN_INVESTIGATION_TOOL: token_refused}) as case:
+        await case.start()
+        final = await case.result()
+        events = await case.events()
+
+    mocks = case.mocks
+    assert final.status is CaseStatus.FAILED
+    assert final.reason == stop_reason(
+        StopCode.TOOL_CONFIGURATION, "commerce_token_rejected: the commerce server refused this worker's token"
+    )
+    assert mocks.attempts[ActivityName.RUN_INVESTIGATION_TOOL] == 1
+    assert mocks.attempts[ActivityName.INVESTIGATE_TURN] == 1  # the model never saw the failure
+    assert details(events, EventKind.TOOL_FAILED) == ["calculate_refund: configuration: commerce_token_rejected"]
+    assert final.quote is None and final.proposal is None
+
+
+# --- settlement ----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("error", "status", "reason", "attempts"),
+    [
+        pytest.param(
+            ContractError("receipt_mismatch", "The receipt does not belong to this approval."),
+            CaseStatus.NEEDS_HUMAN,
+            stop_reason(StopCode.SETTLEMENT_UNCONFIRMED, "receipt_mismatch"),
+            1,
+            id="unconfirmed-malformed-receipt",
+        ),
+        pytest.param(
+            transient("commerce_unavailable", "The commerce server did not answer."),
+            CaseStatus.NEEDS_HUMAN,
+            stop_reason(StopCode.SETTLEMENT_UNCONFIRMED, "commerce_unavailable"),
+            SETTLE.retry.maximum_attempts,
+            id="unconfirmed-retries-exhausted",
+            marks=pytest.mark.slow,  # ten attempts; this dev server waits ~1 s before each retry
+        ),
+        pytest.param(
+            BusinessError("quote_changed", "The order changed since the quote."),
+            CaseStatus.NEEDS_HUMAN,
+            stop_reason(StopCode.SETTLEMENT_REFUSED, "quote_changed"),
+            1,
+            id="refused-business",
+        ),
+        pytest.param(
+            AuthorizationError("approval_invalid", "The approval does not match the proposal."),
+            CaseStatus.NEEDS_HUMAN,
+            stop_reason(StopCode.SETTLEMENT_REFUSED, "approval_invalid"),
+            1,
+            id="refused-authorization",
+        ),
+        pytest.param(
+            ConfigurationError("commerce_token_rejected", "the commerce server refused this worker's token"),
+            CaseStatus.FAILED,
+            stop_reason(
+                StopCode.SETTLEMENT_CONFIGURATION,
+                "commerce_token_rejected: the commerce server refused this worker's token",
+            ),
+            1,
+            id="configuration",
+        ),
+    ],
+)
+async def test_a_settlement_that_fails_ends_the_case_without_a_receipt(
+    temporal_client: Client, error: SupportError, status: CaseStatus, reason: str, attempts: int
+) -> None:
+    def fail(request: SettleRequest, attempt: int) -> RefundReceipt:
+        raise error
+
+    async with mocked_case(temporal_client, {ActivityName.EXECUTE_REFUND: fail}) as case:
+        await case.start()
+        final = await case.approved_result()
+        events = await case.events()
+
+    settle_requests: list[SettleRequest] = case.mocks.requests[ActivityName.EXECUTE_REFUND]
+    assert (final.status, final.reason) == (status, reason)
+    assert final.receipt is None
+    assert len(settle_requests) == attempts
+    assert len({request.approval_id for request in settle_requests}) == 1  # every retry is the same payment
+    assert details(events, EventKind.SETTLEMENT_FAILED) == [f"{error.error_class.value}: {error.code}"]
+    assert EventKind.SETTLED not in kinds(events)
+    assert kinds(events)[-2:] == [EventKind.SETTLEMENT_FAILED, EventKind.CASE_FINISHED]
+
+
+# --- the event cap -------------------------------------------------------------------------------
+
+
+async def test_refused_reviews_beyond_the_event_cap_are_counted_and_lifecycle_events_kept(
+    temporal_client: Client,
+) -> None:
+    """400 refused reviews (half malformed, half with a wrong digest), then one approval.
+
+    400 is more than the cap (300 when written; the test reads no constant, ``dropped > 0`` says when
+    the flood no longer reaches it).
+    """
+    flood = 400
+    async with mocked_case(temporal_client) as case:
+        handle = await case.start()
+        waiting = await case.waiting_for_approval()
+        malformed = {"reviewer": "chen", "decision": "approve"}  # no digest
+        wrong_digest = ReviewDecision(reviewer="chen", digest="0" * 64, decision=Decision.APPROVE)
+        for batch in range(0, flood, 50):
+            await asyncio.gather(
+                *(handle.signal(REVIEW, malformed if i % 2 else wrong_digest) for i in range(batch, batch + 50))
+            )
+        final = await case.approved_result()
+        events = await case.events()
+
+    refused = details(events, EventKind.REVIEW_REFUSED)
+    dropped_notes = details(events, EventKind.EVENTS_DROPPED)
+    assert (final.status, final.reason) == (CaseStatus.COMPLETED, StopCode.REFUND_SETTLED)
+    assert final.receipt is not None and final.digest == waiting.digest
+    assert case.mocks.attempts[ActivityName.EXECUTE_REFUND] == 1
+    assert len(dropped_notes) == 1
+    dropped = int(dropped_notes[0].split()[0])
+    assert dropped > 0 and len(refused) + dropped == flood  # every refusal kept or counted
+    assert len(events) < flood  # the flood did not grow the case's events
+    assert any(r.startswith("malformed payload via signal") for r in refused)
+    assert f"chen via signal: {ReviewRefusal.DIGEST_MISMATCH}" in refused
+    # lifecycle events after the cap was reached are all there, in order
+    assert kinds(events)[-4:] == [
+        EventKind.REVIEW_ACCEPTED,
+        EventKind.SETTLED,
+        EventKind.EVENTS_DROPPED,
+        EventKind.CASE_FINISHED,
+    ]
+    assert kinds(events)[0] == EventKind.CASE_STARTED and EventKind.PROPOSAL_CREATED in kinds(events)
+
+
+# --- the case record -----------------------------------------------------------------------------
+
+
+async def test_an_unwritable_case_record_is_an_event_and_the_case_keeps_waiting(temporal_client: Client) -> None:
+    """The record of the proposal cannot be written (its retries are spent); the case still waits and settles."""
+
+    def read_only_while_waiting(record: CaseRecord, attempt: int) -> str:
+        if record.case.status is CaseStatus.WAITING_APPROVAL:
+            raise transient("case_record_write_failed", "OSError: Read-only file system")
+        return write_record(record, attempt)
+
+    async with mocked_case(temporal_client, {ActivityName.WRITE_CASE_RECORD: read_only_while_waiting}) as case:
+        await case.start()
+        waiting = await case.waiting_for_approval()
+        final = await case.approved_result()
+        events = await case.events()
+
+    assert waiting.status is CaseStatus.WAITING_APPROVAL and waiting.proposal is not None
+    assert (waiting.record_path, waiting.record_error) == (None, "case_record_write_failed")
+    after_proposal = kinds(events)[kinds(events).index(EventKind.PROPOSAL_CREATED) + 1]
+    assert after_proposal == EventKind.RECORD_WRITE_FAILED
+    assert details(events, EventKind.RECORD_WRITE_FAILED) == ["case_record_write_failed"]
+    # the proposal's write was retried as often as RECORD allows; the final one succeeded at once
+    assert case.mocks.attempts[ActivityName.WRITE_CASE_RECORD] == RECORD.retry.maximum_attempts + 1
+    assert (final.status, final.reason) == (CaseStatus.COMPLETED, StopCode.REFUND_SETTLED)
+    assert final.receipt is not None and case.mocks.attempts[ActivityName.EXECUTE_REFUND] == 1
+    assert final.record_path == f"/records/{final.case_id}-completed.json"
