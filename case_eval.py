@@ -7,17 +7,18 @@ answers is left to a human and reported as PENDING. No accuracy percentage is co
 
 from __future__ import annotations
 
-import asyncio
 import time
 import uuid
 from dataclasses import dataclass
 
 from temporalio.client import Client
 
-from contracts.case import REHEARSAL_LABEL, CaseInput, CaseOptions, CaseStatus, CaseView
+from case_client import CaseClient
+from contracts.case import REHEARSAL_LABEL, CaseStatus, CaseView
+from contracts.errors import ConfigurationError, TransientError
 from contracts.identity import resolve_profile
 from contracts.knowledge import Language
-from contracts.names import WORKFLOW_NAME
+from contracts.names import EventKind
 
 
 @dataclass(frozen=True)
@@ -76,28 +77,36 @@ class EvalRow:
 
 
 async def run_case(client: Client, case: EvalCase, task_queue: str, wait_seconds: float = 300) -> EvalRow:
-    """Run one case as alice until it waits for a reviewer or ends (a short approval TTL)."""
+    """Run one case as alice until it waits for a reviewer or ends (a short approval TTL); a case still
+    running after ``wait_seconds`` is reported as it stands."""
     started = time.monotonic()
-    case_input = CaseInput(
-        case_id=f"eval-{uuid.uuid4().hex[:10]}",
-        question=case.question,
+    handle = await CaseClient.for_client(client, task_queue=task_queue).start(
+        resolve_profile("alice"),
+        case.question,
         language=Language.EN,
-        applicant=resolve_profile("alice"),
-        options=CaseOptions(approval_ttl_seconds=60),
+        ttl_seconds=60,
+        case_id=f"eval-{uuid.uuid4().hex[:10]}",
     )
-    handle = await client.start_workflow(
-        WORKFLOW_NAME, case_input, id=f"case-{case_input.case_id}", task_queue=task_queue, result_type=CaseView
-    )
-    while True:
-        view = await handle.query("status", result_type=CaseView)
-        if view.status is not CaseStatus.RUNNING and view.record_attempted:
-            break
-        if time.monotonic() - started > wait_seconds:
-            break
-        await asyncio.sleep(0.3)
-    events = await handle.query("events")
-    tools = [e["detail"].split(" ")[0] for e in events if e["kind"] == "tool_ran"]
+    try:
+        view = await handle.settled(timeout=wait_seconds, poll_seconds=0.3)
+    except TransientError:  # wait_timeout: the row shows where it stopped
+        view = await handle.status()
+    tools = [event.detail.split(" ")[0] for event in await handle.events() if event.kind == EventKind.TOOL_RAN]
     return EvalRow(case, view, tools, time.monotonic() - started)
+
+
+def check_provider_matches(*, live: bool, rehearsal: bool) -> None:
+    """Stop after the first case when the worker's model is not what the operator asked for."""
+    if live and rehearsal:
+        raise ConfigurationError(
+            "not_live",
+            "--live was given but the worker answers with the rehearsal model; configure a provider "
+            "for worker.py (see README)",
+        )
+    if not live and not rehearsal:
+        raise ConfigurationError(
+            "live_provider", "the worker uses a real provider, so these requests are paid: pass --live to go on"
+        )
 
 
 def eval_rows(rows: list[EvalRow], *, live: bool) -> list[list[str]]:
@@ -134,3 +143,12 @@ def eval_rows(rows: list[EvalRow], *, live: bool) -> list[list[str]]:
 
 def is_rehearsal(rows: list[EvalRow]) -> bool:
     return any(row.view.model == REHEARSAL_LABEL for row in rows)
+
+
+def eval_title(*, rehearsal: bool) -> str:
+    """What the figures are: a plumbing check with the rehearsal model, else judgement left to a human."""
+    if rehearsal:
+        return (
+            "case evaluation with the REHEARSAL model: a regression check of the plumbing, not of any model's quality"
+        )
+    return "case evaluation (live provider): semantic judgement PENDING"

@@ -162,9 +162,9 @@ async def rehearsal_stack(root: Path, **server_options: Any) -> AsyncIterator[tu
     from temporalio.contrib.pydantic import pydantic_data_converter
 
     from activities.model_settings import load_model_settings
-    from activities.worker_setup import build_worker
     from commerce_server.db import make_engine
     from commerce_server.seed import seed_fixture
+    from worker import build_worker
 
     server = start_dev_server(root / "temporal", **server_options)
     try:

@@ -1,12 +1,19 @@
-"""Run the support-case worker (everything it handles is fictional).
+"""The support-case worker: the composition root that builds every part and runs them.
 
-    python worker.py [--state-dir DIR]
+    python worker.py [--state-dir DIR] [--task-queue NAME]
+
+Everything the worker handles is fictional. This module is the only place that knows every part:
+the workflow, the activities, the model gateway (the rehearsal model is injected here when no
+provider is configured), the commerce gateway (stdio sessions, or HTTP when ``COMMERCE_MCP_URL`` is
+set) and the knowledge base. ``support_worker`` builds and runs a worker as an async context manager
+(as the Temporal samples do with ``async with Worker(...)``); tests and the dev stack use it too.
 
 Environment: ``TEMPORAL_ADDRESS`` (default localhost:7233), ``TEMPORAL_NAMESPACE`` (default
-"default"), ``SUPPORT_STATE_DIR`` (default .state), ``COMMERCE_DATABASE_URL`` (default: SQLite in the
-state dir) and the model provider variables (see activities/model_settings.py; none set means the
-rehearsal model). A configuration error prints one line and exits 2; an unreachable Temporal server
-prints one line and exits 1. SIGINT or SIGTERM stops the worker and closes its commerce sessions.
+"default"), ``SUPPORT_STATE_DIR`` (default .state), ``SUPPORT_TASK_QUEUE``, ``COMMERCE_DATABASE_URL``
+(default: SQLite in the state dir) and the model provider variables (see activities/model_settings.py;
+none set means the rehearsal model). A configuration error prints one line and exits 2; an
+unreachable Temporal server prints one line and exits 1. SIGINT or SIGTERM stops the worker and
+closes its commerce sessions.
 """
 
 from __future__ import annotations
@@ -17,18 +24,113 @@ import logging
 import os
 import signal
 import sys
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 from temporalio.client import Client
-from temporalio.contrib.pydantic import pydantic_data_converter
+from temporalio.contrib.pydantic import PydanticPayloadConverter
+from temporalio.worker import Worker
 
-from activities.model_settings import load_model_settings
+from activities.boundary import ActivityBoundary
+from activities.case_records import CaseRecords
+from activities.commerce_http import CommerceHttpCaller
+from activities.commerce_sessions import CommerceGateway, CommerceSessionPool
+from activities.model_activities import ModelActivities
+from activities.model_gateway import ModelGateway
+from activities.model_settings import ModelSettings, load_model_settings
+from activities.preferences import LanguagePreferences
+from activities.settlement import SettlementActivities
 from activities.startup_checks import ensure_search_attributes, refuse_another_ledger, worker_identity
-from activities.worker_setup import build_worker, commerce_gateway
+from activities.tool_activities import ToolActivities
+from case_client import TemporalTarget, connect
 from contracts.case import REHEARSAL_LABEL
-from contracts.errors import SupportError
+from contracts.errors import ConfigurationError, SupportError
 from contracts.names import TASK_QUEUE
+from knowledge.store import KnowledgeBase, default_knowledge_base
+from rehearsal import rehearsal_http_client
+from workflows.support_case import SupportCaseWorkflow
+
+Cleanup = Callable[[], Awaitable[None]]
+
+
+def commerce_gateway(state_dir: Path, database_url: str | None = None) -> CommerceGateway:
+    """The HTTP caller when ``COMMERCE_MCP_URL`` names a commerce service, else the stdio session pool."""
+    return CommerceHttpCaller.from_env() or CommerceSessionPool(Path(state_dir), database_url)
+
+
+def model_gateway_for(settings: ModelSettings) -> ModelGateway:
+    """The gateway for ``settings``; the rehearsal model gets the in-process client that answers it."""
+    return ModelGateway(settings, rehearsal_http_client() if settings.is_rehearsal else None)
+
+
+def build_worker(
+    client: Client,
+    state_dir: Path,
+    *,
+    database_url: str | None = None,
+    model_settings: ModelSettings | None = None,
+    model_gateway: ModelGateway | None = None,
+    knowledge: KnowledgeBase | None = None,
+    commerce: CommerceGateway | None = None,
+    task_queue: str = TASK_QUEUE,
+    **worker_options: Any,
+) -> tuple[Worker, Cleanup]:
+    """The worker for ``SupportCaseWorkflow`` and all of its activities, plus its cleanup.
+
+    ``client`` must use ``temporalio.contrib.pydantic.pydantic_data_converter``: every payload is a
+    pydantic model. The model provider comes from ``model_gateway``, else ``model_settings``, else
+    the environment (rehearsal when nothing is configured); the commerce gateway from ``commerce``, else
+    :func:`commerce_gateway`. ``worker_options`` go to ``Worker``.
+    Raises :class:`ConfigurationError` for a client with another converter or a bad model setting.
+    """
+    if not issubclass(client.data_converter.payload_converter_class, PydanticPayloadConverter):
+        raise ConfigurationError(
+            "data_converter",
+            "Connect the Temporal client with temporalio.contrib.pydantic.pydantic_data_converter.",
+        )
+    state_dir = Path(state_dir)
+    state_dir.mkdir(parents=True, exist_ok=True)
+    gateway = model_gateway or model_gateway_for(model_settings or load_model_settings())
+    pool = commerce or commerce_gateway(state_dir, database_url)
+    tools = ToolActivities(pool, knowledge or default_knowledge_base(), LanguagePreferences(state_dir))
+    settlement = SettlementActivities(pool)
+    records = CaseRecords(state_dir)
+    worker = Worker(
+        client,
+        task_queue=task_queue,
+        workflows=[SupportCaseWorkflow],
+        activities=[
+            *ModelActivities(gateway).all(),
+            tools.run_investigation_tool,
+            settlement.execute_refund,
+            records.write_case_record,
+        ],
+        interceptors=[ActivityBoundary()],
+        **worker_options,
+    )
+
+    async def cleanup() -> None:
+        try:
+            await pool.aclose()
+        finally:
+            await gateway.aclose()
+
+    return worker, cleanup
+
+
+@asynccontextmanager
+async def support_worker(client: Client, state_dir: Path, **options: Any) -> AsyncIterator[Worker]:
+    """Build the worker with :func:`build_worker` (same ``options``), run it, and clean up after it stops."""
+    worker, cleanup = build_worker(client, state_dir, **options)
+    try:
+        async with worker:
+            yield worker
+    finally:
+        await cleanup()
+
 
 GRACEFUL_SHUTDOWN = timedelta(seconds=10)
 
@@ -51,11 +153,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 async def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    address = os.environ.get("TEMPORAL_ADDRESS") or "localhost:7233"
-    namespace = os.environ.get("TEMPORAL_NAMESPACE") or "default"
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    for chatty in ("httpx", "httpx2"):  # one INFO line per HTTP request (model, commerce) drowns the rest
-        logging.getLogger(chatty).setLevel(logging.WARNING)
+    # one INFO line per HTTP request (model, commerce) drowns the rest
+    logging.getLogger("httpx2").setLevel(logging.WARNING)
 
     try:
         settings = load_model_settings()
@@ -70,12 +170,15 @@ async def main(argv: list[str] | None = None) -> int:
     print(f"worker: model {settings.describe()}{label}", flush=True)
 
     try:
-        client = await Client.connect(address, namespace=namespace, data_converter=pydantic_data_converter)
-    except Exception as error:
-        print(
-            f"worker: cannot connect to Temporal at {address} (namespace {namespace}): {error}",
-            file=sys.stderr,
-        )
+        target = TemporalTarget.from_env()
+    except SupportError as error:
+        print(f"worker: configuration error: {error}", file=sys.stderr)
+        return 2
+    address, namespace = target.address, target.namespace
+    try:
+        client = await connect(target)
+    except SupportError as error:
+        print(f"worker: {error.message} (namespace {namespace})", file=sys.stderr)
         return 1
 
     try:
@@ -91,15 +194,6 @@ async def main(argv: list[str] | None = None) -> int:
         checked = await commerce.check()
         print(f"worker: {checked.description}", flush=True)
         await refuse_another_ledger(client, args.task_queue, checked.ledger_id)
-        worker, cleanup = build_worker(
-            client,
-            args.state_dir,
-            model_settings=settings,
-            commerce=commerce,
-            task_queue=args.task_queue,
-            graceful_shutdown_timeout=GRACEFUL_SHUTDOWN,
-            identity=worker_identity(checked.ledger_id),
-        )
     except SupportError as error:
         print(f"worker: configuration error: {error}", file=sys.stderr)
         return 2
@@ -108,19 +202,28 @@ async def main(argv: list[str] | None = None) -> int:
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(signum, stop.set)
-    print(
-        f"worker: polling task queue {args.task_queue!r} on {address} namespace {namespace!r}; "
-        f"state dir {args.state_dir}",
-        flush=True,
-    )
     try:
-        async with worker:
+        async with support_worker(
+            client,
+            args.state_dir,
+            model_settings=settings,
+            commerce=commerce,
+            task_queue=args.task_queue,
+            graceful_shutdown_timeout=GRACEFUL_SHUTDOWN,
+            identity=worker_identity(checked.ledger_id),
+        ):
+            print(
+                f"worker: polling task queue {args.task_queue!r} on {address} namespace {namespace!r}; "
+                f"state dir {args.state_dir}",
+                flush=True,
+            )
             await stop.wait()
+    except SupportError as error:
+        print(f"worker: configuration error: {error}", file=sys.stderr)
+        return 2
     except Exception as error:
         print(f"worker: stopped after a fatal worker error: {error}", file=sys.stderr)
         return 1
-    finally:
-        await cleanup()
     print("worker: stopped", flush=True)
     return 0
 

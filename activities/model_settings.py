@@ -93,7 +93,7 @@ def load_model_settings(environ: Mapping[str, str] | None = None) -> ModelSettin
         return ModelSettings(
             provider="openai-compatible", model=model, base_url=base_url, api_key=SecretStr(openai_key)
         )
-    return ModelSettings(provider=REHEARSAL_LABEL, model=REHEARSAL_LABEL, base_url=REHEARSAL_BASE_URL, api_key=None)
+    return ModelSettings(provider="rehearsal", model=REHEARSAL_LABEL, base_url=REHEARSAL_BASE_URL, api_key=None)
 
 
 def _get(env: Mapping[str, str], name: str) -> str | None:

@@ -18,28 +18,22 @@ import time
 import uuid
 from pathlib import Path
 
-from temporalio.client import Client
-
-from contracts.case import CaseInput, CaseStatus, CaseView
+from case_client import CaseClient
+from contracts.case import CaseStatus
 from contracts.identity import resolve_profile
 from contracts.knowledge import Language
-from contracts.names import WORKFLOW_NAME
 from temporal_dev import rehearsal_stack
 
 QUESTION = "Where is my order QH-1005? Can I still change the delivery address?"
+CASE_TIMEOUT_SECONDS = 600.0
 
 
-async def one_case(client: Client, task_queue: str) -> float:
-    case = CaseInput(
-        case_id=f"bench-{uuid.uuid4().hex[:10]}",
-        question=QUESTION,
-        language=Language.EN,
-        applicant=resolve_profile("alice"),
-    )
+async def one_case(on_queue: CaseClient) -> float:
     started = time.perf_counter()
-    result = await client.execute_workflow(
-        WORKFLOW_NAME, case, id=f"case-{case.case_id}", task_queue=task_queue, result_type=CaseView
+    case = await on_queue.start(
+        resolve_profile("alice"), QUESTION, language=Language.EN, case_id=f"bench-{uuid.uuid4().hex[:10]}"
     )
+    result = await case.ended(timeout=CASE_TIMEOUT_SECONDS)
     if result.status is not CaseStatus.COMPLETED:
         raise RuntimeError(f"benchmark case ended {result.status}: {result.reason}")
     return time.perf_counter() - started
@@ -48,12 +42,13 @@ async def one_case(client: Client, task_queue: str) -> float:
 async def main(cases: int, concurrency: int) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         async with rehearsal_stack(Path(tmp)) as (client, task_queue):
-            await one_case(client, task_queue)
+            on_queue = CaseClient.for_client(client, task_queue=task_queue)
+            await one_case(on_queue)
             limit = asyncio.Semaphore(concurrency)
 
             async def bounded() -> float:
                 async with limit:
-                    return await one_case(client, task_queue)
+                    return await one_case(on_queue)
 
             started = time.perf_counter()
             latencies = sorted(await asyncio.gather(*(bounded() for _ in range(cases))))

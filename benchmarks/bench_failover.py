@@ -53,7 +53,7 @@ async def one_round(address: str, root: Path, where: str) -> float:
         handle = await world.start(REFUND_QUESTION)
         if where == "settlement":
             view = await world.waiting_for_approval(handle)
-            await handle.signal("review", approval("chen", view.digest))
+            await world.cases.open(handle.id).signal_review(approval("chen", view.digest))
         await wait_until(marker.exists, f"the first worker to pause in the {where}", timeout=90)
         second = await spawn_worker(address, world.state_dir, world.task_queue, name="second").ready()
         killed_at = datetime.now(UTC)

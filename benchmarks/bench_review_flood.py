@@ -22,43 +22,39 @@ from pathlib import Path
 
 from temporalio.client import Client
 
-from contracts.case import CaseInput, CaseStatus, CaseView
+from case_client import CaseClient, CaseHandle
+from contracts.case import CaseStatus
 from contracts.identity import resolve_profile
 from contracts.knowledge import Language
-from contracts.names import WORKFLOW_NAME
+from contracts.names import REVIEW
 from temporal_dev import rehearsal_stack
 
 PAUSES = (0.0, 0.05, 0.1, 0.2, 0.33)
 
 
-async def waiting_case(client: Client, task_queue: str) -> tuple[str, str]:
-    case = CaseInput(
-        case_id=f"flood-{uuid.uuid4().hex[:10]}",
-        question="Please refund QH-1001 and explain the amount and the policy",
+async def waiting_case(client: Client, task_queue: str) -> tuple[CaseHandle, str]:
+    case = await CaseClient.for_client(client, task_queue=task_queue).start(
+        resolve_profile("alice"),
+        "Please refund QH-1001 and explain the amount and the policy",
         language=Language.EN,
-        applicant=resolve_profile("alice"),
+        case_id=f"flood-{uuid.uuid4().hex[:10]}",
     )
-    handle = await client.start_workflow(
-        WORKFLOW_NAME, case, id=f"case-{case.case_id}", task_queue=task_queue, result_type=CaseView
-    )
-    for _ in range(300):
-        view = await handle.query("status", result_type=CaseView)
-        if view.status is CaseStatus.WAITING_APPROVAL and view.record_attempted and view.digest:
-            return handle.id, view.digest
-        await asyncio.sleep(0.1)
-    raise RuntimeError("the benchmark case never waited for a reviewer")
+    view = await case.settled(timeout=30, poll_seconds=0.1)
+    if view.status is not CaseStatus.WAITING_APPROVAL or not view.digest:
+        raise RuntimeError("the benchmark case never waited for a reviewer")
+    return case, view.digest
 
 
 async def flood(client: Client, task_queue: str, signals: int, size: int, pause: float) -> str:
-    workflow_id, digest = await waiting_case(client, task_queue)
-    handle = client.get_workflow_handle(workflow_id)
+    case, digest = await waiting_case(client, task_queue)
+    handle, workflow_id = case.workflow, case.workflow.id
     first_run = (await handle.describe()).run_id
     payload = {"reviewer": "chen", "digest": digest, "decision": "approve", "note": "x" * size}
     started = time.perf_counter()
     sent = 0
     for _ in range(signals):
         try:
-            await handle.signal("review", payload)
+            await handle.signal(REVIEW, payload)  # raw: a malformed review on purpose
         except Exception as error:  # the run was terminated mid-flood
             print(f"  signal {sent + 1} refused: {type(error).__name__}")
             break

@@ -1,34 +1,36 @@
-"""The client side of a case: connect, start, read and wait, for every caller (starter.py, eval, scripts).
+"""The client side of a case, for every caller (starter.py, eval, scripts, benchmarks, tests).
 
-Everything here talks to Temporal only; what a person sees is rendered by the caller.
+:class:`CaseClient` connects through Temporal's environment configuration and starts, opens and
+lists cases; :class:`CaseHandle` reads, waits for and reviews one. Everything here talks to Temporal
+only; what a person sees is rendered by :mod:`case_client.render`, which only the command line imports.
 """
 
-from case_client._cases import (
+from case_client._client import CaseClient, CaseHandle, CaseSummary
+from case_client._connection import TemporalTarget, connect, live_poller_identities
+from case_client._rules import (
     CASE_NOT_ACCESSIBLE,
-    TemporalTarget,
-    case_handle,
+    DEFAULT_APPROVAL_TTL_SECONDS,
     case_id_for,
-    connect,
-    live_poller_identities,
+    listing_query,
+    may_list,
     may_see,
-    read_case,
-    require_worker,
-    wait_until_ended,
-    wait_until_settled,
+    new_case,
     workflow_id,
 )
 
 __all__ = [
     "CASE_NOT_ACCESSIBLE",
+    "DEFAULT_APPROVAL_TTL_SECONDS",
+    "CaseClient",
+    "CaseHandle",
+    "CaseSummary",
     "TemporalTarget",
-    "case_handle",
     "case_id_for",
     "connect",
+    "listing_query",
     "live_poller_identities",
+    "may_list",
     "may_see",
-    "read_case",
-    "require_worker",
-    "wait_until_ended",
-    "wait_until_settled",
+    "new_case",
     "workflow_id",
 ]

@@ -45,3 +45,11 @@ def resolve_profile(name: str) -> Identity:
         known = ", ".join(sorted(PROFILES))
         raise AuthorizationError("unknown_profile", f"Unknown profile {name!r}; known profiles: {known}.")
     return identity
+
+
+def reviewer_for(tenant: str) -> Identity:
+    """The profile that reviews ``tenant``'s refund proposals (one reviewer per demonstration tenant)."""
+    for identity in PROFILES.values():
+        if identity.role is Role.REVIEWER and identity.tenant == tenant:
+            return identity
+    raise AuthorizationError("unknown_tenant", f"No reviewer profile for tenant {tenant!r}.")

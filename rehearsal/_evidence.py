@@ -193,7 +193,7 @@ def best_sentences(
 ) -> list[tuple[str, str]]:
     """Up to ``count`` (passage id, sentence) pairs that mention a required word, best overlap first."""
     terms = _content_terms(ctx.question) + extra_terms
-    scored = []
+    scored: list[tuple[int, int, str, str]] = []
     for passage in ctx.evidence:
         if _doc(passage) != doc:
             continue

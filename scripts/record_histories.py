@@ -23,51 +23,51 @@ import uuid
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
-from temporalio.client import Client, WorkflowHandle, WorkflowUpdateFailedError
+from temporalio.client import Client
 
-from contracts.case import CaseInput, CaseOptions, CaseStatus, CaseView, Decision, ReviewDecision
+from case_client import CaseClient, CaseHandle
+from contracts.case import CaseStatus, CaseView, Decision, ReviewDecision
+from contracts.errors import AuthorizationError
 from contracts.identity import resolve_profile
 from contracts.knowledge import Language
-from contracts.names import WORKFLOW_NAME
+from contracts.names import REVIEW
 from temporal_dev import rehearsal_stack
 
 OUT = Path(__file__).resolve().parents[1] / "tests" / "histories"
 SUGGEST_CONTINUE_AS_NEW_AFTER_EVENTS = 150
 
-Action = Callable[[WorkflowHandle, CaseView], Awaitable[None]]
+Action = Callable[[CaseHandle, CaseView], Awaitable[None]]
 
 
 def review(decision: Decision, reviewer: str = "chen") -> Action:
-    async def act(handle: WorkflowHandle, view: CaseView) -> None:
+    async def act(case: CaseHandle, view: CaseView) -> None:
         assert view.digest is not None
-        await handle.signal("review", ReviewDecision(reviewer=reviewer, digest=view.digest, decision=decision))
+        await case.signal_review(ReviewDecision(reviewer=reviewer, digest=view.digest, decision=decision))
 
     return act
 
 
-async def refused_then_approved(handle: WorkflowHandle, view: CaseView) -> None:
+async def refused_then_approved(case: CaseHandle, view: CaseView) -> None:
     """A malformed signal, a refused update (it fails), then the approval by update."""
-    await handle.signal("review", {"reviewer": "chen", "digest": view.digest, "decision": "approved"})
-    with contextlib.suppress(WorkflowUpdateFailedError):
-        await handle.execute_update(
-            "review", ReviewDecision(reviewer="bob", digest=view.digest, decision=Decision.APPROVE)
-        )
-    await handle.execute_update(
-        "review", ReviewDecision(reviewer="chen", digest=view.digest, decision=Decision.APPROVE)
-    )
+    assert view.digest is not None
+    await case.workflow.signal(REVIEW, {"reviewer": "chen", "digest": view.digest, "decision": "approved"})
+    with contextlib.suppress(AuthorizationError):
+        await case.review(ReviewDecision(reviewer="bob", digest=view.digest, decision=Decision.APPROVE))
+    await case.review(ReviewDecision(reviewer="chen", digest=view.digest, decision=Decision.APPROVE))
 
 
-async def flood_then_approve(handle: WorkflowHandle, view: CaseView) -> None:
+async def flood_then_approve(case: CaseHandle, view: CaseView) -> None:
     """Malformed review signals until the case continues as new, then the approval."""
-    first_run = (await handle.describe()).run_id
+    first_run = (await case.workflow.describe()).run_id
+    malformed = {"reviewer": "chen", "digest": view.digest, "decision": "approved", "note": 1}
     for _ in range(200):
-        await handle.signal("review", {"reviewer": "chen", "digest": view.digest, "decision": "approved", "note": 1})
-        if (await handle.describe()).run_id != first_run:
+        await case.workflow.signal(REVIEW, malformed)
+        if (await case.workflow.describe()).run_id != first_run:
             break
         await asyncio.sleep(0.05)
     else:
         raise RuntimeError("the case never continued as new")
-    await review(Decision.APPROVE)(handle, view)
+    await review(Decision.APPROVE)(case, view)
 
 
 SCENARIOS: list[tuple[str, str, str, Language, Action | None, int]] = [
@@ -101,29 +101,25 @@ SCENARIOS: list[tuple[str, str, str, Language, Action | None, int]] = [
 
 async def record(client: Client, task_queue: str, tag: str) -> None:
     OUT.mkdir(parents=True, exist_ok=True)
+    cases = CaseClient.for_client(client, task_queue=task_queue)
     for name, applicant, question, language, action, ttl in SCENARIOS:
-        case = CaseInput(
-            case_id=f"rec-{uuid.uuid4().hex[:8]}",
-            question=question,
+        case = await cases.start(
+            resolve_profile(applicant),
+            question,
             language=language,
-            applicant=resolve_profile(applicant),
-            options=CaseOptions(approval_ttl_seconds=ttl),
-        )
-        handle = await client.start_workflow(
-            WORKFLOW_NAME, case, id=f"case-{case.case_id}", task_queue=task_queue, result_type=CaseView
+            ttl_seconds=ttl,
+            case_id=f"rec-{uuid.uuid4().hex[:8]}",
         )
         if action is not None:
-            while (view := await handle.query("status", result_type=CaseView)).status is not (
-                CaseStatus.WAITING_APPROVAL
-            ) or not view.record_attempted:
-                if view.status is not CaseStatus.RUNNING:
-                    raise SystemExit(f"{name}: the case ended {view.status.value} ({view.reason}) instead of waiting")
-                await asyncio.sleep(0.2)
-            await action(handle, view)
-        result = await asyncio.wait_for(handle.result(), timeout=120)
-        runs = [execution.run_id async for execution in client.list_workflows(f'WorkflowId="{handle.id}"')]
+            view = await case.settled(timeout=120, poll_seconds=0.2)
+            if view.status is not CaseStatus.WAITING_APPROVAL:
+                raise SystemExit(f"{name}: the case ended {view.status.value} ({view.reason}) instead of waiting")
+            await action(case, view)
+        result = await case.ended(timeout=120)
+        workflow_id = case.workflow.id
+        runs = [execution.run_id async for execution in client.list_workflows(f'WorkflowId="{workflow_id}"')]
         for index, run_id in enumerate(reversed(runs), start=1):
-            history = await client.get_workflow_handle(handle.id, run_id=run_id).fetch_history()
+            history = await client.get_workflow_handle(workflow_id, run_id=run_id).fetch_history()
             suffix = f"-run{index}" if len(runs) > 1 else ""
             path = OUT / f"{name}{suffix}-{tag}.json"
             if path.exists():

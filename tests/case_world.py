@@ -1,6 +1,6 @@
 """Shared helpers for tests that run cases on a real Temporal server with a real worker.
 
-``open_world`` builds the production worker (``activities.worker_setup.build_worker``) on its own task
+``open_world`` builds the production worker (``worker.build_worker``) on its own task
 queue with a fresh, seeded SQLite commerce database and the real commerce MCP server over stdio. The
 model provider is the rehearsal model unless ``model_settings`` names another (e.g. the scripted
 provider of ``tests/adversarial``). ``history_text`` decodes a workflow history for greps.
@@ -8,7 +8,6 @@ provider of ``tests/adversarial``). ``history_text`` decodes a workflow history 
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import json
 import uuid
@@ -22,13 +21,13 @@ from temporalio.client import Client, WorkflowHandle
 from temporalio.worker import Worker
 
 from activities.model_settings import ModelSettings, load_model_settings
-from activities.worker_setup import Cleanup, build_worker
+from case_client import CaseClient
 from commerce_server.db import OrderRow, RefundRow, TicketRow, make_engine
 from commerce_server.seed import seed_fixture
-from contracts.case import TERMINAL_STATUSES, CaseInput, CaseOptions, CaseStatus, CaseView
+from contracts.case import CaseView
 from contracts.identity import resolve_profile
 from contracts.knowledge import Language
-from contracts.names import WORKFLOW_NAME
+from worker import Cleanup, build_worker
 
 
 @dataclass
@@ -40,40 +39,23 @@ class CaseWorld:
     task_queue: str
     engine: Engine
 
+    @property
+    def cases(self) -> CaseClient:
+        """The case client on this world's task queue (what every caller uses to start and wait)."""
+        return CaseClient.for_client(self.client, task_queue=self.task_queue)
+
     async def start(
         self, question: str, *, profile: str = "alice", language: Language = Language.EN, ttl: int = 900
     ) -> WorkflowHandle:
-        case = CaseInput(
-            case_id=uuid.uuid4().hex[:12],
-            question=question,
-            language=language,
-            applicant=resolve_profile(profile),
-            options=CaseOptions(approval_ttl_seconds=ttl),
-        )
-        return await self.client.start_workflow(
-            WORKFLOW_NAME,
-            case,
-            id=f"case-{case.case_id}",
-            task_queue=self.task_queue,
-            result_type=CaseView,
-        )
+        case = await self.cases.start(resolve_profile(profile), question, language=language, ttl_seconds=ttl)
+        return case.workflow
 
     async def wait_for(self, handle: WorkflowHandle, done: Callable[[CaseView], bool], timeout: float = 60) -> CaseView:
-        deadline = asyncio.get_running_loop().time() + timeout
-        while True:
-            view = await handle.query("status", result_type=CaseView)
-            if done(view):
-                return view
-            if asyncio.get_running_loop().time() > deadline:
-                raise AssertionError(f"case still {view.status}/{view.phase} after {timeout}s")
-            await asyncio.sleep(0.2)
+        return await self.cases.open(handle.id).wait_for(done, timeout=timeout, poll_seconds=0.2)
 
     async def settled(self, handle: WorkflowHandle, timeout: float = 60) -> CaseView:
         """Wait until the case waits for a reviewer (record written) or the workflow has ended."""
-        view = await self.wait_for(handle, lambda v: v.status is not CaseStatus.RUNNING and v.record_attempted, timeout)
-        if view.status in TERMINAL_STATUSES:
-            return await handle.result()
-        return view
+        return await self.cases.open(handle.id).settled(timeout=timeout, poll_seconds=0.2)
 
     def order(self, order_id: str) -> OrderRow:
         with Session(self.engine) as session:

@@ -49,7 +49,7 @@ class ScriptedWorld:
         return handle, await self.world.settled(handle)
 
     async def events(self, handle: WorkflowHandle) -> list[CaseEvent]:
-        return await handle.query("events", result_type=list[CaseEvent])
+        return await self.world.cases.open(handle.id).events()
 
     async def event_details(self, handle: WorkflowHandle, kind: str) -> list[str]:
         return [event.detail for event in await self.events(handle) if event.kind == kind]

@@ -17,7 +17,7 @@ from fault_support import FaultWorld, WorkerProcess, spawn_worker
 from temporalio.client import Client
 
 from activities.model_settings import load_model_settings
-from activities.worker_setup import build_worker
+from worker import build_worker
 
 
 @pytest.fixture

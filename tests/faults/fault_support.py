@@ -27,11 +27,14 @@ from typing import Any
 
 from case_world import CaseWorld
 from temporalio.client import Client, WorkflowHandle
-from temporalio.contrib.pydantic import pydantic_data_converter
 
+from case_client import TemporalTarget
+from case_client import connect as connect_to
 from commerce_server.db import make_engine
 from commerce_server.seed import seed_fixture
-from contracts.case import TERMINAL_STATUSES, CaseStatus, CaseView, Decision, ReviewDecision
+from contracts.case import TERMINAL_STATUSES, CaseEvent, CaseStatus, CaseView, Decision, ReviewDecision
+from contracts.errors import TransientError
+from contracts.names import QueryName
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 WORKER_SCRIPT = PROJECT_ROOT / "worker.py"
@@ -74,8 +77,8 @@ async def connect(address: str) -> Client:
     """A client with the pydantic data converter, retried while a fresh dev server warms up."""
     for _ in range(100):
         try:
-            return await Client.connect(address, data_converter=pydantic_data_converter)
-        except RuntimeError:
+            return await connect_to(TemporalTarget(address=address))
+        except TransientError:
             await asyncio.sleep(0.2)
     raise RuntimeError(f"Temporal dev server at {address} never accepted a client")
 
@@ -231,7 +234,7 @@ class FaultWorld(CaseWorld):
         return cls(client, state_dir, f"support-faults-{uuid.uuid4().hex[:8]}", engine)
 
     async def view(self, handle: WorkflowHandle) -> CaseView:
-        return await handle.query("status", result_type=CaseView)
+        return await self.cases.open(handle.id).status()
 
     async def waiting_for_approval(self, handle: WorkflowHandle) -> CaseView:
         view = await self.settled(handle, timeout=90)
@@ -240,7 +243,7 @@ class FaultWorld(CaseWorld):
         return view
 
     async def result(self, handle: WorkflowHandle, timeout: float = 120) -> CaseView:
-        view = await asyncio.wait_for(handle.result(), timeout=timeout)
+        view = await self.cases.open(handle.id).ended(timeout=timeout)
         assert view.status in TERMINAL_STATUSES
         return view
 
@@ -300,4 +303,4 @@ def scheduled_counts(runs: list[ActivityRun]) -> Counter[str]:
 
 
 async def events_of(handle: WorkflowHandle, kind: str) -> list[str]:
-    return [e["detail"] for e in await handle.query("events") if e["kind"] == kind]
+    return [e.detail for e in await handle.query(QueryName.EVENTS, result_type=list[CaseEvent]) if e.kind == kind]

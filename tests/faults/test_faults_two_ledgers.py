@@ -15,10 +15,10 @@ from fault_support import REFUND_QUESTION, FaultWorld, approval, wait_until
 from sqlmodel import Session, select
 
 from activities.model_settings import load_model_settings
-from activities.worker_setup import build_worker
 from commerce_server.db import OrderRow, RefundRow, make_engine, read_ledger_id
 from commerce_server.seed import seed_fixture
 from contracts.case import CaseStatus
+from worker import build_worker
 
 pytestmark = pytest.mark.slow
 

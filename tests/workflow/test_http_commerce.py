@@ -15,12 +15,12 @@ from case_world import CaseWorld
 
 from activities.commerce_http import COMMERCE_URL_ENV, CommerceHttpCaller
 from activities.model_settings import load_model_settings
-from activities.worker_setup import build_worker
 from commerce_server.auth import TOKEN_SECRET_ENV
 from commerce_server.db import make_engine
 from contracts.case import CaseStatus, CaseView, Decision, ReviewDecision, ReviewOutcome
 from contracts.knowledge import Language
 from temporal_dev import free_port, wait_for_port
+from worker import build_worker
 from workflows.customer_notice import status_notice
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -1,0 +1,253 @@
+"""The typed case client: start a case, open one, read, wait, review and list (no printing here).
+
+Every name that crosses to the workflow (its type, the ``status``/``proposal``/``events``/``budgets``
+queries, the ``review`` signal and update) comes from :mod:`contracts.names`; no workflow code is
+imported on this side.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
+from datetime import datetime
+
+from temporalio.client import Client, WorkflowExecution, WorkflowExecutionStatus, WorkflowHandle
+from temporalio.common import WorkflowIDConflictPolicy, WorkflowIDReusePolicy
+from temporalio.exceptions import WorkflowAlreadyStartedError
+
+from case_client import _reading, _reviewing
+from case_client._connection import TemporalTarget, connect, require_worker
+from case_client._rules import (
+    DEFAULT_APPROVAL_TTL_SECONDS,
+    case_id_of,
+    listing_query,
+    may_list,
+    new_case,
+    workflow_id,
+)
+from contracts import search_attributes as sa
+from contracts.case import Budgets, CaseEvent, CaseInput, CaseStatus, CaseView, ReviewDecision, ReviewOutcome
+from contracts.commerce import RefundProposal
+from contracts.errors import BusinessError
+from contracts.identity import Identity, Role
+from contracts.knowledge import Language
+from contracts.names import WORKFLOW_NAME, QueryName
+
+LISTING_LIMIT = 200
+
+
+def _ignore(_: object) -> None:
+    return None
+
+
+@dataclass(frozen=True)
+class CaseSummary:
+    """One line of a case listing, read from the search attributes (no worker needed)."""
+
+    case_id: str
+    status: str | None
+    phase: str | None
+    order_id: str | None
+    refund_cents: int | None
+    started: datetime
+
+
+class CaseHandle:
+    """One case (its latest run, following continue-as-new).
+
+    ``status``, ``proposal``, ``events``, ``budgets``, ``wait_for`` and ``settled`` without a viewer
+    read the workflow's queries as they are: for trusted callers (tests, scripts, benchmarks) that
+    hold the Temporal client anyway. ``read`` and ``settled(viewer=...)`` read for a person: only a
+    case that person may see, and a missing worker is said at once instead of a query timeout.
+    """
+
+    def __init__(
+        self,
+        client: Client,
+        workflow: WorkflowHandle,
+        *,
+        started: CaseInput | None = None,
+        request_key: str | None = None,
+    ) -> None:
+        self._client = client
+        self.workflow = workflow
+        """The Temporal handle, for what the case client does not wrap (history, describe, raw payloads)."""
+        self.case_id = case_id_of(workflow.id)
+        self._started = started
+        self._request_key = request_key
+
+    async def status(self) -> CaseView:
+        """The ``status`` query: the case as the workflow sees it now."""
+        return await _reading.query_status(self.workflow)
+
+    async def proposal(self) -> RefundProposal | None:
+        """The ``proposal`` query: the refund waiting for a reviewer, if any."""
+        return await self.workflow.query(QueryName.PROPOSAL, result_type=RefundProposal | None)  # type: ignore[arg-type]
+
+    async def events(self) -> list[CaseEvent]:
+        """The ``events`` query: what happened, refusals included, with reasons."""
+        return await self.workflow.query(QueryName.EVENTS, result_type=list[CaseEvent])
+
+    async def budgets(self) -> Budgets:
+        """The ``budgets`` query: model, tool and turn counters with their limits."""
+        return await self.workflow.query(QueryName.BUDGETS, result_type=Budgets)
+
+    async def read(self, viewer: Identity, *, start_hint: str, check_worker: bool = True) -> CaseView:
+        """The case for ``viewer``: see :func:`case_client._reading.read_case`."""
+        return await _reading.read_case(
+            self._client, self.case_id, viewer, start_hint=start_hint, check_worker=check_worker
+        )
+
+    async def wait_for(
+        self, done: Callable[[CaseView], bool], *, timeout: float = 60, poll_seconds: float = 0.2
+    ) -> CaseView:
+        """Poll the status query until ``done(view)``; ``wait_timeout`` after ``timeout`` seconds."""
+        return await _reading.wait_for(self.workflow, done, wait_seconds=timeout, poll_seconds=poll_seconds)
+
+    async def settled(
+        self,
+        *,
+        timeout: float = 60,
+        viewer: Identity | None = None,
+        start_hint: str = "",
+        poll_seconds: float = 0.5,
+        on_progress: Callable[[CaseView], None] = _ignore,
+    ) -> CaseView:
+        """Wait until the case waits for a reviewer (its record written) or has ended (its result).
+
+        With ``viewer`` every read is :meth:`read` (the worker is checked once; after that a query
+        that goes unanswered says whether it left). A case this caller started with a request key
+        that an earlier case of another question holds is ``request_key_reused``.
+        """
+
+        async def read(first: bool) -> CaseView:
+            if viewer is None:
+                return await self.status()
+            return await self.read(viewer, start_hint=start_hint, check_worker=first)
+
+        view = await _reading.wait_until_settled(
+            read,
+            lambda seconds: self.ended(timeout=seconds),
+            wait_seconds=timeout,
+            poll_seconds=poll_seconds,
+            on_progress=on_progress,
+        )
+        if self._started is not None and view.question != self._started.question:
+            raise BusinessError(
+                "request_key_reused", f"request key {self._request_key!r} was already used for another question"
+            )
+        return view
+
+    async def ended(self, *, timeout: float) -> CaseView:
+        """The case's final view, once its workflow (following continue-as-new) has finished."""
+        return await _reading.wait_until_ended(self.workflow, self.case_id, wait_seconds=timeout)
+
+    async def review(self, decision: ReviewDecision) -> ReviewOutcome:
+        """Approve or reject by the ``review`` update: the accepted outcome, or a typed refusal."""
+        return await _reviewing.review_by_update(self.workflow, self.case_id, decision)
+
+    async def signal_review(self, decision: ReviewDecision) -> None:
+        """Approve or reject by the ``review`` signal (fire and forget; the outcome is in the events)."""
+        await _reviewing.review_by_signal(self.workflow, decision)
+
+
+async def _listed_for(execution: WorkflowExecution, viewer: Identity) -> bool:
+    if viewer.role is Role.REVIEWER:  # no need to decode the memo
+        return True
+    return may_list((await execution.memo()).get("applicant"), viewer)
+
+
+class CaseClient:
+    """Cases on one Temporal target: start, open, list, and check that a worker polls the queue."""
+
+    def __init__(self, client: Client, target: TemporalTarget) -> None:
+        self.temporal = client
+        self.target = target
+
+    @classmethod
+    async def connect(cls, target: TemporalTarget | None = None) -> CaseClient:
+        """Connect through Temporal's environment configuration (:meth:`TemporalTarget.from_env`)."""
+        target = target or TemporalTarget.from_env()
+        return cls(await connect(target), target)
+
+    @classmethod
+    def for_client(cls, client: Client, *, task_queue: str) -> CaseClient:
+        """Cases on an already connected client (it must use the pydantic data converter)."""
+        target = TemporalTarget(
+            address=client.service_client.config.target_host, namespace=client.namespace, task_queue=task_queue
+        )
+        return cls(client, target)
+
+    @property
+    def task_queue(self) -> str:
+        return self.target.task_queue
+
+    async def require_worker(self, *, start_hint: str) -> None:
+        """``worker_unavailable`` (one line, ending with ``start_hint``) when nobody polls the queue."""
+        await require_worker(self.temporal, self.task_queue, start_hint=start_hint)
+
+    async def start(
+        self,
+        applicant: Identity,
+        question: str,
+        *,
+        language: Language | None = None,
+        ttl_seconds: int = DEFAULT_APPROVAL_TTL_SECONDS,
+        request_key: str | None = None,
+        case_id: str | None = None,
+    ) -> CaseHandle:
+        """Start a case (see :func:`case_client.new_case` for the checks and the case id)."""
+        case = new_case(
+            applicant,
+            question,
+            language=language,
+            ttl_seconds=ttl_seconds,
+            request_key=request_key,
+            case_id=case_id,
+        )
+        return await self.start_case(case, request_key=request_key)
+
+    async def start_case(
+        self, case: CaseInput, *, request_key: str | None = None, on_existing: Callable[[str], None] = _ignore
+    ) -> CaseHandle:
+        """Start ``case``; a case id that is taken is never run twice. A running case with that id is
+        returned as it is; one that has ended is returned after ``on_existing(case_id)``, unless it
+        ended otherwise than by completing (``case_closed``)."""
+        try:
+            workflow = await self.temporal.start_workflow(
+                WORKFLOW_NAME,
+                case,
+                id=workflow_id(case.case_id),
+                task_queue=self.task_queue,
+                id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE,
+                id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
+                memo={"applicant": case.applicant.subject, "fictional": True},
+                result_type=CaseView,
+            )
+        except WorkflowAlreadyStartedError:
+            on_existing(case.case_id)
+            workflow = _reading.workflow_handle(self.temporal, case.case_id)
+            description = await workflow.describe()
+            if description.status not in (None, WorkflowExecutionStatus.RUNNING, WorkflowExecutionStatus.COMPLETED):
+                raise BusinessError("case_closed", f"case {case.case_id} ended as {description.status.name}") from None
+        return CaseHandle(self.temporal, workflow, started=case, request_key=request_key)
+
+    def open(self, case_id: str) -> CaseHandle:
+        """A case by its id (``case-`` prefix optional); nothing is read until a method asks."""
+        return CaseHandle(self.temporal, _reading.workflow_handle(self.temporal, case_id))
+
+    async def list_cases(self, viewer: Identity, status: CaseStatus | None = None) -> AsyncIterator[CaseSummary]:
+        """The cases ``viewer`` may see (:func:`case_client.listing_query`): a reviewer all of their
+        tenant's, a customer their own."""
+        async for execution in self.temporal.list_workflows(listing_query(viewer, status), limit=LISTING_LIMIT):
+            if not await _listed_for(execution, viewer):
+                continue
+            attrs = execution.typed_search_attributes
+            yield CaseSummary(
+                case_id=case_id_of(execution.id),
+                status=attrs.get(sa.CASE_STATUS),
+                phase=attrs.get(sa.CASE_PHASE),
+                order_id=attrs.get(sa.ORDER_ID),
+                refund_cents=attrs.get(sa.REFUND_CENTS),
+                started=execution.start_time,
+            )

@@ -1,0 +1,138 @@
+"""Where cases live and how to reach them: the Temporal target, the connection and the worker check."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import Any
+
+from temporalio.api.enums.v1 import TaskQueueType
+from temporalio.api.taskqueue.v1 import TaskQueue
+from temporalio.api.workflowservice.v1 import DescribeTaskQueueRequest
+from temporalio.client import Client
+from temporalio.contrib.pydantic import pydantic_data_converter
+from temporalio.envconfig import ClientConfig
+from temporalio.service import RPCError
+
+from contracts.errors import ConfigurationError, TransientError
+from contracts.names import TASK_QUEUE
+
+RPC_TIMEOUT = timedelta(seconds=5)
+POLLER_FRESH_SECONDS = 90.0
+"""A live worker re-polls its task queue at least once a minute (a long poll lasts up to ~70 s); a
+poller seen longer ago than this is gone (Temporal lists dead pollers for a few minutes)."""
+WORKER_GRACE_SECONDS = 3.0
+
+
+@dataclass(frozen=True)
+class TemporalTarget:
+    """Where cases live: server address, namespace and the task queue workers poll.
+
+    ``connect_options`` holds what else Temporal's environment configuration says (API key, TLS, gRPC
+    metadata); it is never printed or compared.
+    """
+
+    address: str = "localhost:7233"
+    namespace: str = "default"
+    task_queue: str = TASK_QUEUE
+    connect_options: Mapping[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+    @classmethod
+    def from_env(
+        cls, environ: Mapping[str, str] = os.environ, *, profile: str | None = None, config_file: str | None = None
+    ) -> TemporalTarget:
+        """Temporal's environment configuration (``temporalio.envconfig``: ``TEMPORAL_ADDRESS``,
+        ``TEMPORAL_NAMESPACE``, ``TEMPORAL_API_KEY``, ``TEMPORAL_TLS*``, ``TEMPORAL_PROFILE`` and the
+        config file) plus ``SUPPORT_TASK_QUEUE``; what none of them sets keeps the defaults above."""
+        try:
+            config = dict(
+                ClientConfig.load_client_connect_config(
+                    profile, config_file=config_file, override_env_vars=dict(environ)
+                )
+            )
+        except RuntimeError as error:  # the bridge's ConfigError: an unknown profile, a malformed file
+            raise ConfigurationError(
+                "temporal_config", f"cannot load the Temporal client configuration: {error}"
+            ) from None
+        address = config.pop("target_host", None)
+        namespace = config.pop("namespace", None)
+        return cls(
+            address=str(address or cls.address),
+            namespace=str(namespace or cls.namespace),
+            task_queue=environ.get("SUPPORT_TASK_QUEUE") or cls.task_queue,
+            connect_options=config,
+        )
+
+
+async def connect(target: TemporalTarget) -> Client:
+    """A client with the pydantic data converter; an unreachable server is ``temporal_unavailable``.
+
+    This is the one way the service connects to Temporal: the case client and worker.py use it.
+    """
+    try:
+        return await Client.connect(
+            target.address,
+            namespace=target.namespace,
+            data_converter=pydantic_data_converter,
+            **target.connect_options,
+        )
+    except RuntimeError as error:
+        raise TransientError(
+            "temporal_unavailable",
+            f"cannot reach Temporal at {target.address} ({error}); start a server (make dev-server) "
+            "or set TEMPORAL_ADDRESS",
+        ) from None
+
+
+async def live_poller_identities(client: Client, task_queue: str) -> list[str]:
+    """Identities of the workers that polled ``task_queue`` (workflow or activity tasks) within
+    :data:`POLLER_FRESH_SECONDS`."""
+    identities: list[str] = []
+    for kind in (TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW, TaskQueueType.TASK_QUEUE_TYPE_ACTIVITY):
+        request = DescribeTaskQueueRequest(
+            namespace=client.namespace, task_queue=TaskQueue(name=task_queue), task_queue_type=kind
+        )
+        try:
+            response = await client.workflow_service.describe_task_queue(request, timeout=RPC_TIMEOUT)
+        except RPCError as error:
+            raise TransientError(
+                "temporal_unavailable", f"cannot describe task queue {task_queue!r}: {error}"
+            ) from None
+        now = time.time()
+        identities += [
+            p.identity for p in response.pollers if now - p.last_access_time.ToSeconds() <= POLLER_FRESH_SECONDS
+        ]
+    return sorted(set(identities))
+
+
+async def live_pollers(client: Client, task_queue: str) -> int:
+    """How many distinct workers poll ``task_queue`` now."""
+    return len(await live_poller_identities(client, task_queue))
+
+
+async def require_worker(
+    client: Client, task_queue: str, *, start_hint: str, grace_seconds: float = WORKER_GRACE_SECONDS
+) -> None:
+    """Raise ``worker_unavailable`` (one line, with how to start one) when no worker polls ``task_queue``.
+
+    A worker that started a moment ago may not have polled yet, so an empty queue is asked again for
+    up to ``grace_seconds`` before the answer stands.
+    """
+    deadline = now() + grace_seconds
+    while await live_pollers(client, task_queue) == 0:
+        if now() >= deadline:
+            raise TransientError(
+                "worker_unavailable",
+                f"no worker polls task queue {task_queue!r} on {client.service_client.config.target_host} "
+                f"(namespace {client.namespace}); start one: {start_hint}",
+            )
+        await asyncio.sleep(0.5)
+
+
+def now() -> float:
+    """The event loop's clock (deadlines of waits)."""
+    return asyncio.get_running_loop().time()

@@ -1,0 +1,121 @@
+"""Reading a case and waiting for it: the status query as is, or checked for a person (no printing here)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from datetime import timedelta
+
+from temporalio.client import Client, WorkflowExecutionStatus, WorkflowHandle
+from temporalio.service import RPCError, RPCStatusCode
+
+from case_client._connection import RPC_TIMEOUT, now, require_worker
+from case_client._rules import CASE_NOT_ACCESSIBLE, may_see, workflow_id
+from contracts.case import TERMINAL_STATUSES, CaseStatus, CaseView
+from contracts.errors import AuthorizationError, BusinessError, TransientError
+from contracts.identity import Identity
+from contracts.names import QueryName
+
+QUERY_TIMEOUT = timedelta(seconds=5)
+"""A worker answers a status query in milliseconds; five seconds without an answer means trouble."""
+
+
+def workflow_handle(client: Client, case_id: str) -> WorkflowHandle:
+    """The handle of a case's latest run (it follows continue-as-new)."""
+    return client.get_workflow_handle(workflow_id(case_id), result_type=CaseView)
+
+
+async def query_status(handle: WorkflowHandle, *, rpc_timeout: timedelta | None = None) -> CaseView:
+    """The ``status`` query, as the workflow answers it now."""
+    return await handle.query(QueryName.STATUS, result_type=CaseView, rpc_timeout=rpc_timeout)
+
+
+async def read_case(
+    client: Client, case_id: str, identity: Identity, *, start_hint: str, check_worker: bool = True
+) -> CaseView:
+    """The case as the workflow reports it (a closed case answers from its result), if ``identity``
+    may see it. A missing case and someone else's case give the same error. A running case whose task
+    queue has no worker is ``worker_unavailable`` at once (``check_worker``, one describe before the
+    query), and so is one whose listed worker does not answer the query within seconds."""
+    handle = workflow_handle(client, case_id)
+    try:
+        description = await handle.describe(rpc_timeout=RPC_TIMEOUT)
+    except RPCError as error:
+        if error.status is RPCStatusCode.NOT_FOUND:
+            raise AuthorizationError("case_not_accessible", CASE_NOT_ACCESSIBLE) from None
+        raise TransientError("temporal_unavailable", f"cannot describe {handle.id}: {error.message}") from None
+    if description.status in (None, WorkflowExecutionStatus.RUNNING):
+        if check_worker:
+            await require_worker(client, description.task_queue, start_hint=start_hint)
+        view = await _answered_status(client, handle, description.task_queue, start_hint=start_hint)
+    elif description.status is WorkflowExecutionStatus.COMPLETED:
+        view = await handle.result()
+    else:
+        raise BusinessError("case_not_available", f"case workflow {handle.id} ended as {description.status.name}")
+    if not may_see(view, identity):
+        raise AuthorizationError("case_not_accessible", CASE_NOT_ACCESSIBLE)
+    return view
+
+
+async def _answered_status(client: Client, handle: WorkflowHandle, task_queue: str, *, start_hint: str) -> CaseView:
+    try:
+        return await query_status(handle, rpc_timeout=QUERY_TIMEOUT)
+    except RPCError as error:
+        await require_worker(client, task_queue, start_hint=start_hint, grace_seconds=0)
+        raise TransientError(
+            "worker_unavailable",
+            f"the worker on task queue {task_queue!r} did not answer a status query within "
+            f"{QUERY_TIMEOUT.total_seconds():.0f}s ({error.message}); check worker.py",
+        ) from None
+
+
+async def wait_until_settled(
+    read: Callable[[bool], Awaitable[CaseView]],
+    ended: Callable[[float], Awaitable[CaseView]],
+    *,
+    wait_seconds: float,
+    poll_seconds: float,
+    on_progress: Callable[[CaseView], None],
+) -> CaseView:
+    """Poll ``read`` until the case waits for a reviewer (its record written) or ends; an ended case
+    answers from ``ended`` (its result). ``read`` is told whether this is the first read."""
+    deadline = now() + wait_seconds
+    first = True
+    while True:
+        view = await read(first)
+        first = False
+        if view.status in TERMINAL_STATUSES:
+            # Ended, but the workflow may still be writing its record: its result is the last word.
+            return await ended(max(deadline - now(), 1.0))
+        if view.status is CaseStatus.WAITING_APPROVAL and view.record_attempted:
+            return view
+        on_progress(view)
+        if now() > deadline:
+            raise TransientError(
+                "wait_timeout", f"case {view.case_id} still running after {wait_seconds:.0f}s; check worker.py"
+            )
+        await asyncio.sleep(poll_seconds)
+
+
+async def wait_for(
+    handle: WorkflowHandle, done: Callable[[CaseView], bool], *, wait_seconds: float, poll_seconds: float
+) -> CaseView:
+    """Poll the status query until ``done(view)``."""
+    deadline = now() + wait_seconds
+    while True:
+        view = await query_status(handle)
+        if done(view):
+            return view
+        if now() > deadline:
+            raise TransientError(
+                "wait_timeout", f"case {view.case_id} still {view.status}/{view.phase} after {wait_seconds:.0f}s"
+            )
+        await asyncio.sleep(poll_seconds)
+
+
+async def wait_until_ended(handle: WorkflowHandle, case_id: str, *, wait_seconds: float) -> CaseView:
+    """Wait for the case workflow (following continue-as-new) to finish."""
+    try:
+        return await asyncio.wait_for(handle.result(), timeout=wait_seconds)
+    except TimeoutError:
+        raise TransientError("wait_timeout", f"case {case_id} has not ended after {wait_seconds:.0f}s") from None

@@ -1,0 +1,46 @@
+"""What the exit status of a command that ran a case means (README: ``ask``, ``status``, ``review``,
+``eval cases``), and which one a case's status or a refusal gets."""
+
+from __future__ import annotations
+
+from enum import IntEnum
+
+from contracts.case import CaseStatus
+from contracts.errors import SupportError, TransientError
+
+
+class ExitCode(IntEnum):
+    DECIDED = 0
+    """The case reached a decision: answered, a proposal waits for a reviewer, rejected, or settled."""
+    UNEXPECTED = 1
+    """A bug: one line on stderr (SUPPORT_DEBUG=1 shows the traceback)."""
+    REFUSED = 2
+    """Bad input or a refused request: one line on stderr; nothing was started or changed."""
+    NEEDS_PERSON = 3
+    """The case needs more input or a human (needs_input, needs_human, expired)."""
+    FAILED = 4
+    """The case failed (status failed)."""
+    UNAVAILABLE = 5
+    """Temporal or a worker could not be reached, or the wait ran out; try again."""
+    MISMATCH = 6
+    """``eval cases``: at least one case did not end as expected."""
+
+
+_STATUS_EXIT_CODES = {
+    CaseStatus.COMPLETED: ExitCode.DECIDED,
+    CaseStatus.WAITING_APPROVAL: ExitCode.DECIDED,
+    CaseStatus.REJECTED: ExitCode.DECIDED,
+    CaseStatus.NEEDS_INPUT: ExitCode.NEEDS_PERSON,
+    CaseStatus.NEEDS_HUMAN: ExitCode.NEEDS_PERSON,
+    CaseStatus.EXPIRED: ExitCode.NEEDS_PERSON,
+    CaseStatus.FAILED: ExitCode.FAILED,
+}
+
+
+def exit_code_for(status: CaseStatus) -> ExitCode:
+    return _STATUS_EXIT_CODES.get(status, ExitCode.DECIDED)
+
+
+def exit_code_for_error(error: SupportError) -> ExitCode:
+    """A transient failure is worth trying again (5); any other refusal is final (2)."""
+    return ExitCode.UNAVAILABLE if isinstance(error, TransientError) else ExitCode.REFUSED

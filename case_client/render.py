@@ -1,0 +1,203 @@
+"""What a person sees at the command line: the case card, the review commands and the tables.
+
+Nothing printed here is ever read as Rich markup, emoji codes or highlighting: answers, questions,
+notes and citations come from customers and models, and "[/b]" or "[link=...]" in them is text. So
+every console is ``markup=False`` and every model or customer string goes in as plain data.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from pydantic import ValidationError
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from case_client import CaseHandle, CaseSummary, TemporalTarget, workflow_id
+from contracts.case import AnswerSource, CaseStatus, CaseView, Decision
+from contracts.commerce import RefundQuote
+from contracts.identity import Identity, reviewer_for
+from contracts.names import REVIEW
+from temporal_dev import shell_path, temporal_cli_for_display
+
+if TYPE_CHECKING:
+    from mcp_types import Resource, Tool
+
+console = Console(markup=False, emoji=False, highlight=False)
+errors = Console(stderr=True, soft_wrap=True, markup=False, emoji=False, highlight=False)
+
+ANSWER_AUTHORS = {
+    AnswerSource.MODEL_DRAFT: "the model (reviewed, admitted by the deliver gate)",
+    AnswerSource.RECEIPT: "the service, from the commerce receipt",
+    AnswerSource.STATUS_NOTICE: "the service: the fixed notice for this status",
+}
+
+
+def worker_command(state_dir: Path) -> str:
+    """How to start a worker for this state dir, as a person would type it here."""
+    return f"{shell_path(sys.executable)} worker.py --state-dir {shell_path(state_dir)}"
+
+
+def review_commands(view: CaseView, state_dir: Path, target: TemporalTarget) -> list[str]:
+    """Ready-to-run review commands: starter.py (an update) and the Temporal CLI (signal, update)."""
+    reviewer = reviewer_for(view.tenant).subject
+    payload = json.dumps({"reviewer": reviewer, "digest": view.digest, "decision": Decision.APPROVE.value, "note": ""})
+    starter = f"{shell_path(sys.executable)} starter.py --state-dir {shell_path(state_dir)}"
+    temporal = f"{temporal_cli_for_display()} workflow"
+    where = f"--address {target.address} --namespace {target.namespace} --workflow-id {workflow_id(view.case_id)}"
+    return [
+        f"{starter} --profile {reviewer} review {view.case_id} --digest {view.digest} --approve",
+        f"{starter} --profile {reviewer} review {view.case_id} --digest {view.digest} --reject",
+        f"{temporal} signal {where} --name {REVIEW} --input '{payload}'",
+        f"{temporal} update execute {where} --name {REVIEW} --input '{payload}'",
+    ]
+
+
+def case_card(view: CaseView) -> Table:
+    table = Table(title=f"case {view.case_id} (fictional data; model: {view.model})", show_header=False)
+    table.add_column("field", no_wrap=True)
+    table.add_column("value", overflow="fold")
+    rows = [
+        ("status", view.status.value + (f" ({view.reason})" if view.reason else "")),
+        ("phase", view.phase.value),
+        ("applicant", f"{view.applicant} ({view.tenant})"),
+        ("intent / order", f"{view.intent.value if view.intent else '-'} / {view.order_id or '-'}"),
+        ("answer", view.answer or "-"),
+        ("written by", ANSWER_AUTHORS[view.answer_source] if view.answer_source else "-"),
+        ("citations", ", ".join(view.citations) or "-"),
+    ]
+    if view.proposal:
+        rows += [
+            (
+                "proposed refund",
+                f"{view.proposal.amount_cents} cents for {view.proposal.order_id} "
+                f"(order v{view.proposal.order_version}, rule {view.proposal.rule_version})",
+            ),
+            ("expires at", view.proposal.expires_at.isoformat()),
+            ("digest", view.digest or "-"),
+        ]
+    if view.receipt:
+        rows.append(("receipt", f"{view.receipt.receipt_id}: {view.receipt.amount_cents} cents (SIMULATED)"))
+    rows += [
+        (
+            "budgets",
+            f"model {view.budgets.model_requests}/{view.budgets.max_model_requests}, tools "
+            f"{view.budgets.tool_requests}/{view.budgets.max_tool_requests}, turns {view.budgets.turns}",
+        ),
+        ("tokens", view.tokens),
+        ("case record", view.record_path or (f"not written: {view.record_error}" if view.record_error else "-")),
+    ]
+    for label, value in rows:
+        table.add_row(label, value)
+    return table
+
+
+def show_case(view: CaseView, state_dir: Path, target: TemporalTarget, *, with_review_commands: bool = True) -> None:
+    """The case card, then (for a case waiting for a reviewer) the exact review commands."""
+    console.print(case_card(view))
+    if with_review_commands and view.status is CaseStatus.WAITING_APPROVAL:
+        console.print("A reviewer of the same tenant approves or rejects with one of:")
+        for command in review_commands(view, state_dir, target):
+            print(f"  {command}")  # plain print: a command is copied whole, never wrapped
+
+
+def progress_text(case_id: str, view: CaseView | None = None) -> Text:
+    if view is None:
+        return Text(f"case {case_id}…")
+    return Text(
+        f"case {case_id}: phase {view.phase.value}, model requests {view.budgets.model_requests}, "
+        f"tool requests {view.budgets.tool_requests}"
+    )
+
+
+async def settle_with_progress(
+    case: CaseHandle, case_id: str, viewer: Identity, state_dir: Path, *, timeout: float
+) -> CaseView:
+    """:meth:`CaseHandle.settled` for ``viewer``, with a progress line on stderr while it waits."""
+    from rich.status import Status
+
+    with Status(progress_text(case_id), console=errors) as spinner:
+        return await case.settled(
+            timeout=timeout,
+            viewer=viewer,
+            start_hint=worker_command(state_dir),
+            on_progress=lambda view: spinner.update(progress_text(case_id, view)),
+        )
+
+
+def grid(title: str, rows: Sequence[Sequence[Any]], *, fold: bool = False) -> Table:
+    """A table whose first row is the header; every cell is shown as text."""
+    table = Table(title=title)
+    for column in rows[0]:
+        if fold:
+            table.add_column(str(column), overflow="fold")
+        else:
+            table.add_column(str(column))
+    for row in rows[1:]:
+        table.add_row(*(str(cell) for cell in row))
+    return table
+
+
+def cases_table(query: str, cases: Iterable[CaseSummary]) -> Table:
+    table = Table(title=f"cases ({query})")
+    for column in ("case", "status", "phase", "order", "refund cents", "started"):
+        table.add_column(column)
+    for case in cases:
+        table.add_row(
+            case.case_id,
+            case.status or "-",
+            case.phase or "-",
+            case.order_id or "-",
+            str(case.refund_cents or "-"),
+            case.started.isoformat(timespec="seconds"),
+        )
+    return table
+
+
+def mcp_table(subject: str, tools: Iterable[Tool], resources: Iterable[Resource]) -> Table:
+    """The commerce MCP server's tools and resources."""
+    table = Table(title=f"commerce MCP server (stdio, profile {subject})")
+    table.add_column("kind")
+    table.add_column("name")
+    table.add_column("description")
+    for tool in tools:
+        table.add_row("tool", tool.name, (tool.description or "").splitlines()[0])
+    for resource in resources:
+        table.add_row("resource", str(resource.uri), resource.description or "")
+    return table
+
+
+def quote_table(result: RefundQuote) -> Table:
+    """A refund quote, one labelled row per figure."""
+    table = Table(title=f"refund quote for {result.order_id} (fictional)", show_header=False)
+    for label, value in [
+        ("eligible", str(result.eligible)),
+        ("reason", result.reason),
+        ("amount", f"{result.amount_cents} cents ({result.currency} {result.amount_cents / 100:.2f})"),
+        (
+            "paid items / freight / refunded",
+            f"{result.paid_items_cents} / {result.freight_cents} / {result.refunded_cents}",
+        ),
+        ("days since delivery", str(result.days_since_delivery)),
+        ("rule version", result.rule_version),
+        ("order version", str(result.order_version)),
+        ("quote id", result.quote_id),
+        ("ledger", result.ledger_id or "-"),
+        ("cited pages", ", ".join(result.citations) or "-"),
+        ("why", result.explanation_en),
+    ]:
+        table.add_row(label, value)
+    return table
+
+
+def one_line(error: ValidationError) -> str:
+    """A pydantic validation error as the one line a person reads."""
+    first = error.errors()[0]
+    where = ".".join(str(part) for part in first["loc"]) or "input"
+    more = f" (and {error.error_count() - 1} more)" if error.error_count() > 1 else ""
+    return f"invalid input: {where}: {first['msg']}{more}"
