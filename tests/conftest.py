@@ -1,5 +1,5 @@
 """Shared test fixtures: commerce databases on SQLite and PostgreSQL, refund approvals, and one real
-Temporal dev server (with a client) for every suite that runs cases (tests/workflow, tests/adversarial)."""
+Temporal dev server (with a client) for every suite that runs cases (e2e, workflows, adversarial, faults)."""
 
 from __future__ import annotations
 

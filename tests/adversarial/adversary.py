@@ -17,12 +17,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from case_world import CaseWorld, history_text, open_world
-from provider import ScriptedProvider
 from temporalio.client import Client, WorkflowHandle
 
 from activities.model_settings import ModelSettings, load_model_settings
 from contracts.case import CaseEvent, CaseView
+from tests.adversarial.provider import ScriptedProvider
+from tests.case_world import CaseWorld, history_text, open_world
 
 OTHER_CUSTOMERS_DATA = (
     "bob",

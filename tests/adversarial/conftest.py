@@ -6,9 +6,10 @@ from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
-from adversary import ScriptedWorld, scripted_world
-from provider import ScriptedProvider
 from temporalio.client import Client
+
+from tests.adversarial.adversary import ScriptedWorld, scripted_world
+from tests.adversarial.provider import ScriptedProvider
 
 
 @pytest.fixture

@@ -9,8 +9,9 @@ import sys
 from pathlib import Path
 
 import pytest
-from adversary import ScriptedWorld
-from provider import json_reply
+
+from tests.adversarial.adversary import ScriptedWorld
+from tests.adversarial.provider import json_reply
 
 pytestmark = pytest.mark.slow
 

@@ -14,10 +14,10 @@ import sys
 from pathlib import Path
 
 import pytest
-from adversary import ScriptedWorld
-from provider import Request, json_reply
 
 from contracts.case import CaseStatus
+from tests.adversarial.adversary import ScriptedWorld
+from tests.adversarial.provider import Request, json_reply
 
 pytestmark = pytest.mark.slow
 

@@ -16,11 +16,11 @@ import json
 from pathlib import Path
 
 import pytest
-from adversary import ScriptedWorld, scheduled_activities
-from provider import REHEARSAL, Request, call, json_reply, text_reply, tool_calls
 
 from contracts.case import AnswerSource, CaseStatus
 from contracts.knowledge import Language
+from tests.adversarial.adversary import ScriptedWorld, scheduled_activities
+from tests.adversarial.provider import REHEARSAL, Request, call, json_reply, text_reply, tool_calls
 from workflows.customer_notice import status_notice
 from workflows.deliver_gate import cited_pages
 

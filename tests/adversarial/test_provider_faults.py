@@ -10,11 +10,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from adversary import ScriptedWorld, scripted_world
-from provider import Reply, ScriptedProvider, http_error, slow
 from temporalio.client import Client
 
 from contracts.case import CaseStatus
+from tests.adversarial.adversary import ScriptedWorld, scripted_world
+from tests.adversarial.provider import Reply, ScriptedProvider, http_error, slow
 
 pytestmark = pytest.mark.slow
 

@@ -16,13 +16,13 @@ import sys
 from pathlib import Path
 
 import pytest
-from adversary import scripted_world
-from case_world import history_text
-from provider import ScriptedProvider
 from temporalio.client import Client
 
 from contracts.case import CaseStatus, CaseView, Decision, ReviewDecision, ReviewOutcome
 from temporal_dev import DevServer
+from tests.adversarial.adversary import scripted_world
+from tests.adversarial.provider import ScriptedProvider
+from tests.case_world import history_text
 
 pytestmark = pytest.mark.slow
 

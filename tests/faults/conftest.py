@@ -13,10 +13,10 @@ from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 
 import pytest
-from fault_support import FaultWorld, WorkerProcess, spawn_worker
 from temporalio.client import Client
 
 from activities.model_settings import load_model_settings
+from tests.faults.fault_support import FaultWorld, WorkerProcess, spawn_worker
 from worker import build_worker
 
 

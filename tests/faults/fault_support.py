@@ -25,7 +25,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from case_world import CaseWorld
 from temporalio.client import Client, WorkflowHandle
 
 from case_client import TemporalTarget
@@ -35,6 +34,7 @@ from commerce_server.seed import seed_fixture
 from contracts.case import TERMINAL_STATUSES, CaseEvent, CaseStatus, CaseView, Decision, ReviewDecision
 from contracts.errors import TransientError
 from contracts.names import QueryName
+from tests.case_world import CaseWorld
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 WORKER_SCRIPT = PROJECT_ROOT / "worker.py"

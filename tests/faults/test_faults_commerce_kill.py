@@ -15,10 +15,10 @@ import signal
 import sqlite3
 
 import pytest
-from fault_support import REFUND_QUESTION, activity_runs, alive, approval, bytes_read, wait_until
 
 from contracts.case import CaseStatus
 from contracts.errors import MAX_FAILURE_MESSAGE_CHARS
+from tests.faults.fault_support import REFUND_QUESTION, activity_runs, alive, approval, bytes_read, wait_until
 
 pytestmark = pytest.mark.slow
 

@@ -10,12 +10,12 @@ import asyncio
 from collections import Counter
 
 import pytest
-from fault_support import REFUND_QUESTION, activity_runs, approval, events_of
 from temporalio.client import WorkflowUpdateFailedError
 from temporalio.exceptions import ApplicationError
 from temporalio.service import RPCError
 
 from contracts.case import CaseStatus, CaseView, ReviewOutcome
+from tests.faults.fault_support import REFUND_QUESTION, activity_runs, approval, events_of
 
 pytestmark = pytest.mark.slow
 

@@ -13,9 +13,9 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
-from fault_support import PAUSED_WORKER_SCRIPT, REFUND_QUESTION, activity_runs, approval, wait_until
 
 from contracts.case import CaseStatus
+from tests.faults.fault_support import PAUSED_WORKER_SCRIPT, REFUND_QUESTION, activity_runs, approval, wait_until
 
 pytestmark = pytest.mark.slow
 

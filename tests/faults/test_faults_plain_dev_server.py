@@ -9,12 +9,12 @@ import sys
 from pathlib import Path
 
 import pytest
-from fault_support import PROJECT_ROOT, FaultWorld, connect, worker_env
 from temporalio.api.enums.v1 import IndexedValueType
 from temporalio.api.operatorservice.v1 import AddSearchAttributesRequest, ListSearchAttributesRequest
 
 from contracts.search_attributes import ALL_KEYS
 from temporal_dev import start_dev_server
+from tests.faults.fault_support import PROJECT_ROOT, FaultWorld, connect, worker_env
 
 pytestmark = pytest.mark.slow
 

@@ -14,9 +14,9 @@ import asyncio
 import time
 
 import pytest
-from fault_support import REFUND_QUESTION, approval, events_of
 
 from contracts.case import CaseStatus, CaseView
+from tests.faults.fault_support import REFUND_QUESTION, approval, events_of
 
 pytestmark = pytest.mark.slow
 

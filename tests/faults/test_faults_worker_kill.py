@@ -12,7 +12,9 @@ from __future__ import annotations
 import json
 
 import pytest
-from fault_support import (
+
+from contracts.case import CaseStatus, Phase, ReviewOutcome
+from tests.faults.fault_support import (
     PAUSED_WORKER_SCRIPT,
     REFUND_QUESTION,
     activity_runs,
@@ -22,8 +24,6 @@ from fault_support import (
     scheduled_counts,
     wait_until,
 )
-
-from contracts.case import CaseStatus, Phase, ReviewOutcome
 
 pytestmark = pytest.mark.slow
 

@@ -6,7 +6,6 @@ import dataclasses
 
 import httpx2
 import pytest
-from activity_support import run_bounded
 from temporalio.exceptions import ApplicationError
 from temporalio.testing import ActivityEnvironment
 
@@ -15,6 +14,7 @@ from activities.model_gateway import ModelGateway
 from activities.model_settings import load_model_settings
 from contracts.case import PlanRequest
 from rehearsal import rehearsal_http_client
+from tests.activities.activity_support import run_bounded
 
 
 def environment(attempt: int) -> ActivityEnvironment:

@@ -17,7 +17,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from activity_support import run_bounded
 from temporalio.exceptions import ApplicationError
 from temporalio.testing import ActivityEnvironment
 
@@ -34,6 +33,7 @@ from contracts.identity import PROFILES, Identity
 from contracts.knowledge import Language, Passage
 from knowledge.refund_quote import calculate_refund_quote
 from knowledge.store import KnowledgeBase, default_knowledge_base
+from tests.activities.activity_support import run_bounded
 
 ALICE = PROFILES["alice"]
 

@@ -2,6 +2,6 @@
 
 from __future__ import annotations
 
-from case_world import history_text
+from tests.case_world import history_text
 
 __all__ = ["history_text"]

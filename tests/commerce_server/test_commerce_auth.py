@@ -26,7 +26,7 @@ from contracts.errors import AuthorizationError, ConfigurationError
 from contracts.identity import PROFILES
 
 SECRET = "test-secret-" + "x" * 32
-PROJECT_ROOT = Path(__file__).resolve().parents[1]
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
 
 
 def forged(**changes: object) -> str:

@@ -24,7 +24,7 @@ from contracts.commerce import Order
 from contracts.errors import AuthorizationError, SupportError, TransientError
 from contracts.identity import PROFILES
 
-PROJECT_ROOT = Path(__file__).resolve().parents[1]
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
 STARTUP_SECONDS = 30
 
 

@@ -5,10 +5,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from workflow_support import history_text
-
 from contracts.case import CaseStatus, Intent, NextAction
 from contracts.knowledge import Language
+from tests.e2e.workflow_support import history_text
 from workflows.deliver_gate import cited_pages
 
 

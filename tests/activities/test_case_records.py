@@ -8,7 +8,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
-from activity_support import run_bounded
 from temporalio.exceptions import ApplicationError
 from temporalio.testing import ActivityEnvironment
 
@@ -17,6 +16,7 @@ from activities.preferences import LanguagePreferences
 from contracts.case import Budgets, CaseEvent, CaseRecord, CaseStatus, CaseView, Phase
 from contracts.errors import BusinessError, ContractError
 from contracts.knowledge import Language
+from tests.activities.activity_support import run_bounded
 
 AT = datetime(2026, 9, 12, 9, 30, tzinfo=UTC)
 

@@ -13,7 +13,7 @@ from knowledge import refund_quote
 from knowledge.refund_quote import calculate_refund_quote, policy_page_versions
 from knowledge.store import DOCUMENTS_DIR, KnowledgeBase, default_knowledge_base
 
-FIXTURE = Path(__file__).resolve().parents[1] / "commerce_server" / "fixtures" / "commerce.json"
+FIXTURE = Path(__file__).resolve().parents[2] / "commerce_server" / "fixtures" / "commerce.json"
 RULE_PAGES = {"RETURNS:p02": "2026-09", "RETURNS:p03": "2026-09"}
 
 

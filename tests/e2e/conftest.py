@@ -13,8 +13,9 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
-from case_world import CaseWorld, open_world
 from temporalio.client import Client
+
+from tests.case_world import CaseWorld, open_world
 
 __all__ = ["CaseWorld", "open_world"]
 

@@ -12,7 +12,7 @@ from temporalio.worker import Replayer
 
 from workflows.support_case import SupportCaseWorkflow
 
-HISTORIES = sorted((Path(__file__).parent / "histories").glob("*.json"))
+HISTORIES = sorted((Path(__file__).parents[1] / "histories").glob("*.json"))
 REQUIRED = {"approved_refund", "rejected_refund", "expired_refund", "answered_delivery", "needs_human_uncovered"}
 REQUIRED_SINCE_ISSUE_7 = {
     f"{name}-2026-12-issue7"

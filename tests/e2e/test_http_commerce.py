@@ -11,7 +11,6 @@ import uuid
 from pathlib import Path
 
 import pytest
-from case_world import CaseWorld
 
 from activities.commerce_http import COMMERCE_URL_ENV, CommerceHttpCaller
 from activities.model_settings import load_model_settings
@@ -20,6 +19,7 @@ from commerce_server.db import make_engine
 from contracts.case import CaseStatus, CaseView, Decision, ReviewDecision, ReviewOutcome
 from contracts.knowledge import Language
 from temporal_dev import free_port, wait_for_port
+from tests.case_world import CaseWorld
 from worker import build_worker
 from workflows.customer_notice import status_notice
 
