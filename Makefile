@@ -6,7 +6,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STATE_DIR ?= .state/demo
 
-.PHONY: install test lint demo dev-server clean
+.PHONY: install test lint typecheck demo dev-server clean
 
 $(BIN)/.installed: pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Python 3.11 or newer is required (set PYTHON=...)")'
@@ -20,7 +20,11 @@ install: $(BIN)/.installed
 lint: install
 	$(BIN)/ruff check .
 
-test: lint
+# mypy --check-untyped-defs over the whole project, tests included (settings in pyproject.toml).
+typecheck: install
+	$(BIN)/mypy
+
+test: lint typecheck
 	$(BIN)/pytest
 
 demo: install

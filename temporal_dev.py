@@ -159,28 +159,23 @@ async def rehearsal_stack(root: Path, **server_options: Any) -> AsyncIterator[tu
     Used by scripts/record_histories.py and the benchmarks; ``server_options`` go to
     :func:`start_dev_server`.
     """
-    from temporalio.contrib.pydantic import pydantic_data_converter
-
     from activities.model_settings import load_model_settings
+    from case_client import TemporalTarget, connect
     from commerce_server.db import make_engine
     from commerce_server.seed import seed_fixture
-    from worker import build_worker
+    from worker import support_worker
 
     server = start_dev_server(root / "temporal", **server_options)
     try:
-        client = await Client.connect(server.address, data_converter=pydantic_data_converter)
+        client = await connect(TemporalTarget(address=server.address))
         state_dir = root / "state"
         state_dir.mkdir(parents=True, exist_ok=True)
         engine = make_engine(f"sqlite:///{state_dir / 'commerce.db'}")
         seed_fixture(engine)
         engine.dispose()
         task_queue = f"local-{uuid.uuid4().hex[:8]}"
-        worker, cleanup = build_worker(client, state_dir, task_queue=task_queue, model_settings=load_model_settings({}))
-        try:
-            async with worker:
-                yield client, task_queue
-        finally:
-            await cleanup()
+        async with support_worker(client, state_dir, task_queue=task_queue, model_settings=load_model_settings({})):
+            yield client, task_queue
     finally:
         server.stop()
 

@@ -59,6 +59,7 @@ from contracts.case import (
 )
 from contracts.errors import ConfigurationError, ContractError, SupportError, TransientError
 from contracts.knowledge import Passage
+from contracts.names import RequestKind
 from contracts.tools import INVESTIGATION_TOOLS
 
 MAX_CONTEXT_CHARS = 36_000
@@ -294,7 +295,7 @@ def _group_messages(group: tuple[TranscriptEntry, list[TranscriptEntry]]) -> lis
     return messages
 
 
-def _opening(kind: prompts.RequestKind, payload: dict[str, Any]) -> list[ChatCompletionMessageParam]:
+def _opening(kind: RequestKind, payload: dict[str, Any]) -> list[ChatCompletionMessageParam]:
     return [
         {"role": "system", "content": prompts.system_prompt(kind)},
         {"role": "user", "content": prompts.render(payload)},

@@ -7,17 +7,13 @@ heading; the rehearsal model dispatches on it, so both run through exactly the s
 from __future__ import annotations
 
 import json
-import re
-from typing import Any, Literal, cast
+from typing import Any
 
 from contracts.case import Budgets, ComposeRequest, InvestigateRequest, PlanRequest, ReviewRequest
 from contracts.knowledge import Passage
+from contracts.names import RequestKind, kind_marker
 
-RequestKind = Literal["plan", "investigate", "compose", "review"]
-REQUEST_KINDS: tuple[RequestKind, ...] = ("plan", "investigate", "compose", "review")
 MAX_CALLS_PER_TURN = Budgets().max_calls_per_turn
-
-_MARKER = re.compile(r"^\[kind: (plan|investigate|compose|review)\]")
 
 _SHOP = (
     "You work for the after-sales service of Qinghe (青禾), a fictional online shop; every merchant, "
@@ -25,7 +21,7 @@ _SHOP = (
     "the reply language and today's date: these host-injected values are never fields or tool arguments."
 )
 
-_PLAN = f"""[kind: plan]
+_PLAN = f"""{kind_marker("plan")}
 {_SHOP}
 
 Plan one support case. The user message is a JSON object with the customer's question and the case
@@ -40,7 +36,7 @@ Never invent, complete or correct an order id; if the question names none, use n
 names only one order (the host stops questions naming several before planning).
 Use "unsupported" for requests outside after-sales support."""
 
-_INVESTIGATE = f"""[kind: investigate]
+_INVESTIGATE = f"""{kind_marker("investigate")}
 {_SHOP}
 
 Investigate one support case with the tools provided. The first user message holds the question,
@@ -54,7 +50,7 @@ the case language and the plan; the later messages are your earlier tool calls a
 - When the evidence suffices, call no tool and reply with one short sentence saying so. Do not write
   the customer's answer here."""
 
-_COMPOSE = f"""[kind: compose]
+_COMPOSE = f"""{kind_marker("compose")}
 {_SHOP}
 
 Write the customer-facing answer for one support case. The user message is a JSON object: question,
@@ -77,7 +73,7 @@ Rules:
 - If the evidence does not cover the question, use "handoff" and say a human colleague can help.
   Never invent policy."""
 
-_REVIEW = f"""[kind: review]
+_REVIEW = f"""{kind_marker("review")}
 {_SHOP}
 
 Independently review a drafted answer. You have no tools. The user message is a JSON object:
@@ -102,12 +98,6 @@ SYSTEM_PROMPTS: dict[RequestKind, str] = {
 
 def system_prompt(kind: RequestKind) -> str:
     return SYSTEM_PROMPTS[kind]
-
-
-def kind_of(system_text: str) -> RequestKind | None:
-    """The request kind named by a system prompt's marker line, or None without a marker."""
-    match = _MARKER.match(system_text)
-    return cast(RequestKind, match.group(1)) if match else None
 
 
 def render(payload: dict[str, Any]) -> str:

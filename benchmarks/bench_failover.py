@@ -20,9 +20,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT), str(ROOT / "tests"), str(ROOT / "tests" / "faults")]
+sys.path.insert(0, str(ROOT))
 
-from fault_support import (  # noqa: E402
+from tests.faults.fault_support import (  # noqa: E402
     PAUSED_WORKER_SCRIPT,
     REFUND_QUESTION,
     FaultWorld,
@@ -53,6 +53,7 @@ async def one_round(address: str, root: Path, where: str) -> float:
         handle = await world.start(REFUND_QUESTION)
         if where == "settlement":
             view = await world.waiting_for_approval(handle)
+            assert view.digest is not None, "a case waiting for approval has a digest"
             await world.cases.open(handle.id).signal_review(approval("chen", view.digest))
         await wait_until(marker.exists, f"the first worker to pause in the {where}", timeout=90)
         second = await spawn_worker(address, world.state_dir, world.task_queue, name="second").ready()

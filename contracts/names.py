@@ -8,7 +8,9 @@ The search-attribute keys live beside these in :mod:`contracts.search_attributes
 
 from __future__ import annotations
 
+import re
 from enum import StrEnum
+from typing import Literal, cast
 
 TASK_QUEUE = "support-cases"
 WORKFLOW_NAME = "SupportCaseWorkflow"
@@ -125,3 +127,20 @@ class ReviewRefusal(StrEnum):
 
 REVIEW_REFUSED = "review_refused"
 """The ``ApplicationError`` type of a refused review update."""
+
+
+RequestKind = Literal["plan", "investigate", "compose", "review"]
+"""The four kinds of model request. Every system prompt opens with its marker, ``[kind: plan]``: a
+real model reads it as a heading, the rehearsal model dispatches on it."""
+REQUEST_KINDS: tuple[RequestKind, ...] = ("plan", "investigate", "compose", "review")
+_KIND_MARKER = re.compile(r"^\[kind: (plan|investigate|compose|review)\]")
+
+
+def kind_marker(kind: RequestKind) -> str:
+    return f"[kind: {kind}]"
+
+
+def kind_of(system_text: str) -> RequestKind | None:
+    """The request kind named by a system prompt's marker line, or None without a marker."""
+    match = _KIND_MARKER.match(system_text)
+    return cast(RequestKind, match.group(1)) if match else None

@@ -20,8 +20,8 @@ from typing import Any
 
 import httpx2
 
-from activities.prompts import kind_of
 from contracts.case import REHEARSAL_LABEL
+from contracts.names import kind_of
 from rehearsal._compose import compose
 from rehearsal._investigate import Observation, investigate, read_observation
 from rehearsal._plan import plan
