@@ -1,8 +1,9 @@
-"""The commerce business layer: scoped reads, idempotent tickets and the approved refund.
+"""The commerce business layer: scoped reads, idempotent tickets and the door to the approved refund.
 
 A :class:`CommerceService` is bound to one identity. Every read filters by id AND tenant AND
 owner, so another customer's record and a record that does not exist are indistinguishable: both
-give the same code and the same message, and neither message repeats the requested id.
+give the same code and the same message, and neither message repeats the requested id. The refund
+itself (checks, idempotent record, replay, receipt) is paid by :mod:`commerce_server.refunds`.
 """
 
 from __future__ import annotations
@@ -12,9 +13,8 @@ import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
-from typing import Any, cast
 
-from sqlalchemy import ColumnElement, CursorResult, Engine, update
+from sqlalchemy import ColumnElement, Engine
 from sqlalchemy.exc import IntegrityError, OperationalError
 from sqlmodel import Session, col, select
 from sqlmodel.sql.expression import SelectOfScalar
@@ -25,10 +25,10 @@ from commerce_server.db import (
     LedgerRow,
     OrderRow,
     ProductRow,
-    RefundRow,
     ShipmentEventRow,
     TicketRow,
 )
+from commerce_server.refunds import RefundSettlement
 from contracts.commerce import (
     ORDER_ID_FORMAT,
     Invoice,
@@ -45,9 +45,8 @@ from contracts.commerce import (
     canonical_digest,
 )
 from contracts.errors import SupportError, TransientError, error_from_code
-from contracts.identity import PROFILES, Identity, Role
-from knowledge.refund_quote import calculate_refund_quote, policy_page_versions
-from knowledge.store import KnowledgeBase, default_knowledge_base
+from contracts.identity import Identity
+from knowledge.store import KnowledgeBase
 
 ORDER_ID = re.compile(ORDER_ID_FORMAT)
 SKU = re.compile(r"^[A-Z]{2,8}-\d{2}$")
@@ -66,11 +65,6 @@ _NOT_ACCESSIBLE = {
 def not_accessible(record: str) -> SupportError:
     """The one error for a record that is missing or belongs to someone else."""
     return error_from_code(*_NOT_ACCESSIBLE[record])
-
-
-def receipt_id_for(approval_id: str) -> str:
-    """``SIM-`` and 16 hex characters derived from the approval id: the same approval, the same id."""
-    return "SIM-" + hashlib.sha256(approval_id.encode("utf-8")).hexdigest()[:16]
 
 
 def ticket_id_for(identity: Identity, idempotency_key: str) -> str:
@@ -142,7 +136,7 @@ class CommerceService:
 
     def get_order(self, order_id: str) -> Order:
         with self._session() as session:
-            return self._read_order(session, order_id, record="order")
+            return self._read_order(session, order_id)
 
     def get_shipment(self, order_id: str) -> Shipment:
         with self._session() as session:
@@ -241,124 +235,18 @@ class CommerceService:
             return _ticket(row)
 
     def execute_refund(self, approval: RefundApproval) -> RefundReceipt:
-        """Pay an approved refund (simulated) exactly once per approval id.
-
-        Order of checks: the idempotency record first (a repeat returns the original receipt), then
-        the approval itself, then a fresh quote that must equal the approved one; only then one
-        transaction stores the record and moves the balance, guarded by the approved order version.
-        """
+        """Pay an approved refund (simulated) exactly once per approval id, in one session whose
+        database failures surface as ``database_unavailable``; the steps are
+        :meth:`commerce_server.refunds.RefundSettlement.execute`."""
         with self._session() as session:
-            recorded = session.get(RefundRow, approval.approval_id)
-            if recorded is not None:
-                return self._replay(recorded, approval)
-            self._check_approval(approval)
-            self._check_ledger(approval)
-            if not self._quote_still_holds(session, approval):
-                # A concurrent twin may have executed this very approval since the lookup above.
-                return self._replay_or_quote_changed(session, approval)
-            return self._record_refund(session, approval)
-
-    # --- refund steps --------------------------------------------------------------------------
-
-    def _replay(self, recorded: RefundRow, approval: RefundApproval) -> RefundReceipt:
-        if (recorded.tenant, recorded.customer) != (self.identity.tenant, self.identity.subject):
-            raise error_from_code("approval_invalid", "This approval does not belong to this customer.")
-        if recorded.digest != approval.digest:
-            raise error_from_code(
-                "idempotency_conflict", "This approval id was already executed for a different proposal."
+            settlement = RefundSettlement(
+                session,
+                self.identity,
+                ledger_id=self.ledger_id,
+                read_order=self._read_order,
+                knowledge=self._knowledge,
             )
-        return _receipt(recorded)
-
-    def _check_approval(self, approval: RefundApproval) -> None:
-        proposal = approval.proposal
-        if approval.digest != proposal.digest():
-            raise error_from_code("approval_invalid", "The approval digest does not match the proposal.")
-        if (proposal.applicant, proposal.tenant) != (self.identity.subject, self.identity.tenant):
-            raise error_from_code("approval_invalid", "The proposal was made for another customer.")
-        reviewer = PROFILES.get(approval.reviewer)
-        if (
-            reviewer is None
-            or reviewer.role is not Role.REVIEWER
-            or reviewer.tenant != proposal.tenant
-            or reviewer.subject == proposal.applicant
-        ):
-            raise error_from_code("approval_invalid", "The approval must come from a reviewer of the same merchant.")
-        if datetime.now(UTC) >= proposal.expires_at:
-            raise error_from_code("approval_expired", "The refund proposal expired before execution.")
-
-    def _check_ledger(self, approval: RefundApproval) -> None:
-        """The proposal must have been quoted on this very database, never on another one."""
-        if approval.proposal.ledger_id != self.ledger_id():
-            raise error_from_code(
-                "ledger_mismatch",
-                "This proposal was quoted on another commerce ledger (or on none); it cannot be paid here.",
-            )
-
-    def _quote_still_holds(self, session: Session, approval: RefundApproval) -> bool:
-        """Re-read the order and re-quote it: the approved proposal must be exactly today's quote."""
-        proposal = approval.proposal
-        knowledge = self._knowledge if self._knowledge is not None else default_knowledge_base()
-        quote = calculate_refund_quote(
-            self._read_order(session, proposal.order_id, record="order"),
-            page_versions=policy_page_versions(knowledge),
-        )
-        approved = (proposal.order_version, proposal.amount_cents, proposal.currency, proposal.rule_version)
-        quoted = (quote.order_version, quote.amount_cents, quote.currency, quote.rule_version)
-        return quote.eligible and quoted == approved and quote.quote_id == proposal.quote_id
-
-    def _record_refund(self, session: Session, approval: RefundApproval) -> RefundReceipt:
-        """One transaction: the idempotency record and the guarded balance update, or neither."""
-        proposal = approval.proposal
-        record = RefundRow(
-            approval_id=approval.approval_id,
-            digest=approval.digest,
-            tenant=proposal.tenant,
-            customer=proposal.applicant,
-            order_id=proposal.order_id,
-            case_id=proposal.case_id,
-            reviewer=approval.reviewer,
-            receipt_id=receipt_id_for(approval.approval_id),
-            amount_cents=proposal.amount_cents,
-            currency=proposal.currency,
-            order_version_after=proposal.order_version + 1,
-            created_at=datetime.now(UTC),
-        )
-        try:
-            # The insert comes first: on SQLite it takes the write lock, so concurrent twins queue
-            # behind it; on PostgreSQL a twin's insert waits for this transaction and then fails.
-            session.add(record)
-            session.flush()
-            guarded_update = (
-                update(OrderRow)
-                .where(
-                    col(OrderRow.order_id) == proposal.order_id,
-                    col(OrderRow.tenant) == proposal.tenant,
-                    col(OrderRow.customer) == proposal.applicant,
-                    col(OrderRow.version) == proposal.order_version,
-                )
-                .values(
-                    refunded_cents=OrderRow.refunded_cents + proposal.amount_cents,
-                    version=OrderRow.version + 1,
-                )
-            )
-            # For an UPDATE, Session.execute returns a CursorResult (rowcount); its annotation says Result.
-            moved = cast(CursorResult[Any], session.execute(guarded_update))
-            if moved.rowcount != 1:
-                session.rollback()
-                return self._replay_or_quote_changed(session, approval)
-            session.commit()
-        except IntegrityError:
-            session.rollback()
-            return self._replay_or_quote_changed(session, approval)
-        return _receipt(record)
-
-    def _replay_or_quote_changed(self, session: Session, approval: RefundApproval) -> RefundReceipt:
-        """The quote no longer holds: if this approval was executed meanwhile, that record decides."""
-        session.expunge_all()
-        recorded = session.get(RefundRow, approval.approval_id)
-        if recorded is not None:
-            return self._replay(recorded, approval)
-        raise error_from_code("quote_changed", "The order or the refund rule changed since approval; quote again.")
+            return settlement.execute(approval)
 
     # --- helpers -------------------------------------------------------------------------------
 
@@ -387,8 +275,8 @@ class CommerceService:
             raise not_accessible(record)
         return row
 
-    def _read_order(self, session: Session, order_id: str, *, record: str) -> Order:
-        row = self._own_order_row(session, order_id, record=record)
+    def _read_order(self, session: Session, order_id: str) -> Order:
+        row = self._own_order_row(session, order_id, record="order")
         product = session.get(ProductRow, row.sku)
         if product is None:
             raise RuntimeError(f"order {row.order_id} names an unknown product")
@@ -417,18 +305,5 @@ def _ticket(row: TicketRow) -> Ticket:
         order_id=row.order_id,
         text=row.text,
         idempotency_key=row.idempotency_key,
-        created_at=row.created_at,
-    )
-
-
-def _receipt(row: RefundRow) -> RefundReceipt:
-    return RefundReceipt(
-        receipt_id=row.receipt_id,
-        approval_id=row.approval_id,
-        order_id=row.order_id,
-        amount_cents=row.amount_cents,
-        currency=row.currency,
-        digest=row.digest,
-        order_version_after=row.order_version_after,
         created_at=row.created_at,
     )
