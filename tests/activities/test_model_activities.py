@@ -13,6 +13,7 @@ from activities.model_activities import ModelActivities
 from activities.model_gateway import ModelGateway
 from activities.model_settings import load_model_settings
 from contracts.case import PlanRequest
+from contracts.knowledge import Language
 from rehearsal import rehearsal_http_client
 from tests.activities.activity_support import run_bounded
 
@@ -25,7 +26,7 @@ def environment(attempt: int) -> ActivityEnvironment:
 
 async def test_plan_case_records_the_attempt() -> None:
     activities = ModelActivities(ModelGateway(load_model_settings({}), http_client=rehearsal_http_client()))
-    request = PlanRequest(case_id="c-1", question="Please refund QH-1001", language="en")
+    request = PlanRequest(case_id="c-1", question="Please refund QH-1001", language=Language.EN)
     result = await environment(2).run(activities.plan_case, request)
     assert result.plan.order_id == "QH-1001"
     assert (result.meta.provider, result.meta.attempt, result.meta.usage) == ("rehearsal", 2, None)
@@ -42,7 +43,7 @@ async def test_failures_become_application_errors_with_class_and_attempt(
     transport = httpx2.MockTransport(lambda request: reply)
     settings = load_model_settings({"OPENAI_API_KEY": "k", "SUPPORT_MODEL": "m"})
     activities = ModelActivities(ModelGateway(settings, http_client=httpx2.AsyncClient(transport=transport)))
-    request = PlanRequest(case_id="c-1", question="Please refund QH-1001", language="en")
+    request = PlanRequest(case_id="c-1", question="Please refund QH-1001", language=Language.EN)
 
     with pytest.raises(ApplicationError) as raised:
         await run_bounded(activities.plan_case, request, env=environment(4))

@@ -13,6 +13,7 @@ from activities.model_gateway import ModelGateway, fit_transcript, retry_after_s
 from activities.model_settings import load_model_settings
 from contracts.case import (
     ComposeRequest,
+    Intent,
     InvestigateRequest,
     Plan,
     PlanRequest,
@@ -24,7 +25,7 @@ from contracts.knowledge import Language, Passage
 
 CANARY = "sk-canary-0c1d2e3f4a5b"
 QUESTION = "Please refund QH-1001 and explain the amount and the policy"
-PLAN = Plan(intent="refund", order_id="QH-1001", action_requested=True, queries=["refund"], milestones=[])
+PLAN = Plan(intent=Intent.REFUND, order_id="QH-1001", action_requested=True, queries=["refund"], milestones=[])
 
 
 class Endpoint:
@@ -85,7 +86,9 @@ PLAN_JSON = json.dumps(
 
 async def test_plan_request_and_reply() -> None:
     endpoint = Endpoint(ok(completion(PLAN_JSON)))
-    result = await endpoint.gateway().plan(PlanRequest(case_id="c-1", question=QUESTION, language="en"), attempt=3)
+    result = await endpoint.gateway().plan(
+        PlanRequest(case_id="c-1", question=QUESTION, language=Language.EN), attempt=3
+    )
     sent = endpoint.requests[0]
     assert sent["model"] == "m-1"
     assert sent["response_format"] == {"type": "json_object"}
@@ -102,7 +105,7 @@ async def test_plan_request_and_reply() -> None:
 
 async def test_missing_usage_is_unknown_not_zero() -> None:
     endpoint = Endpoint(ok(completion(PLAN_JSON, usage=False)))
-    result = await endpoint.gateway().plan(PlanRequest(case_id="c-1", question=QUESTION, language="en"))
+    result = await endpoint.gateway().plan(PlanRequest(case_id="c-1", question=QUESTION, language=Language.EN))
     assert result.meta.usage is None and result.meta.usage_label == "unknown"
 
 
@@ -132,7 +135,7 @@ async def test_investigate_sends_tools_and_transcript_and_parses_calls() -> None
     request = InvestigateRequest(
         case_id="c-1",
         question=QUESTION,
-        language="en",
+        language=Language.EN,
         plan=PLAN,
         transcript=transcript,
         tool_names=["get_order", "calculate_refund"],
@@ -160,7 +163,7 @@ async def test_write_tools_are_never_offered() -> None:
     request = InvestigateRequest(
         case_id="c-1",
         question=QUESTION,
-        language="en",
+        language=Language.EN,
         plan=PLAN,
         transcript=[],
         tool_names=["get_order", "execute_refund"],
@@ -203,7 +206,7 @@ async def test_compose_validates_citations_against_what_was_shown() -> None:
     reply = {"answer": "Thirty days.", "citations": ["RETURNS:p03:en:0"], "next_action": "answer"}
     endpoint = Endpoint(ok(completion(json.dumps(reply))))
     request = ComposeRequest(
-        case_id="c-1", question=QUESTION, language="en", plan=PLAN, facts={}, evidence=[passage], quote=None
+        case_id="c-1", question=QUESTION, language=Language.EN, plan=PLAN, facts={}, evidence=[passage], quote=None
     )
     with pytest.raises(ContractError) as raised:
         await endpoint.gateway().compose(request)
@@ -215,12 +218,12 @@ async def test_compose_validates_citations_against_what_was_shown() -> None:
 async def test_truncated_reply_and_unreadable_body_are_contract_errors() -> None:
     endpoint = Endpoint(ok(completion(PLAN_JSON[:40], finish_reason="length")))
     with pytest.raises(ContractError) as raised:
-        await endpoint.gateway().plan(PlanRequest(case_id="c-1", question=QUESTION, language="en"))
+        await endpoint.gateway().plan(PlanRequest(case_id="c-1", question=QUESTION, language=Language.EN))
     assert raised.value.code == "truncated_or_malformed"
 
     endpoint = Endpoint(lambda request: httpx2.Response(200, text="<html>gateway</html>"))
     with pytest.raises(ContractError) as raised:
-        await endpoint.gateway().plan(PlanRequest(case_id="c-1", question=QUESTION, language="en"))
+        await endpoint.gateway().plan(PlanRequest(case_id="c-1", question=QUESTION, language=Language.EN))
     assert raised.value.code == "truncated_or_malformed"
 
 
@@ -261,7 +264,7 @@ async def test_provider_errors_map_to_error_classes_with_exactly_one_request(
 ) -> None:
     endpoint = Endpoint(respond)
     with pytest.raises(SupportError) as raised:
-        await endpoint.gateway().plan(PlanRequest(case_id="c-1", question=QUESTION, language="en"))
+        await endpoint.gateway().plan(PlanRequest(case_id="c-1", question=QUESTION, language=Language.EN))
     error = raised.value
     assert type(error) is error_type
     assert error.code == code

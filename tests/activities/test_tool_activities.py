@@ -79,6 +79,11 @@ async def _run(tools: ToolActivities, request: ToolRequest) -> ToolObservation:
     return await run_bounded(tools.run_investigation_tool, request)
 
 
+def _live_profiles(tools: ToolActivities) -> list[str]:
+    assert isinstance(tools.pool, CommerceSessionPool)
+    return tools.pool.live_profiles()
+
+
 def _server_pids(state_dir: Path) -> list[int]:
     """Live (not zombie) ``commerce_server`` processes started by this test process for ``state_dir``."""
     marker = str(state_dir.resolve())
@@ -173,6 +178,7 @@ async def test_another_customers_order_is_an_observation_without_their_data(tool
 async def test_list_orders_is_scoped_to_the_applicant(tools: ToolActivities) -> None:
     observation = await _run(tools, _request("list_orders", {}))
 
+    assert observation.result is not None
     ids = [order["order_id"] for order in observation.result["orders"]]
     assert ids == [f"QH-10{n:02d}" for n in range(1, 13)]
 
@@ -184,7 +190,7 @@ async def test_list_orders_is_scoped_to_the_applicant(tools: ToolActivities) -> 
 async def test_calculate_refund_quotes_12900_with_both_policy_pages(tools: ToolActivities, language: Language) -> None:
     observation = await _run(tools, _request("calculate_refund", {"order_id": "QH-1001"}, language=language))
 
-    assert observation.ok
+    assert observation.ok and observation.result is not None
     quote = observation.result["quote"]
     assert (quote["eligible"], quote["reason"], quote["amount_cents"]) == (True, "eligible", 12900)
     assert quote["citations"] == ["RETURNS:p02", "RETURNS:p03"]
@@ -200,11 +206,12 @@ async def test_calculate_refund_checks_the_policy_pages_of_the_workers_knowledge
 
     observation = await _run(newer, _request("calculate_refund", {"order_id": "QH-1001"}))
 
-    assert observation.ok
+    assert observation.ok and observation.result is not None
     quote = observation.result["quote"]
     assert (quote["eligible"], quote["reason"], quote["amount_cents"]) == (False, "policy_version_mismatch", 0)
     assert {p["doc_version"] for p in observation.result["passages"]} == {"2026-10"}
     packaged = await _run(tools, _request("calculate_refund", {"order_id": "QH-1001"}))
+    assert packaged.result is not None
     assert packaged.result["quote"]["reason"] == "eligible"
 
 
@@ -221,6 +228,7 @@ async def test_search_knowledge_returns_only_the_requested_language(
 ) -> None:
     observation = await _run(tools, _request("search_knowledge", {"query": query}, language=language))
 
+    assert observation.result is not None
     passages = observation.result["passages"]
     assert 1 <= len(passages) <= 4
     assert all(p["passage_id"].split(":")[2] == language.value for p in passages)
@@ -234,7 +242,7 @@ async def test_read_knowledge_applies_tenant_date_and_language(tools: ToolActivi
     other_language = await _run(tools, _request("read_knowledge", {"passage_id": "RETURNS:p02:zh:0"}))
     archived = await _run(tools, _request("read_knowledge", {"passage_id": "RETURNS_OLD:p01:en:0"}))
 
-    assert ok.ok and ok.result["page_id"] == "RETURNS:p02" and ok.result["language"] == "en"
+    assert ok.ok and ok.result is not None and ok.result["page_id"] == "RETURNS:p02" and ok.result["language"] == "en"
     assert (other_language.ok, other_language.error_code) == (False, "passage_not_accessible")
     assert (archived.ok, archived.error_code) == (False, "passage_not_accessible")
 
@@ -246,7 +254,7 @@ async def test_load_skill_and_language_preference(tools: ToolActivities) -> None
     tools.preferences.remember("alice", "zh", consent=True)
     after = await _run(tools, _request("get_language_preference", {}))
 
-    assert skill.ok and skill.result["name"] == "refund" and skill.result["body"]
+    assert skill.ok and skill.result is not None and skill.result["name"] == "refund" and skill.result["body"]
     assert (unknown.ok, unknown.error_code) == (False, "skill_not_found")
     assert before.result == {"language": None}
     assert after.result == {"language": "zh"}
@@ -304,7 +312,7 @@ async def test_one_session_per_profile_is_reused_across_calls(tmp_path: Path) ->
         assert all(o.ok for o in first + later)
         assert bob["customer"] == "bob"
         assert len(pids) == 1
-        assert tools.pool.live_profiles() == ["alice", "bob"]
+        assert _live_profiles(tools) == ["alice", "bob"]
         assert len(_server_pids(state_dir)) == 2 and pids[0] in _server_pids(state_dir)
 
     assert _server_pids(state_dir) == []
@@ -323,7 +331,7 @@ async def test_a_killed_server_is_a_transient_failure_then_a_fresh_session(tmp_p
             await _run(tools, _request("get_order", {"order_id": "QH-1001"}))
         assert caught.value.type == "transient" and not caught.value.non_retryable
         assert caught.value.details[0]["code"] == "commerce_unavailable"
-        assert tools.pool.live_profiles() == []
+        assert _live_profiles(tools) == []
 
         retried = await _run(tools, _request("get_order", {"order_id": "QH-1001"}))
         [new_pid] = _server_pids(state_dir)
@@ -358,6 +366,12 @@ async def test_sessions_are_exited_by_their_owner_task(tmp_path: Path) -> None:
     class Echo:
         async def call(self, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
             return {"tool": tool}
+
+        async def list_tools(self) -> list[Any]:
+            return []
+
+        async def read_resource(self, uri: str) -> str:
+            raise NotImplementedError(uri)
 
     @asynccontextmanager
     async def opener(profile: str) -> AsyncIterator[Echo]:

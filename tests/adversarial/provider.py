@@ -43,7 +43,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 import rehearsal
-from activities.prompts import REQUEST_KINDS, kind_of
+from contracts.names import REQUEST_KINDS, kind_of
 
 DEFAULT_MODEL = "scripted-adversary"
 _CREATED = 1_788_998_400
@@ -288,9 +288,9 @@ class ScriptedProvider:
 
     def _response(self, reply: Reply, request: Request) -> Response:
         if reply.rehearsal:
-            completion = rehearsal.respond(request.body)
-            completion["model"] = self.model
-            return JSONResponse(completion)
+            rehearsed = rehearsal.respond(request.body)
+            rehearsed["model"] = self.model
+            return JSONResponse(rehearsed)
         if reply.raw_body is not None:
             return Response(
                 reply.raw_body, status_code=reply.status, headers=reply.headers, media_type="application/json"

@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -20,7 +21,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 async def test_a_case_that_ends_otherwise_than_expected_is_exit_6(adversary: ScriptedWorld, temporal_server) -> None:
     # The first evaluation case (refund QH-1001) is planned as unsupported: no proposal, needs_human.
-    unsupported = {
+    unsupported: dict[str, Any] = {
         "intent": "unsupported",
         "order_id": None,
         "action_requested": False,

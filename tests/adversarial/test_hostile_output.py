@@ -165,7 +165,8 @@ async def test_a_second_call_with_the_same_id_is_refused_and_each_call_gets_its_
         ("search_knowledge", True, None),
         ("load_skill", False, "duplicate_call_id"),
     ]
-    assert view.status is CaseStatus.WAITING_APPROVAL and view.proposal.amount_cents == 12900
+    assert view.status is CaseStatus.WAITING_APPROVAL
+    assert view.proposal is not None and view.proposal.amount_cents == 12900
     await _contained(adversary, handle, view)
 
 
@@ -192,7 +193,8 @@ async def test_the_same_action_is_executed_once_however_often_it_is_requested(ad
     names = _tool_names(await handle.fetch_history())
     assert sorted(names) == ["calculate_refund", "get_order", "load_skill", "search_knowledge"]
     assert view.budgets.tool_requests == 8 and view.budgets.turns == 4
-    assert view.status is CaseStatus.WAITING_APPROVAL and view.proposal.amount_cents == 12900
+    assert view.status is CaseStatus.WAITING_APPROVAL
+    assert view.proposal is not None and view.proposal.amount_cents == 12900
     await _contained(adversary, handle, view)
 
 
@@ -332,7 +334,8 @@ async def test_one_refused_draft_gets_one_honest_rewrite(adversary: ScriptedWorl
     handle, view = await adversary.run(REFUND)
 
     assert await adversary.event_details(handle, "draft_refused") == ["duplicate_citations"]
-    assert view.status is CaseStatus.WAITING_APPROVAL and view.proposal.amount_cents == 12900
+    assert view.status is CaseStatus.WAITING_APPROVAL
+    assert view.proposal is not None and view.proposal.amount_cents == 12900
     assert len(view.citations) == len(set(view.citations))
     assert adversary.provider.counts()["compose"] == 2
     await _contained(adversary, handle, view)
@@ -380,6 +383,7 @@ async def test_an_answer_claiming_the_refund_was_paid_is_stopped_by_the_deliver_
         status_notice(CaseStatus.NEEDS_HUMAN, language),
         AnswerSource.STATUS_NOTICE,
     )
+    assert view.record_path is not None
     record = json.loads(Path(view.record_path).read_text(encoding="utf-8"))
     assert record["case"]["answer"] == view.answer and claim not in json.dumps(record["case"], ensure_ascii=False)
     await _contained(adversary, handle, view)
@@ -392,7 +396,8 @@ async def test_the_rehearsal_fallback_itself_is_used_for_unscripted_kinds(advers
 
     handle, view = await adversary.run(REFUND)
 
-    assert view.status is CaseStatus.WAITING_APPROVAL and view.proposal.amount_cents == 12900
+    assert view.status is CaseStatus.WAITING_APPROVAL
+    assert view.proposal is not None and view.proposal.amount_cents == 12900
     assert await adversary.event_details(handle, "tool_refused") == []
     assert adversary.provider.pending("plan") == 0
     assert view.model == f"openai-compatible:{adversary.provider.model}"

@@ -32,7 +32,8 @@ async def test_two_503s_then_success_are_retried_and_counted(adversary: Scripted
 
     handle, view = await adversary.run(REFUND)
 
-    assert view.status is CaseStatus.WAITING_APPROVAL and view.proposal.amount_cents == 12900
+    assert view.status is CaseStatus.WAITING_APPROVAL
+    assert view.proposal is not None and view.proposal.amount_cents == 12900
     assert adversary.provider.statuses("plan") == [503, 503, 200]
     assert adversary.provider.counts() == _with_plan(2)
     assert view.budgets.model_requests == adversary.provider.count() == 8
@@ -138,7 +139,8 @@ async def test_one_slow_answer_is_retried_and_the_case_goes_on(
     async with scripted_world(temporal_client, tmp_path / "state", provider, timeout_seconds=1.0) as adversary:
         handle, view = await adversary.run(REFUND)
 
-        assert view.status is CaseStatus.WAITING_APPROVAL and view.proposal.amount_cents == 12900
+        assert view.status is CaseStatus.WAITING_APPROVAL
+        assert view.proposal is not None and view.proposal.amount_cents == 12900
         assert provider.counts() == _with_plan(1)
         assert view.budgets.model_requests == provider.count() == 7
         assert await adversary.event_details(handle, "model_failed") == []

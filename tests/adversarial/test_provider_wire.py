@@ -12,13 +12,13 @@ import pytest
 
 from activities.model_gateway import ModelGateway
 from activities.model_settings import REQUEST_TIMEOUT_SECONDS, load_model_settings
-from contracts.case import InvestigateRequest, Plan, PlanRequest
+from contracts.case import Intent, InvestigateRequest, Plan, PlanRequest
 from contracts.errors import ConfigurationError, ContractError, SupportError, TransientError
 from contracts.knowledge import Language
 from tests.adversarial.provider import Reply, ScriptedProvider, http_error, json_reply
 
 QUESTION = "Please refund QH-1001"
-PLAN = Plan(intent="refund", order_id="QH-1001", action_requested=True, queries=[], milestones=[])
+PLAN = Plan(intent=Intent.REFUND, order_id="QH-1001", action_requested=True, queries=[], milestones=[])
 
 
 @pytest.fixture

@@ -47,7 +47,7 @@ async def test_the_api_key_appears_nowhere_but_in_the_requests_to_the_provider(
     with ScriptedProvider(api_key=canary) as provider:
         async with scripted_world(temporal_client, state_dir, provider) as adversary:
             handle, view = await adversary.run("Please refund QH-1001 and explain the amount and the policy")
-            assert view.status is CaseStatus.WAITING_APPROVAL
+            assert view.status is CaseStatus.WAITING_APPROVAL and view.digest is not None
             approval = ReviewDecision(reviewer="chen", digest=view.digest, decision=Decision.APPROVE, note="ok")
             outcome = await handle.execute_update("review", approval, result_type=ReviewOutcome)
             assert outcome.accepted

@@ -13,6 +13,7 @@ import time
 from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import httpx2
 import jwt
@@ -98,7 +99,12 @@ def tampered(token: str) -> str:
 
 def other_audience(secret: str) -> str:
     now = int(time.time())
-    claims = {"iss": "qinghe-support-worker", "aud": "another-service", "sub": "alice", "tenant": "qinghe"}
+    claims: dict[str, Any] = {
+        "iss": "qinghe-support-worker",
+        "aud": "another-service",
+        "sub": "alice",
+        "tenant": "qinghe",
+    }
     claims |= {"case_id": "case-http", "scopes": list(ALL_SCOPES), "iat": now, "exp": now + 60}
     return jwt.encode(claims, secret, algorithm="HS256")
 

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import TypeVar
 
 import pytest
+from mcp_types import TextContent
 
 from activities.commerce_client import CommerceClient, open_stdio_client
 from contracts.commerce import Order, RefundApproval
@@ -107,7 +108,9 @@ async def test_foreign_order_is_a_tool_error_not_a_protocol_error(alice: Commerc
     missing = await refusal(lambda: alice.call("get_order", {"order_id": "QH-9999"}))
 
     assert raw.is_error is True
-    assert json.loads(raw.content[0].text)["code"] == "order_not_accessible"
+    content = raw.content[0]
+    assert isinstance(content, TextContent)
+    assert json.loads(content.text)["code"] == "order_not_accessible"
     assert isinstance(foreign, AuthorizationError)
     assert (foreign.code, foreign.message) == (missing.code, missing.message)
     assert foreign.code == "order_not_accessible"

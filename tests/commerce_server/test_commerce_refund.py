@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
+from functools import partial
 from threading import Barrier
 
 import pytest
@@ -206,7 +207,7 @@ def test_a_proposal_quoted_on_another_ledger_or_none_is_refused(
     other_ledger = refund_approval(order, ledger_id="L-0000000000000000")
     unbound = refund_approval(order, ledger_id=None)
     for approval in (other_ledger, unbound):
-        refused = refusal(lambda approval=approval: alice.execute_refund(approval))
+        refused = refusal(partial(alice.execute_refund, approval))
         assert isinstance(refused, BusinessError) and refused.code == "ledger_mismatch"
     assert refunds_recorded(commerce_engine) == 0
     # the same database keeps its ledger id through a re-seed (init never changes it)

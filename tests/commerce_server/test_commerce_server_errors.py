@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 from mcp.client import Client
 from mcp.server.mcpserver import MCPServer
+from mcp_types import TextContent
 
 from commerce_server.db import make_engine
 from commerce_server.seed import seed_fixture
@@ -20,7 +21,9 @@ async def error_payload(server: MCPServer, tool: str, arguments: dict) -> dict:
     async with Client(server, cache=None) as client:
         result = await client.call_tool(tool, arguments)
     assert result.is_error is True
-    return json.loads(result.content[0].text)
+    content = result.content[0]
+    assert isinstance(content, TextContent)
+    return json.loads(content.text)
 
 
 async def test_database_failure_is_transient_and_generic(tmp_path: Path) -> None:

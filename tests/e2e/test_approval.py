@@ -92,6 +92,7 @@ async def test_only_a_same_tenant_reviewer_with_the_digest_can_approve_and_it_pa
     # After settlement the customer reads the receipt, stated by code, not the pre-approval draft.
     assert view.answer_source is AnswerSource.MODEL_DRAFT and "no money has moved" in view.answer
     assert (final.answer, final.answer_source) == (receipt_notice(final.receipt, Language.EN), AnswerSource.RECEIPT)
+    assert final.answer is not None
     assert final.receipt.receipt_id in final.answer and "CNY 129.00 (12900 cents)" in final.answer
     assert "SIMULATED" in final.answer and "no money has moved yet" not in final.answer
 
@@ -124,6 +125,7 @@ async def test_an_unanswered_proposal_expires_and_a_late_approval_is_refused(wor
     assert view.status is CaseStatus.WAITING_APPROVAL
     final: CaseView = await asyncio.wait_for(handle.result(), timeout=60)
     assert final.status is CaseStatus.EXPIRED and final.receipt is None
+    assert final.answer is not None
     assert final.answer == status_notice(CaseStatus.EXPIRED, Language.EN) and "no refund has been made" in final.answer
     with pytest.raises(RPCError):
         await handle.execute_update("review", _decision("chen", view.digest), result_type=ReviewOutcome)

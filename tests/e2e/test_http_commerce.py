@@ -77,7 +77,9 @@ async def test_a_refund_settles_through_the_http_commerce_service(
         async with worker:
             handle = await world.start("Please refund QH-1001 and explain the amount and the policy")
             view = await world.settled(handle)
-            assert view.status is CaseStatus.WAITING_APPROVAL and view.proposal.amount_cents == 12900
+            assert view.status is CaseStatus.WAITING_APPROVAL
+            assert view.proposal is not None and view.proposal.amount_cents == 12900
+            assert view.digest is not None
             outcome = await handle.execute_update(
                 "review",
                 ReviewDecision(reviewer="chen", digest=view.digest, decision=Decision.APPROVE),
@@ -88,7 +90,8 @@ async def test_a_refund_settles_through_the_http_commerce_service(
     finally:
         await cleanup()
         world.engine.dispose()
-    assert final.status is CaseStatus.COMPLETED and final.receipt.receipt_id.startswith("SIM-")
+    assert final.status is CaseStatus.COMPLETED
+    assert final.receipt is not None and final.receipt.receipt_id.startswith("SIM-")
     assert [(r.order_id, r.amount_cents) for r in world.refund_records()] == [("QH-1001", 12900)]
     assert not (worker_dir / "commerce.db").exists()
 
@@ -155,7 +158,7 @@ async def test_a_token_the_server_refuses_mid_case_fails_the_case_with_the_reaso
         await cleanup()
         world.engine.dispose()
     assert view.status is CaseStatus.FAILED, (view.status, view.reason)
-    assert view.reason.startswith("tool_configuration:commerce_token_rejected:")
+    assert view.reason is not None and view.reason.startswith("tool_configuration:commerce_token_rejected:")
     assert view.answer == status_notice(CaseStatus.FAILED, Language.EN)
     assert "could not find" not in (view.answer or "")
     assert view.budgets.model_requests == 2  # plan + the investigation turn whose tool call failed: no answer drafted

@@ -15,6 +15,7 @@ import pytest
 from case_client import case_id_for
 from contracts.case import CaseInput, CaseView
 from contracts.identity import resolve_profile
+from contracts.knowledge import Language
 from contracts.names import WORKFLOW_NAME
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -183,7 +184,7 @@ async def test_ask_and_status_without_a_worker_say_so_within_ten_seconds(
     case = CaseInput(
         case_id=f"noworker{uuid.uuid4().hex[:8]}",
         question="Where is my order QH-1005?",
-        language="en",
+        language=Language.EN,
         applicant=resolve_profile("alice"),
     )
     await temporal_client.start_workflow(WORKFLOW_NAME, case, id=f"case-{case.case_id}", task_queue=queue)

@@ -284,17 +284,21 @@ async def activity_runs(handle: WorkflowHandle) -> list[ActivityRun]:
                 attrs.activity_type.name, tool, payload.get("arguments") if tool else None, None, "", None
             )
         elif event.HasField("activity_task_started_event_attributes"):
-            attrs = event.activity_task_started_event_attributes
-            run = runs[attrs.scheduled_event_id]
-            run.attempt = attrs.attempt
-            run.last_failure = attrs.last_failure.message if attrs.HasField("last_failure") else ""
+            started = event.activity_task_started_event_attributes
+            run = runs[started.scheduled_event_id]
+            run.attempt = started.attempt
+            run.last_failure = started.last_failure.message if started.HasField("last_failure") else ""
             run.started_at = event.event_time.ToDatetime(tzinfo=UTC)
-            run.worker = attrs.identity
-        else:
-            for kind in ("completed", "failed", "timed_out", "canceled"):
-                name = f"activity_task_{kind}_event_attributes"
-                if event.HasField(name):
-                    runs[getattr(event, name).scheduled_event_id].outcome = kind
+            run.worker = started.identity
+        # ``attributes`` is a oneof: at most one of these is set on an event.
+        elif event.HasField("activity_task_completed_event_attributes"):
+            runs[event.activity_task_completed_event_attributes.scheduled_event_id].outcome = "completed"
+        elif event.HasField("activity_task_failed_event_attributes"):
+            runs[event.activity_task_failed_event_attributes.scheduled_event_id].outcome = "failed"
+        elif event.HasField("activity_task_timed_out_event_attributes"):
+            runs[event.activity_task_timed_out_event_attributes.scheduled_event_id].outcome = "timed_out"
+        elif event.HasField("activity_task_canceled_event_attributes"):
+            runs[event.activity_task_canceled_event_attributes.scheduled_event_id].outcome = "canceled"
     return list(runs.values())
 
 

@@ -39,6 +39,8 @@ from activities.commerce_sessions import CommerceSessionPool  # noqa: E402
 from activities.model_gateway import ModelGateway  # noqa: E402
 from activities.settlement import SettlementActivities  # noqa: E402
 from activities.tool_activities import ToolActivities  # noqa: E402
+from contracts.case import SettleRequest  # noqa: E402
+from contracts.commerce import RefundReceipt  # noqa: E402
 
 PAUSE_SECONDS = 3600
 
@@ -92,10 +94,10 @@ def _install_pauses() -> None:
     if os.environ.get("FAULT_PAUSE_BEFORE_SETTLE"):
         original_settle = SettlementActivities.settle
 
-        async def settle(self: SettlementActivities, settle_request):
-            _mark({"where": "before settle", "pid": os.getpid(), "approval_id": settle_request.approval_id})
+        async def settle(self: SettlementActivities, request: SettleRequest) -> RefundReceipt:
+            _mark({"where": "before settle", "pid": os.getpid(), "approval_id": request.approval_id})
             await asyncio.sleep(PAUSE_SECONDS)
-            return await original_settle(self, settle_request)
+            return await original_settle(self, request)
 
         SettlementActivities.settle = settle  # type: ignore[method-assign]
 

@@ -44,6 +44,7 @@ async def test_approval_works_after_the_temporal_server_restarted(tmp_path, work
         outage = time.monotonic() - stopped_at
         again = await world.wait_for(handle, lambda v: True, timeout=60)
         assert (again.status, again.digest) == (CaseStatus.WAITING_APPROVAL, view.digest)
+        assert view.digest is not None
         outcome = await handle.execute_update("review", approval("chen", view.digest), result_type=ReviewOutcome)
         assert outcome.accepted
         final = await world.result(handle)

@@ -11,6 +11,7 @@ import dataclasses
 from pathlib import Path
 
 import pytest
+from sqlalchemy import Engine
 from sqlmodel import Session, select
 
 from activities.model_settings import load_model_settings
@@ -23,7 +24,7 @@ from worker import build_worker
 pytestmark = pytest.mark.slow
 
 
-def _ledger(tmp_path: Path, name: str) -> tuple[Path, object]:
+def _ledger(tmp_path: Path, name: str) -> tuple[Path, Engine]:
     state_dir = tmp_path / name
     state_dir.mkdir()
     engine = make_engine(f"sqlite:///{state_dir / 'commerce.db'}")
@@ -43,7 +44,8 @@ async def test_a_proposal_quoted_on_one_ledger_is_refused_on_another(fault_world
         handle = await fault_world.start(REFUND_QUESTION)
         waiting = await fault_world.waiting_for_approval(handle)
     await cleanup_a()
-    assert waiting.proposal.ledger_id == ledger_a
+    assert waiting.proposal is not None and waiting.proposal.ledger_id == ledger_a
+    assert waiting.digest is not None
 
     # The second worker polls the same task queue but keeps its own SQLite ledger.
     state_b, engine_b = _ledger(tmp_path, "worker-b")

@@ -62,6 +62,7 @@ def test_retrieval_eval_rows_for_the_cli(kb: KnowledgeBase) -> None:
     assert [row[0] for row in rows] == ["en", "zh", "overall"]
     _, questions, recall, mrr, abstention = rows[-1]
     assert questions == len(load_questions())
+    assert isinstance(recall, float) and isinstance(mrr, float)
     assert 0 <= recall <= 1 and 0 <= mrr <= 1
     assert abstention == "6/6"
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from datetime import date
 from typing import Any
 
 import httpx2
@@ -45,7 +46,7 @@ QUOTE_1001 = RefundQuote(
     order_version=1,
     tenant="qinghe",
     rule_version="returns-2026-09",
-    as_of="2026-09-12",
+    as_of=date(2026, 9, 12),
     eligible=True,
     reason="eligible",
     amount_cents=12900,
@@ -53,7 +54,7 @@ QUOTE_1001 = RefundQuote(
     paid_items_cents=12900,
     freight_cents=1200,
     refunded_cents=0,
-    delivered_on="2026-09-05",
+    delivered_on=date(2026, 9, 5),
     days_since_delivery=7,
     window_days=30,
     citations=["RETURNS:p02", "RETURNS:p03"],
@@ -81,7 +82,7 @@ def gateway() -> ModelGateway:
     return ModelGateway(load_model_settings({}), http_client=rehearsal_http_client())
 
 
-async def plan_of(gateway: ModelGateway, question: str, language: str = "en") -> Plan:
+async def plan_of(gateway: ModelGateway, question: str, language: Language = Language.EN) -> Plan:
     result = await gateway.plan(PlanRequest(case_id="c-1", question=question, language=language))
     assert (result.meta.provider, result.meta.model, result.meta.usage) == ("rehearsal", "rehearsal", None)
     return result.plan
@@ -94,7 +95,7 @@ async def turn(
         InvestigateRequest(
             case_id="c-1",
             question=question,
-            language="en",
+            language=Language.EN,
             plan=plan,
             transcript=transcript,
             tool_names=list(INVESTIGATION_TOOLS),
@@ -152,7 +153,7 @@ async def test_refund_plan_investigation_and_proposal(gateway: ModelGateway) -> 
         ComposeRequest(
             case_id="c-1",
             question=REFUND_QUESTION,
-            language="en",
+            language=Language.EN,
             plan=plan,
             facts=facts,
             evidence=evidence,
@@ -169,7 +170,7 @@ async def test_refund_plan_investigation_and_proposal(gateway: ModelGateway) -> 
         ReviewRequest(
             case_id="c-1",
             question=REFUND_QUESTION,
-            language="en",
+            language=Language.EN,
             facts=facts,
             evidence=evidence,
             quote=QUOTE_1001,
@@ -181,7 +182,7 @@ async def test_refund_plan_investigation_and_proposal(gateway: ModelGateway) -> 
 
 async def test_chinese_question_gets_chinese_plan_and_answer(gateway: ModelGateway) -> None:
     question = "请帮我申请退款 QH-1001，金额是多少？"
-    plan = await plan_of(gateway, question, "zh")
+    plan = await plan_of(gateway, question, Language.ZH)
     assert (plan.intent.value, plan.order_id, plan.action_requested) == ("refund", "QH-1001", True)
     assert all(any("\u4e00" <= ch <= "\u9fff" for ch in query) for query in plan.queries)
 
@@ -189,7 +190,7 @@ async def test_chinese_question_gets_chinese_plan_and_answer(gateway: ModelGatew
         ComposeRequest(
             case_id="c-1",
             question=question,
-            language="zh",
+            language=Language.ZH,
             plan=plan,
             facts={"order": ORDER_1001},
             evidence=[passage("RETURNS:p02:zh:0"), passage("RETURNS:p03:zh:0")],
@@ -238,7 +239,7 @@ async def test_lunar_teleportation_with_no_evidence_is_handed_off(gateway: Model
         ComposeRequest(
             case_id="c-1",
             question=question,
-            language="en",
+            language=Language.EN,
             plan=plan,
             facts={},
             evidence=[],
@@ -263,7 +264,7 @@ async def test_foreign_order_stops_investigation_and_needs_input(gateway: ModelG
         ComposeRequest(
             case_id="c-1",
             question=question,
-            language="en",
+            language=Language.EN,
             plan=plan,
             facts={},
             evidence=[passage("RETURNS:p02:en:0")],
@@ -282,7 +283,7 @@ async def review_of(gateway: ModelGateway, candidate: ComposedAnswer, *, receipt
         ReviewRequest(
             case_id="c-1",
             question=REFUND_QUESTION,
-            language="en",
+            language=Language.EN,
             facts={},
             evidence=[passage("RETURNS:p02:en:0"), passage("RETURNS:p03:en:0")],
             quote=QUOTE_1001,
@@ -295,16 +296,16 @@ async def review_of(gateway: ModelGateway, candidate: ComposedAnswer, *, receipt
 
 async def test_review_rules(gateway: ModelGateway) -> None:
     both = ["RETURNS:p02:en:0", "RETURNS:p03:en:0"]
-    paid = ComposedAnswer(answer="Your refund has been paid.", citations=both, next_action="answer")
+    paid = ComposedAnswer(answer="Your refund has been paid.", citations=both, next_action=NextAction.ANSWER)
     assert await review_of(gateway, paid) is Verdict.INSUFFICIENT
     assert await review_of(gateway, paid, receipt=True) is Verdict.PASS
-    paid_zh = ComposedAnswer(answer="已退款 129.00 元。", citations=both, next_action="answer")
+    paid_zh = ComposedAnswer(answer="已退款 129.00 元。", citations=both, next_action=NextAction.ANSWER)
     assert await review_of(gateway, paid_zh) is Verdict.INSUFFICIENT
-    one_page = ComposedAnswer(answer="CNY 129.00", citations=both[:1], next_action="propose_refund")
+    one_page = ComposedAnswer(answer="CNY 129.00", citations=both[:1], next_action=NextAction.PROPOSE_REFUND)
     assert await review_of(gateway, one_page) is Verdict.REVISE
-    stranger = ComposedAnswer(answer="CNY 129.00", citations=["RETURNS:p04:en:0"], next_action="answer")
+    stranger = ComposedAnswer(answer="CNY 129.00", citations=["RETURNS:p04:en:0"], next_action=NextAction.ANSWER)
     assert await review_of(gateway, stranger) is Verdict.REVISE
-    handoff = ComposedAnswer(answer="A colleague can help.", citations=[], next_action="handoff")
+    handoff = ComposedAnswer(answer="A colleague can help.", citations=[], next_action=NextAction.HANDOFF)
     assert await review_of(gateway, handoff) is Verdict.PASS
 
 

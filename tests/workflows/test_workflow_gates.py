@@ -19,11 +19,11 @@ from contracts.case import (
 from contracts.commerce import RefundQuote, order_ids_in
 from workflows.deliver_gate import decide_delivery
 from workflows.tool_gate import call_fingerprint, refuse_call
-from workflows.transitions import TRANSITIONS, IllegalTransition, check_transition
+from workflows.transitions import TRANSITIONS, IllegalTransition, Stage, check_transition
 
 
 def test_happy_path_is_allowed_in_order() -> None:
-    stage = Phase.PLAN
+    stage: Stage = Phase.PLAN
     for target in (
         Phase.INVESTIGATE,
         Phase.REVIEW,

@@ -7,7 +7,15 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from contracts.case import Budgets, CaseStatus, Phase, ProposedToolCall, ReviewDecision, ToolObservation
+from contracts.case import (
+    Budgets,
+    CaseStatus,
+    Decision,
+    Phase,
+    ProposedToolCall,
+    ReviewDecision,
+    ToolObservation,
+)
 from contracts.commerce import RefundProposal
 from contracts.errors import ActivityFailure, ErrorClass
 from contracts.identity import PROFILES
@@ -71,7 +79,7 @@ def _proposal(expires_in: timedelta = timedelta(minutes=15)) -> RefundProposal:
 
 def _refusal(reviewer: str, *, digest: str | None = None, **facts) -> ReviewRefusal | None:
     proposal = facts.pop("proposal", _proposal())
-    decision = ReviewDecision(reviewer=reviewer, digest=digest or proposal.digest(), decision="approve")
+    decision = ReviewDecision(reviewer=reviewer, digest=digest or proposal.digest(), decision=Decision.APPROVE)
     arguments = {
         "status": CaseStatus.WAITING_APPROVAL,
         "proposal": proposal,
