@@ -127,14 +127,16 @@ def quote(ctx: typer.Context, order_id: Annotated[str, typer.Argument(help="Orde
     """Quote the automatic refund for one of your orders: order read through MCP, rule applied here."""
     from activities.commerce_client import open_stdio_client
     from contracts.commerce import Order
-    from knowledge.refund_quote import calculate_refund_quote
+    from knowledge.refund_quote import calculate_refund_quote, policy_page_versions
+    from knowledge.store import default_knowledge_base
 
     settings = _settings(ctx)
 
     async def run() -> None:
         async with open_stdio_client(settings.identity.subject, settings.state_dir) as client:
             order = Order.model_validate(await client.call("get_order", {"order_id": order_id}))
-        console.print(quote_table(calculate_refund_quote(order)))
+        versions = policy_page_versions(default_knowledge_base())
+        console.print(quote_table(calculate_refund_quote(order, page_versions=versions)))
 
     asyncio.run(run())
 

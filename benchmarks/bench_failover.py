@@ -22,6 +22,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from temporal_dev import start_dev_server  # noqa: E402
 from tests.faults.fault_support import (  # noqa: E402
     PAUSED_WORKER_SCRIPT,
     REFUND_QUESTION,
@@ -32,8 +33,6 @@ from tests.faults.fault_support import (  # noqa: E402
     spawn_worker,
     wait_until,
 )
-
-from temporal_dev import start_dev_server  # noqa: E402
 
 PAUSES = {"model call (compose)": {"FAULT_PAUSE_IN_MODEL": "compose"}, "settlement": {"FAULT_PAUSE_BEFORE_SETTLE": "1"}}
 ACTIVITY = {"model call (compose)": "compose_answer", "settlement": "execute_refund"}

@@ -12,18 +12,15 @@ import logging
 
 from mcp.server.auth.provider import AccessToken, TokenVerifier
 
-from commerce_server.tokens import TOKEN_SECRET_ENV, verify_token
+from commerce_server.tokens import verify_token
 from contracts.errors import AuthorizationError
 from contracts.identity import PROFILES, Identity
 
 __all__ = [
-    "TOKEN_SECRET_ENV",
     "CommerceTokenVerifier",
     "case_of_access_token",
     "identity_from_access_token",
 ]
-"""``TOKEN_SECRET_ENV`` is re-exported for callers that still import it from here."""
-
 logger = logging.getLogger(__name__)
 
 

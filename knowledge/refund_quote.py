@@ -19,7 +19,7 @@ from pydantic import BaseModel, ConfigDict
 
 from contracts.commerce import FIXTURE_AS_OF, Order, OrderStatus, RefundQuote, canonical_digest
 from contracts.errors import ConfigurationError, SupportError
-from knowledge.store import KnowledgeBase, default_knowledge_base
+from knowledge.store import KnowledgeBase
 
 RULES_PATH = Path(__file__).with_name("refund_rules.json")
 
@@ -138,24 +138,21 @@ def _explain(reason: str, amount: int, order: Order, days: int | None, rules: Re
 
 
 def calculate_refund_quote(
-    order: Order, *, as_of: date = FIXTURE_AS_OF, page_versions: Mapping[str, str] | None = None
+    order: Order, *, page_versions: Mapping[str, str], as_of: date = FIXTURE_AS_OF
 ) -> RefundQuote:
     """Quote the automatic refund for one order at one as-of date (the fixture date by default).
 
     ``page_versions`` are the policy page versions to check, resolved by the caller that owns the
-    knowledge base with :func:`policy_page_versions` at the same ``as_of``. Without them the packaged
-    knowledge base is read, for callers that hold none.
+    knowledge base with :func:`policy_page_versions` at the same ``as_of``: the rule reads no
+    knowledge base of its own, so the one a worker or a commerce server was given is the one checked.
     """
     rules = load_refund_rules()
     reason = _first_failing_reason(order, rules, as_of)
     citations: list[str] = []
     if reason != "merchant_requires_manual_review":
         citations = [rules.window_page, rules.amount_page]
-        if reason is None:
-            if page_versions is None:
-                page_versions = policy_page_versions(default_knowledge_base(), as_of=as_of)
-            if not _policy_pages_match(rules, page_versions):
-                reason = POLICY_VERSION_MISMATCH
+        if reason is None and not _policy_pages_match(rules, page_versions):
+            reason = POLICY_VERSION_MISMATCH
     eligible = reason is None
     amount = order.paid_items_cents - order.refunded_cents if eligible else 0
     reason = reason or ELIGIBLE

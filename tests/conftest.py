@@ -21,7 +21,8 @@ from temporalio.contrib.pydantic import pydantic_data_converter
 from commerce_server.db import make_engine
 from commerce_server.seed import seed_fixture
 from contracts.commerce import Order, RefundApproval, RefundProposal
-from knowledge.refund_quote import calculate_refund_quote
+from knowledge.refund_quote import calculate_refund_quote, policy_page_versions
+from knowledge.store import default_knowledge_base
 from temporal_dev import DevServer, start_dev_server
 
 POSTGRES_URL_ENV = "COMMERCE_TEST_POSTGRES_URL"
@@ -92,7 +93,7 @@ def refund_approval() -> Callable[..., RefundApproval]:
         expires_in: timedelta = timedelta(minutes=15),
         **proposal_fields: Any,
     ) -> RefundApproval:
-        quote = calculate_refund_quote(order)
+        quote = calculate_refund_quote(order, page_versions=policy_page_versions(default_knowledge_base()))
         now = datetime.now(UTC)
         proposal = RefundProposal.model_validate(
             {

@@ -31,7 +31,7 @@ from contracts.commerce import Order, RefundProposal
 from contracts.errors import TransientError
 from contracts.identity import PROFILES, Identity
 from contracts.knowledge import Language, Passage
-from knowledge.refund_quote import calculate_refund_quote
+from knowledge.refund_quote import calculate_refund_quote, policy_page_versions
 from knowledge.store import KnowledgeBase, default_knowledge_base
 from tests.activities.activity_support import run_bounded
 
@@ -400,7 +400,7 @@ async def test_execute_refund_pays_once_per_approval_and_refuses_a_changed_diges
         order = Order.model_validate(
             await tools.pool.call(ALICE, "get_order", {"order_id": "QH-1001"}, case_id="case-test")
         )
-        quote = calculate_refund_quote(order)
+        quote = calculate_refund_quote(order, page_versions=policy_page_versions(default_knowledge_base()))
         proposal = RefundProposal(
             case_id="case-settle",
             applicant="alice",

@@ -42,7 +42,7 @@ async def test_the_api_key_appears_nowhere_but_in_the_requests_to_the_provider(
     capfd: pytest.CaptureFixture[str],
 ) -> None:
     canary = "sk-canary-" + secrets.token_hex(16)
-    caplog.set_level(logging.DEBUG)  # every logger of the worker, the SDK and httpx, at its most verbose
+    caplog.set_level(logging.DEBUG)  # every logger of the worker, the SDK and httpx2, at its most verbose
     state_dir = tmp_path / "state"
     with ScriptedProvider(api_key=canary) as provider:
         async with scripted_world(temporal_client, state_dir, provider) as adversary:

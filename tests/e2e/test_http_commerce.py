@@ -14,8 +14,8 @@ import pytest
 
 from activities.commerce_http import COMMERCE_URL_ENV, CommerceHttpCaller
 from activities.model_settings import load_model_settings
-from commerce_server.auth import TOKEN_SECRET_ENV
 from commerce_server.db import make_engine
+from commerce_server.tokens import TOKEN_SECRET_ENV
 from contracts.case import CaseStatus, CaseView, Decision, ReviewDecision, ReviewOutcome
 from contracts.knowledge import Language
 from temporal_dev import free_port, wait_for_port

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from contracts.commerce import FIXTURE_AS_OF, Order
+from contracts.commerce import FIXTURE_AS_OF, Order, RefundQuote
 from knowledge import refund_quote
 from knowledge.refund_quote import calculate_refund_quote, policy_page_versions
 from knowledge.store import DOCUMENTS_DIR, KnowledgeBase, default_knowledge_base
@@ -42,6 +42,14 @@ def _fixture_orders() -> dict[str, Order]:
 
 ORDERS = _fixture_orders()
 
+
+def quote_packaged(order: Order, *, as_of: date = FIXTURE_AS_OF) -> RefundQuote:
+    """The quote against the packaged knowledge base's page versions on ``as_of``."""
+    return calculate_refund_quote(
+        order, as_of=as_of, page_versions=policy_page_versions(default_knowledge_base(), as_of=as_of)
+    )
+
+
 TABLE = [
     ("QH-1001", True, "eligible", 12900),
     ("QH-1002", True, "eligible", 17900),
@@ -68,7 +76,7 @@ def test_fixture_has_24_orders_of_quantity_one_version_one() -> None:
 
 @pytest.mark.parametrize(("order_id", "eligible", "reason", "amount"), TABLE)
 def test_quote_matches_the_spec_table(order_id: str, eligible: bool, reason: str, amount: int) -> None:
-    quote = calculate_refund_quote(ORDERS[order_id])
+    quote = quote_packaged(ORDERS[order_id])
     assert (quote.eligible, quote.reason, quote.amount_cents) == (eligible, reason, amount)
     assert quote.rule_version == "returns-2026-09"
     assert quote.as_of == FIXTURE_AS_OF
@@ -77,44 +85,44 @@ def test_quote_matches_the_spec_table(order_id: str, eligible: bool, reason: str
 
 def test_qh_1001_excludes_freight_and_does_not_subtract_the_discount_twice() -> None:
     order = ORDERS["QH-1001"]
-    quote = calculate_refund_quote(order)
+    quote = quote_packaged(order)
     assert order.freight_cents == 1200 and order.discount_cents > 0
     assert quote.amount_cents == 12900 != order.paid_items_cents + order.freight_cents
     assert "12.00" in quote.explanation_en
 
 
 def test_day_30_is_in_and_day_31_is_out() -> None:
-    day30 = calculate_refund_quote(ORDERS["QH-1002"])
-    day31 = calculate_refund_quote(ORDERS["QH-1003"])
+    day30 = quote_packaged(ORDERS["QH-1002"])
+    day31 = quote_packaged(ORDERS["QH-1003"])
     assert (day30.days_since_delivery, day30.eligible) == (30, True)
     assert (day31.days_since_delivery, day31.eligible, day31.reason) == (31, False, "outside_window")
-    later = calculate_refund_quote(ORDERS["QH-1002"], as_of=FIXTURE_AS_OF + timedelta(days=1))
+    later = quote_packaged(ORDERS["QH-1002"], as_of=FIXTURE_AS_OF + timedelta(days=1))
     assert later.reason == "outside_window"
 
 
 def test_other_customers_follow_the_pattern_and_south_needs_manual_review() -> None:
-    assert calculate_refund_quote(ORDERS["QH-2001"]).amount_cents == 12900
-    south = calculate_refund_quote(ORDERS["QH-3001"])
+    assert quote_packaged(ORDERS["QH-2001"]).amount_cents == 12900
+    south = quote_packaged(ORDERS["QH-3001"])
     assert (south.eligible, south.reason, south.amount_cents) == (False, "merchant_requires_manual_review", 0)
     assert south.citations == []
 
 
 def test_quote_id_is_deterministic_and_bound_to_the_order_version() -> None:
     order = ORDERS["QH-1001"]
-    first, second = calculate_refund_quote(order), calculate_refund_quote(order)
-    bumped = calculate_refund_quote(order.model_copy(update={"version": 2}))
+    first, second = quote_packaged(order), quote_packaged(order)
+    bumped = quote_packaged(order.model_copy(update={"version": 2}))
     assert first.quote_id == second.quote_id != bumped.quote_id
 
 
 def test_a_policy_page_version_mismatch_refuses_the_automatic_proposal(monkeypatch) -> None:
     rules = refund_quote.load_refund_rules().model_copy(update={"policy_version": "2026-10"})
     monkeypatch.setattr(refund_quote, "load_refund_rules", lambda: rules)
-    quote = calculate_refund_quote(ORDERS["QH-1001"])
+    quote = quote_packaged(ORDERS["QH-1001"])
     assert (quote.eligible, quote.reason, quote.amount_cents) == (False, "policy_version_mismatch", 0)
 
 
 def test_the_window_page_must_be_applicable_on_the_as_of_date() -> None:
-    quote = calculate_refund_quote(ORDERS["QH-1001"], as_of=date(2026, 8, 20))
+    quote = quote_packaged(ORDERS["QH-1001"], as_of=date(2026, 8, 20))
     assert (quote.eligible, quote.reason) == (False, "policy_version_mismatch")
     assert policy_page_versions(default_knowledge_base(), as_of=date(2026, 8, 20)) == {}
 
@@ -122,7 +130,7 @@ def test_the_window_page_must_be_applicable_on_the_as_of_date() -> None:
 def test_the_packaged_knowledge_base_has_both_rule_pages_at_the_rule_version() -> None:
     assert policy_page_versions(default_knowledge_base()) == RULE_PAGES
     explicit = calculate_refund_quote(ORDERS["QH-1001"], page_versions=RULE_PAGES)
-    assert explicit == calculate_refund_quote(ORDERS["QH-1001"])
+    assert explicit == quote_packaged(ORDERS["QH-1001"])
     assert (explicit.eligible, explicit.amount_cents) == (True, 12900)
 
 

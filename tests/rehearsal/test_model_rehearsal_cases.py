@@ -38,7 +38,7 @@ from contracts.errors import SupportError
 from contracts.identity import PROFILES
 from contracts.knowledge import Language, Passage
 from contracts.tools import INVESTIGATION_TOOLS
-from knowledge.refund_quote import calculate_refund_quote
+from knowledge.refund_quote import calculate_refund_quote, policy_page_versions
 from knowledge.skills import load_skill
 from knowledge.store import default_knowledge_base
 from rehearsal import rehearsal_http_client
@@ -85,7 +85,10 @@ class InProcessTools:
         if name == "load_skill":
             return {"name": args["name"], "body": load_skill(args["name"], self.language)}
         if name == "calculate_refund":
-            quote = calculate_refund_quote(self.commerce.get_order(args["order_id"]))
+            quote = calculate_refund_quote(
+                self.commerce.get_order(args["order_id"]),
+                page_versions=policy_page_versions(default_knowledge_base()),
+            )
             pages = [
                 p.model_dump(mode="json")
                 for page in quote.citations
