@@ -22,8 +22,6 @@ from __future__ import annotations
 import asyncio
 import os
 import sys
-from dataclasses import dataclass
-from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -31,6 +29,7 @@ from pydantic import ValidationError
 from typer._click.exceptions import NoArgsIsHelpError
 from typer.exceptions import TyperException
 
+import cli.local_commands  # noqa: F401  (registers init, mcp-tools, quote, create-ticket, eval retrieval)
 from case_client import (
     DEFAULT_APPROVAL_TTL_SECONDS,
     CaseClient,
@@ -45,13 +44,12 @@ from case_client.render import (
     console,
     errors,
     grid,
-    mcp_table,
     one_line,
-    quote_table,
     settle_with_progress,
     show_case,
     worker_command,
 )
+from cli.app import app, eval_app, settings_of
 from contracts.case import (
     MAX_APPROVAL_TTL_SECONDS,
     MAX_QUESTION_CHARS,
@@ -63,113 +61,7 @@ from contracts.case import (
     ReviewDecision,
 )
 from contracts.errors import ContractError, SupportError
-from contracts.identity import Identity, resolve_profile
 from contracts.knowledge import Language
-
-DEFAULT_STATE_DIR = Path(os.environ.get("SUPPORT_STATE_DIR", ".state"))
-
-app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False)
-eval_app = typer.Typer(no_args_is_help=True, help="Evaluations: retrieval quality and end-to-end cases.")
-app.add_typer(eval_app, name="eval")
-
-
-@dataclass(frozen=True)
-class Settings:
-    identity: Identity
-    state_dir: Path
-
-
-@app.callback()
-def main(
-    ctx: typer.Context,
-    profile: Annotated[str, typer.Option(help="Demonstration profile: alice, bob, chen, lin, mei.")] = "alice",
-    state_dir: Annotated[Path, typer.Option(help="Where databases and case records live.")] = DEFAULT_STATE_DIR,
-) -> None:
-    """Qinghe support cases: durable, human-approved, fictional."""
-    ctx.obj = Settings(identity=resolve_profile(profile), state_dir=state_dir)
-
-
-def _settings(ctx: typer.Context) -> Settings:
-    settings: Settings = ctx.obj
-    settings.state_dir.mkdir(parents=True, exist_ok=True)
-    return settings
-
-
-@app.command()
-def init(ctx: typer.Context) -> None:
-    """Create the commerce database and insert missing fixture rows (never resets balances)."""
-    from commerce_server.db import database_url, make_engine
-    from commerce_server.seed import seed_fixture
-
-    settings = _settings(ctx)
-    report = seed_fixture(make_engine(database_url(settings.state_dir)))
-    console.print(f"commerce database ready under {settings.state_dir} (fictional data): {report}")
-
-
-@app.command("mcp-tools")
-def mcp_tools(ctx: typer.Context) -> None:
-    """List the commerce MCP server's tools and resources, over a real stdio session."""
-    from activities.commerce_client import open_stdio_client
-
-    settings = _settings(ctx)
-
-    async def run() -> None:
-        async with open_stdio_client(settings.identity.subject, settings.state_dir) as client:
-            tools = await client.list_tools()
-            resources = await client.list_resources()
-        console.print(mcp_table(settings.identity.subject, tools, resources))
-
-    asyncio.run(run())
-
-
-@app.command()
-def quote(ctx: typer.Context, order_id: Annotated[str, typer.Argument(help="Order id, e.g. QH-1001.")]) -> None:
-    """Quote the automatic refund for one of your orders: order read through MCP, rule applied here."""
-    from activities.commerce_client import open_stdio_client
-    from contracts.commerce import Order
-    from knowledge.refund_quote import calculate_refund_quote, policy_page_versions
-    from knowledge.store import default_knowledge_base
-
-    settings = _settings(ctx)
-
-    async def run() -> None:
-        async with open_stdio_client(settings.identity.subject, settings.state_dir) as client:
-            order = Order.model_validate(await client.call("get_order", {"order_id": order_id}))
-        versions = policy_page_versions(default_knowledge_base())
-        console.print(quote_table(calculate_refund_quote(order, page_versions=versions)))
-
-    asyncio.run(run())
-
-
-@app.command("create-ticket")
-def create_ticket(
-    ctx: typer.Context,
-    order_id: Annotated[str, typer.Argument(help="Order id, e.g. QH-1005.")],
-    text: Annotated[str, typer.Argument(help="What the ticket is about.")],
-    key: Annotated[str, typer.Option("--key", help="Idempotency key: the same key returns the same ticket.")],
-) -> None:
-    """Open a support ticket on one of your orders (idempotent by --key)."""
-    from activities.commerce_client import open_stdio_client
-
-    settings = _settings(ctx)
-
-    async def run() -> None:
-        async with open_stdio_client(settings.identity.subject, settings.state_dir) as client:
-            ticket = await client.call("create_ticket", {"order_id": order_id, "text": text, "idempotency_key": key})
-        console.print(f"ticket {ticket['ticket_id']} on {ticket['order_id']} (key {ticket['idempotency_key']})")
-
-    asyncio.run(run())
-
-
-@eval_app.command("retrieval")
-def eval_retrieval() -> None:
-    """Recall@4, MRR and abstention of BM25 retrieval on the labelled questions (both languages)."""
-    from knowledge.retrieval_eval import retrieval_eval_rows, run_retrieval_eval
-    from knowledge.store import default_knowledge_base
-
-    report = run_retrieval_eval(default_knowledge_base())
-    console.print(grid("retrieval evaluation (BM25, tenant qinghe, as of 2026-09-12)", retrieval_eval_rows(report)))
-
 
 # --- cases on Temporal ---------------------------------------------------------------------------
 
@@ -195,7 +87,7 @@ def ask(
     case_input = new_case(
         ctx.obj.identity, question, language=language, ttl_seconds=ttl_seconds, request_key=request_key
     )
-    settings = _settings(ctx)
+    settings = settings_of(ctx)
     if language is None:
         remembered = LanguagePreferences(settings.state_dir).get(settings.identity.subject)
         case_input = case_input.model_copy(update={"language": remembered or Language.EN})
@@ -221,7 +113,7 @@ def ask(
 @app.command("review-info")
 def review_info(ctx: typer.Context, case_id: Annotated[str, typer.Argument(help="Case id.")]) -> None:
     """Show the exact proposal a reviewer approves, with its digest."""
-    settings = _settings(ctx)
+    settings = settings_of(ctx)
     target = TemporalTarget.from_env()
 
     async def run() -> None:
@@ -244,7 +136,7 @@ def review(
     """Approve or reject a waiting proposal as the current --profile (a Temporal update)."""
     if approve == reject:
         raise ContractError("invalid_arguments", "give exactly one of --approve or --reject")
-    settings = _settings(ctx)
+    settings = settings_of(ctx)
     target = TemporalTarget.from_env()
     decision = ReviewDecision(
         reviewer=settings.identity.subject,
@@ -276,7 +168,7 @@ def status(
     """Show a case: status, answer, proposal, receipt, budgets and record path (exit status: see README)."""
     from rich.text import Text
 
-    settings = _settings(ctx)
+    settings = settings_of(ctx)
     target = TemporalTarget.from_env()
 
     async def run() -> CaseView:
@@ -303,7 +195,7 @@ def list_cases(
 
     Reviewers see their tenant's cases; a customer sees their own.
     """
-    identity = _settings(ctx).identity
+    identity = settings_of(ctx).identity
 
     async def run() -> None:
         cases = await CaseClient.connect(TemporalTarget.from_env())
@@ -322,7 +214,7 @@ def remember(
     """Remember your reply-language preference (only with --consent)."""
     from activities.preferences import LanguagePreferences
 
-    settings = _settings(ctx)
+    settings = settings_of(ctx)
     LanguagePreferences(settings.state_dir).remember(settings.identity.subject, language, consent)
     console.print(f"remembered reply language {language.value} for {settings.identity.subject}")
 
@@ -337,7 +229,7 @@ def eval_cases(
 
     from case_eval import EVAL_CASES, check_provider_matches, eval_rows, eval_title, is_rehearsal, run_case
 
-    settings = _settings(ctx)
+    settings = settings_of(ctx)
 
     async def run() -> bool:
         cases = await CaseClient.connect()

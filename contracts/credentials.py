@@ -1,0 +1,265 @@
+"""Signed credentials: who asks (the applicant token), who approves (the approval token), what was
+paid (the signed receipt), and the public keys that check them. Pure: no files, no clock.
+
+Every credential is a JWS signed with Ed25519 (``EdDSA``) by PyJWT. The key that signs is named by
+the token's ``kid`` and must be the key the public key set lists for that signer:
+
+==================  ===========================  =================================================
+``kid``             held by                       signs
+==================  ===========================  =================================================
+``issuer``          the login service             applicant tokens (subject, tenant, role, case id)
+``reviewer:<sub>``  that reviewer, and only them  approval tokens (case id, digest, decision)
+``commerce``        the commerce server           receipts (approval token id, digest, amounts)
+==================  ===========================  =================================================
+
+A claim of a name proves nothing; a valid signature by the key published for that name does. The
+verifier is told the time (``workflow.now()`` in the workflow, the wall clock elsewhere), so the
+same check runs deterministically inside a workflow and as-is at the commerce server.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import Any, Literal
+
+import jwt
+from jwt.exceptions import InvalidTokenError, PyJWKError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from contracts.errors import AuthorizationError
+from contracts.identity import PROFILES, Identity, Role
+
+ALGORITHM = "EdDSA"
+ISSUER_KID = "issuer"
+COMMERCE_KID = "commerce"
+APPLICANT_AUDIENCE = "support-case"
+APPROVAL_AUDIENCE = "refund-approval"
+RECEIPT_AUDIENCE = "refund-receipt"
+APPLICANT_TOKEN_TTL = timedelta(minutes=30)
+APPROVAL_TOKEN_TTL = timedelta(minutes=10)
+SETTLE_WINDOW = timedelta(minutes=30)
+"""How long after a reviewer signed an approval the commerce server still pays it: a worker that
+crashed after a timely approval retries within this window and pays once, even if the proposal
+expired meanwhile; an approval signed after the proposal expired is never paid."""
+CLOCK_SKEW = timedelta(seconds=60)
+MAX_TOKEN_CHARS = 4000
+
+
+def reviewer_kid(subject: str) -> str:
+    return f"reviewer:{subject}"
+
+
+class _Claims(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="ignore")
+
+    iat: int
+    exp: int
+    jti: str = Field(min_length=8, max_length=100)
+
+    @property
+    def issued_at(self) -> datetime:
+        return datetime.fromtimestamp(self.iat, UTC)
+
+    @property
+    def expires_at(self) -> datetime:
+        return datetime.fromtimestamp(self.exp, UTC)
+
+
+class ApplicantClaims(_Claims):
+    sub: str
+    tenant: str
+    role: Role
+    case_id: str
+
+
+class ApprovalClaims(_Claims):
+    sub: str
+    """The reviewer: the key that signed must be ``reviewer:<sub>``."""
+    tenant: str
+    case_id: str
+    digest: str = Field(min_length=64, max_length=64)
+    decision: Literal["approve", "reject"]
+
+
+class ReceiptClaims(_Claims):
+    receipt_id: str
+    approval_id: str
+    approval_jti: str
+    case_id: str
+    order_id: str
+    digest: str
+    amount_cents: int
+    currency: str
+    order_version_before: int
+    order_version_after: int
+    refunded_cents_after: int
+
+
+class PublicKeys(BaseModel):
+    """A JSON Web Key Set of Ed25519 public keys, each named by its ``kid``. Never a private key."""
+
+    model_config = ConfigDict(frozen=True, extra="ignore")
+
+    keys: list[dict[str, Any]]
+
+    def kids(self) -> list[str]:
+        return [str(key.get("kid")) for key in self.keys]
+
+    def key_for(self, kid: str) -> Any:
+        """The public key published as ``kid``; ``unknown_signer`` when there is none."""
+        for key in self.keys:
+            if key.get("kid") == kid:
+                if "d" in key:
+                    raise AuthorizationError("private_key_in_key_set", "The key set holds a private key; refused.")
+                try:
+                    return jwt.PyJWK.from_dict(key, algorithm=ALGORITHM).key
+                except PyJWKError:
+                    break
+        raise AuthorizationError("unknown_signer", f"No public key is published for {kid[:60]!r}.")
+
+
+class CredentialRefused(AuthorizationError):
+    """A credential that does not prove what it claims; ``code`` says which check failed."""
+
+
+def _refuse(code: str, message: str) -> CredentialRefused:
+    return CredentialRefused(code, message)
+
+
+def _verified(token: str, keys: PublicKeys, *, audience: str, expected_kid: str | None) -> dict[str, Any]:
+    """The claims of a token signed with EdDSA by the key its ``kid`` names (and, when given, by
+    ``expected_kid``); time is not checked here (the caller passes its own clock)."""
+    if not isinstance(token, str) or not token or len(token) > MAX_TOKEN_CHARS:
+        raise _refuse("malformed_token", "The credential is missing or not a token.")
+    try:
+        header = jwt.get_unverified_header(token)
+    except InvalidTokenError:
+        raise _refuse("malformed_token", "The credential is not a signed token.") from None
+    if header.get("alg") != ALGORITHM:
+        raise _refuse("wrong_algorithm", f"Only {ALGORITHM} signatures are accepted.")
+    kid = str(header.get("kid", ""))
+    if expected_kid is not None and kid != expected_kid:
+        raise _refuse("wrong_signer", f"The token is signed as {kid[:60]!r}, not as {expected_kid!r}.")
+    try:
+        return jwt.decode(
+            token,
+            keys.key_for(kid),
+            algorithms=[ALGORITHM],
+            audience=audience,
+            options={"verify_exp": False, "verify_iat": False, "verify_nbf": False, "require": ["iat", "exp", "jti"]},
+        )
+    except CredentialRefused:
+        raise
+    except AuthorizationError as error:
+        raise _refuse(error.code, error.message) from None
+    except InvalidTokenError as error:
+        raise _refuse("bad_signature", f"The token does not verify: {type(error).__name__}.") from None
+
+
+def _check_time(claims: _Claims, now: datetime) -> None:
+    if claims.issued_at > now + CLOCK_SKEW:
+        raise _refuse("issued_in_future", "The token is dated in the future.")
+    if now >= claims.expires_at:
+        raise _refuse("token_expired", "The token has expired.")
+
+
+def verify_applicant_token(token: str, keys: PublicKeys, *, case_id: str, now: datetime) -> Identity:
+    """The applicant this token proves, for this case, now; else :class:`CredentialRefused`."""
+    raw = _verified(token, keys, audience=APPLICANT_AUDIENCE, expected_kid=ISSUER_KID)
+    try:
+        claims = ApplicantClaims.model_validate(raw)
+    except ValidationError:
+        raise _refuse("malformed_claims", "The applicant token lacks a required claim.") from None
+    _check_time(claims, now)
+    if claims.case_id != case_id:
+        raise _refuse("token_for_another_case", "The applicant token was issued for another case.")
+    known = PROFILES.get(claims.sub)
+    if known is None or (known.tenant, known.role) != (claims.tenant, claims.role) or claims.role is not Role.CUSTOMER:
+        raise _refuse("unknown_applicant", "The applicant token names no known customer.")
+    return known
+
+
+def verify_approval_token(token: str, keys: PublicKeys) -> ApprovalClaims:
+    """The claims of an approval token signed by the reviewer it names (no case, time or rule checks:
+    :func:`check_approval` applies those)."""
+    try:
+        unverified = jwt.decode(token, options={"verify_signature": False})
+        subject = str(unverified.get("sub", ""))
+    except (InvalidTokenError, AttributeError):
+        raise _refuse("malformed_token", "The credential is not a signed token.") from None
+    raw = _verified(token, keys, audience=APPROVAL_AUDIENCE, expected_kid=reviewer_kid(subject))
+    try:
+        return ApprovalClaims.model_validate(raw)
+    except ValidationError:
+        raise _refuse("malformed_claims", "The approval token lacks a required claim.") from None
+
+
+def check_approval(
+    claims: ApprovalClaims,
+    *,
+    case_id: str,
+    digest: str,
+    applicant: Identity,
+    proposal_expires_at: datetime,
+    now: datetime,
+) -> None:
+    """The rules every approval meets, at the workflow and again at the commerce server: this case and
+    this exact proposal, a reviewer of the applicant's tenant who is not the applicant, signed before
+    the proposal expired and still valid."""
+    if claims.case_id != case_id:
+        raise _refuse("token_for_another_case", "The approval was signed for another case.")
+    if claims.digest != digest:
+        raise _refuse("digest_mismatch", "The approval was signed for another proposal.")
+    reviewer = PROFILES.get(claims.sub)
+    if reviewer is None or reviewer.role is not Role.REVIEWER:
+        raise _refuse("not_a_reviewer", "The approval is not signed by a reviewer.")
+    if reviewer.subject == applicant.subject:
+        raise _refuse("applicant_cannot_review", "The applicant cannot approve their own refund.")
+    if reviewer.tenant != applicant.tenant or claims.tenant != applicant.tenant:
+        raise _refuse("reviewer_of_another_tenant", "The reviewer belongs to another tenant.")
+    if claims.issued_at >= proposal_expires_at:
+        raise _refuse("proposal_expired", "The approval was signed after the proposal expired.")
+    _check_time(claims, now)
+
+
+def sign(claims: dict[str, Any], private_key: Any, *, kid: str) -> str:
+    """A token over ``claims`` signed with ``private_key`` as ``kid`` (for the key holders only)."""
+    return jwt.encode(claims, private_key, algorithm=ALGORITHM, headers={"kid": kid})
+
+
+def applicant_claims(identity: Identity, *, case_id: str, now: datetime, jti: str) -> dict[str, Any]:
+    return {
+        "aud": APPLICANT_AUDIENCE,
+        "sub": identity.subject,
+        "tenant": identity.tenant,
+        "role": identity.role.value,
+        "case_id": case_id,
+        "iat": int(now.timestamp()),
+        "exp": int((now + APPLICANT_TOKEN_TTL).timestamp()),
+        "jti": jti,
+    }
+
+
+def approval_claims(
+    reviewer: Identity, *, case_id: str, digest: str, decision: str, now: datetime, jti: str
+) -> dict[str, Any]:
+    return {
+        "aud": APPROVAL_AUDIENCE,
+        "sub": reviewer.subject,
+        "tenant": reviewer.tenant,
+        "case_id": case_id,
+        "digest": digest,
+        "decision": decision,
+        "iat": int(now.timestamp()),
+        "exp": int((now + APPROVAL_TOKEN_TTL).timestamp()),
+        "jti": jti,
+    }
+
+
+def verify_receipt(token: str, keys: PublicKeys) -> ReceiptClaims:
+    """A receipt signed by the commerce server's published key."""
+    raw = _verified(token, keys, audience=RECEIPT_AUDIENCE, expected_kid=COMMERCE_KID)
+    try:
+        return ReceiptClaims.model_validate(raw)
+    except ValidationError:
+        raise _refuse("malformed_claims", "The receipt lacks a required claim.") from None
