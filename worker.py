@@ -10,10 +10,11 @@ set) and the knowledge base. ``support_worker`` builds and runs a worker as an a
 
 Environment: ``TEMPORAL_ADDRESS`` (default localhost:7233), ``TEMPORAL_NAMESPACE`` (default
 "default"), ``SUPPORT_STATE_DIR`` (default .state), ``SUPPORT_TASK_QUEUE``, ``COMMERCE_DATABASE_URL``
-(default: SQLite in the state dir) and the model provider variables (see activities/model_settings.py;
-none set means the rehearsal model). A configuration error prints one line and exits 2; an
-unreachable Temporal server prints one line and exits 1. SIGINT or SIGTERM stops the worker and
-closes its commerce sessions.
+(default: SQLite in the state dir), ``SUPPORT_PUBLIC_KEYS`` (the public key set that verifies
+applicant tokens and approvals; default: the state dir's keys/public-keys.json) and the model
+provider variables (see activities/model_settings.py; none set means the rehearsal model). A
+configuration error prints one line and exits 2; an unreachable Temporal server prints one line and
+exits 1. SIGINT or SIGTERM stops the worker and closes its commerce sessions.
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ from activities.boundary import ActivityBoundary
 from activities.case_records import CaseRecords
 from activities.commerce_http import CommerceHttpCaller
 from activities.commerce_sessions import CommerceGateway, CommerceSessionPool
+from activities.credential_activities import CredentialActivities
 from activities.model_activities import ModelActivities
 from activities.model_gateway import ModelGateway
 from activities.model_settings import ModelSettings, load_model_settings
@@ -49,6 +51,7 @@ from case_client import TemporalTarget, connect
 from contracts.case import REHEARSAL_LABEL
 from contracts.errors import ConfigurationError, SupportError
 from contracts.names import TASK_QUEUE
+from keystore import public_keys_location
 from knowledge.store import KnowledgeBase, default_knowledge_base
 from rehearsal import rehearsal_http_client
 from workflows.support_case import SupportCaseWorkflow
@@ -75,6 +78,7 @@ def build_worker(
     model_gateway: ModelGateway | None = None,
     knowledge: KnowledgeBase | None = None,
     commerce: CommerceGateway | None = None,
+    public_keys: str | None = None,
     task_queue: str = TASK_QUEUE,
     **worker_options: Any,
 ) -> tuple[Worker, Cleanup]:
@@ -83,7 +87,9 @@ def build_worker(
     ``client`` must use ``temporalio.contrib.pydantic.pydantic_data_converter``: every payload is a
     pydantic model. The model provider comes from ``model_gateway``, else ``model_settings``, else
     the environment (rehearsal when nothing is configured); the commerce gateway from ``commerce``, else
-    :func:`commerce_gateway`. ``worker_options`` go to ``Worker``.
+    :func:`commerce_gateway`; the public key set that verifies credentials from ``public_keys`` (a JWKS
+    path or https URL), else ``SUPPORT_PUBLIC_KEYS``, else the state dir's. ``worker_options`` go to
+    ``Worker``.
     Raises :class:`ConfigurationError` for a client with another converter or a bad model setting.
     """
     if not issubclass(client.data_converter.payload_converter_class, PydanticPayloadConverter):
@@ -98,11 +104,13 @@ def build_worker(
     tools = ToolActivities(pool, knowledge or default_knowledge_base(), LanguagePreferences(state_dir))
     settlement = SettlementActivities(pool)
     records = CaseRecords(state_dir)
+    credentials = CredentialActivities(public_keys or public_keys_location(state_dir))
     worker = Worker(
         client,
         task_queue=task_queue,
         workflows=[SupportCaseWorkflow],
         activities=[
+            credentials.verify_applicant,
             *ModelActivities(gateway).all(),
             tools.run_investigation_tool,
             settlement.execute_refund,

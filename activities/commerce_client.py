@@ -24,7 +24,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 from mcp_types import CallToolResult, Resource, TextResourceContents, Tool
 
-from commerce_server.tokens import DATABASE_URL_ENV
+from commerce_server.tokens import DATABASE_URL_ENV, PUBLIC_KEYS_ENV, SIGNING_KEY_ENV
 from contracts.errors import AuthorizationError, SupportError, TransientError, error_from_code
 
 CALL_TIMEOUT_SECONDS = 20.0
@@ -110,12 +110,16 @@ async def open_stdio_client(
     """Launch ``python -m commerce_server --profile P --state-dir D`` and connect over stdio.
 
     The database URL travels in the environment (``COMMERCE_DATABASE_URL``), not on the command
-    line, so a password in it never shows up in a process listing.
+    line, so a password in it never shows up in a process listing; so do the locations of the
+    server's own public key set and receipt signing key when they are set.
     """
     env: dict[str, str] = {}
     url = database_url or os.environ.get(DATABASE_URL_ENV)
     if url:
         env[DATABASE_URL_ENV] = url
+    for name in (PUBLIC_KEYS_ENV, SIGNING_KEY_ENV):
+        if os.environ.get(name):
+            env[name] = os.environ[name]
     params = StdioServerParameters(
         command=sys.executable,
         args=["-m", "commerce_server", "--profile", profile, "--state-dir", str(Path(state_dir).resolve())],

@@ -2,8 +2,9 @@
 
 The approval id is the idempotency key: the commerce server stores one receipt per approval id, so
 a retried activity (a lost reply, a crashed worker) returns the original receipt and never pays
-twice. The server re-checks the approval and the quote itself; this activity only refuses what it
-can see is inconsistent before sending it.
+twice. The server verifies the reviewer's signed approval token (passed through as it was recorded)
+and re-checks the quote itself; this activity only refuses what it can see is inconsistent before
+sending it.
 """
 
 from __future__ import annotations
@@ -65,6 +66,7 @@ class SettlementActivities:
                 digest=request.digest,
                 reviewer=request.reviewer,
                 approved_at=request.approved_at,
+                approval_token=request.approval_token,
             )
         except ValidationError as exc:
             raise ContractError("settle_request_invalid", "The approval is malformed.") from exc

@@ -5,7 +5,7 @@ lists cases; :class:`CaseHandle` reads, waits for and reviews one. Everything he
 only; what a person sees is rendered by :mod:`case_client.render`, which only the command line imports.
 """
 
-from case_client._client import CaseClient, CaseHandle, CaseSummary
+from case_client._client import ApplicantIssuer, CaseClient, CaseHandle, CaseSummary
 from case_client._connection import TemporalTarget, connect, live_poller_identities
 from case_client._rules import (
     CASE_NOT_ACCESSIBLE,
@@ -21,6 +21,7 @@ from case_client._rules import (
 __all__ = [
     "CASE_NOT_ACCESSIBLE",
     "DEFAULT_APPROVAL_TTL_SECONDS",
+    "ApplicantIssuer",
     "CaseClient",
     "CaseHandle",
     "CaseSummary",

@@ -28,12 +28,15 @@ from case_client._rules import (
 from contracts import search_attributes as sa
 from contracts.case import Budgets, CaseEvent, CaseInput, CaseStatus, CaseView, ReviewDecision, ReviewOutcome
 from contracts.commerce import RefundProposal
+from contracts.credentials import SignedReview
 from contracts.errors import BusinessError
 from contracts.identity import Identity, Role
 from contracts.knowledge import Language
 from contracts.names import WORKFLOW_NAME, QueryName
 
 LISTING_LIMIT = 200
+ApplicantIssuer = Callable[[Identity, str], str]
+"""Signs an applicant token for (applicant, case id): the login service's part of starting a case."""
 
 
 def _ignore(_: object) -> None:
@@ -142,11 +145,11 @@ class CaseHandle:
         """The case's final view, once its workflow (following continue-as-new) has finished."""
         return await _reading.wait_until_ended(self.workflow, self.case_id, wait_seconds=timeout)
 
-    async def review(self, decision: ReviewDecision) -> ReviewOutcome:
+    async def review(self, decision: ReviewDecision | SignedReview) -> ReviewOutcome:
         """Approve or reject by the ``review`` update: the accepted outcome, or a typed refusal."""
         return await _reviewing.review_by_update(self.workflow, self.case_id, decision)
 
-    async def signal_review(self, decision: ReviewDecision) -> None:
+    async def signal_review(self, decision: ReviewDecision | SignedReview) -> None:
         """Approve or reject by the ``review`` signal (fire and forget; the outcome is in the events)."""
         await _reviewing.review_by_signal(self.workflow, decision)
 
@@ -160,23 +163,28 @@ async def _listed_for(execution: WorkflowExecution, viewer: Identity) -> bool:
 class CaseClient:
     """Cases on one Temporal target: start, open, list, and check that a worker polls the queue."""
 
-    def __init__(self, client: Client, target: TemporalTarget) -> None:
+    def __init__(self, client: Client, target: TemporalTarget, *, issuer: ApplicantIssuer | None = None) -> None:
+        """``issuer`` signs the applicant token of each case :meth:`start` starts (the login service's
+        part); without one, cases start without a token and a worker refuses to read anything for them."""
         self.temporal = client
         self.target = target
+        self.issuer = issuer
 
     @classmethod
-    async def connect(cls, target: TemporalTarget | None = None) -> CaseClient:
+    async def connect(
+        cls, target: TemporalTarget | None = None, *, issuer: ApplicantIssuer | None = None
+    ) -> CaseClient:
         """Connect through Temporal's environment configuration (:meth:`TemporalTarget.from_env`)."""
         target = target or TemporalTarget.from_env()
-        return cls(await connect(target), target)
+        return cls(await connect(target), target, issuer=issuer)
 
     @classmethod
-    def for_client(cls, client: Client, *, task_queue: str) -> CaseClient:
+    def for_client(cls, client: Client, *, task_queue: str, issuer: ApplicantIssuer | None = None) -> CaseClient:
         """Cases on an already connected client (it must use the pydantic data converter)."""
         target = TemporalTarget(
             address=client.service_client.config.target_host, namespace=client.namespace, task_queue=task_queue
         )
-        return cls(client, target)
+        return cls(client, target, issuer=issuer)
 
     @property
     def task_queue(self) -> str:
@@ -205,6 +213,8 @@ class CaseClient:
             request_key=request_key,
             case_id=case_id,
         )
+        if self.issuer is not None:
+            case = case.model_copy(update={"applicant_token": self.issuer(applicant, case.case_id)})
         return await self.start_case(case, request_key=request_key)
 
     async def start_case(

@@ -7,11 +7,14 @@ from temporalio.exceptions import ApplicationError
 from temporalio.service import RPCError
 
 from contracts.case import ReviewDecision, ReviewOutcome
+from contracts.credentials import SignedReview
 from contracts.errors import AuthorizationError, BusinessError
 from contracts.names import REVIEW
 
 
-async def review_by_update(handle: WorkflowHandle, case_id: str, decision: ReviewDecision) -> ReviewOutcome:
+async def review_by_update(
+    handle: WorkflowHandle, case_id: str, decision: ReviewDecision | SignedReview
+) -> ReviewOutcome:
     """The accepted outcome of the ``review`` update. A refusal (recorded in the case events by the
     workflow) is ``review_refused``; a case that cannot take an update is ``case_not_waiting``."""
     try:
@@ -27,6 +30,6 @@ async def review_by_update(handle: WorkflowHandle, case_id: str, decision: Revie
     return outcome
 
 
-async def review_by_signal(handle: WorkflowHandle, decision: ReviewDecision) -> None:
+async def review_by_signal(handle: WorkflowHandle, decision: ReviewDecision | SignedReview) -> None:
     """Send the ``review`` signal; its outcome is read later in the case events."""
     await handle.signal(REVIEW, decision)

@@ -3,6 +3,11 @@
     python -m commerce_server --profile alice --state-dir .state          # stdio (default)
     python -m commerce_server --http --host 127.0.0.1 --port 8765         # Streamable HTTP
 
+A refund is paid only on a reviewer's signed approval, checked with the server's own copy of the public
+key set (``COMMERCE_PUBLIC_KEYS``, default ``<state dir>/keys/public-keys.json``); receipts are signed
+with ``COMMERCE_SIGNING_KEY`` (default ``<state dir>/keys/commerce.pem``). Both are read on the first
+refund. ``starter.py init`` writes the demo keys.
+
 stdout belongs to the stdio transport, so every log line goes to stderr. Bad arguments and bad
 configuration print one line on stderr and exit non-zero.
 """
@@ -22,6 +27,7 @@ from sqlalchemy import Engine
 from sqlalchemy.exc import SQLAlchemyError
 
 from commerce_server.db import database_url, make_engine
+from commerce_server.keys import CommerceKeys
 from commerce_server.seed import seed_fixture
 from commerce_server.server import build_http_server, build_stdio_server
 from commerce_server.tokens import token_secret_from_env
@@ -72,10 +78,10 @@ def open_database(args: argparse.Namespace) -> Engine:
     return engine
 
 
-def serve_http(engine: Engine, secret: str, args: argparse.Namespace) -> None:
+def serve_http(engine: Engine, secret: str, keys: CommerceKeys, args: argparse.Namespace) -> None:
     """Stateless Streamable HTTP with JSON responses: any replica can answer any request."""
     server = build_http_server(
-        engine, secret=secret, public_url=f"http://{args.host}:{args.port}", log_level=args.log_level
+        engine, secret=secret, public_url=f"http://{args.host}:{args.port}", log_level=args.log_level, keys=keys
     )
     with contextlib.suppress(KeyboardInterrupt):
         anyio.run(
@@ -105,10 +111,12 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{PROG}: cannot open the commerce database ({type(error).__name__})", file=sys.stderr)
         return 1
 
+    # The keys are read on the first refund (a server that only answers reads needs none).
+    keys = CommerceKeys.from_environment(args.state_dir)
     if identity is None:
-        serve_http(engine, secret, args)
+        serve_http(engine, secret, keys, args)
     else:
-        build_stdio_server(engine, identity, log_level=args.log_level).run("stdio")
+        build_stdio_server(engine, identity, log_level=args.log_level, keys=keys).run("stdio")
     return 0
 
 

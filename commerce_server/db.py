@@ -136,6 +136,23 @@ class RefundRow(SQLModel, table=True):
     created_at: datetime = Field(sa_type=IsoDateTime)
 
 
+class ApprovalUseRow(SQLModel, table=True):
+    """One approval token id, consumed by the refund it paid: written in the refund's transaction and
+    never pruned, so a signed approval pays once, whatever approval id it is presented with. It also
+    keeps what the signed receipt states beyond the refund row (a table of its own, so existing
+    databases pick it up through ``create_all``)."""
+
+    __tablename__ = "approval_uses"
+
+    jti: str = Field(primary_key=True, max_length=100)
+    approval_id: str = Field(foreign_key="refunds.approval_id", unique=True, max_length=200)
+    receipt_id: str = Field(unique=True, max_length=32)
+    reviewer: str = Field(max_length=32)
+    order_version_before: int
+    refunded_cents_after: int
+    created_at: datetime = Field(sa_type=IsoDateTime)
+
+
 class LedgerRow(SQLModel, table=True):
     """The one row that names this commerce database: created once, never changed."""
 
@@ -155,6 +172,7 @@ _TABLE_MODELS: tuple[type[SQLModel], ...] = (
     InvoiceRow,
     TicketRow,
     RefundRow,
+    ApprovalUseRow,
     LedgerRow,
 )
 

@@ -1,8 +1,17 @@
 """The approved refund's money path: the checks, the idempotent record, the replay and the receipt.
 
 A :class:`RefundSettlement` works inside one session on behalf of one bound identity. It pays a
-refund (simulated) at most once per approval id: a repeat returns the original receipt, and only a
-proposal that still equals today's quote on this very ledger moves a balance.
+refund (simulated) only on a reviewer's signed approval token, which it verifies itself with the
+commerce server's own copy of the public keys (a name in the approval proves nothing), at most once
+per approval id and once per approval token id: a repeat returns the original receipt, and only a
+proposal that still equals today's quote on this very ledger moves a balance. Every receipt is
+signed with the commerce key.
+
+Time: the reviewer must have signed before the proposal expired, and the refund is paid within
+:data:`contracts.credentials.SETTLE_WINDOW` (30 minutes) of that signature. A worker that crashed
+after a timely approval therefore still pays once, even if the proposal expired meanwhile; an
+approval older than the window is refused and needs a new one. A replay of a paid approval is
+answered whatever the time: it pays nothing.
 """
 
 from __future__ import annotations
@@ -14,14 +23,21 @@ from typing import Any, cast
 
 from sqlalchemy import CursorResult, update
 from sqlalchemy.exc import IntegrityError
-from sqlmodel import Session, col
+from sqlmodel import Session, col, select
 
-from commerce_server.db import OrderRow, RefundRow
-from contracts.commerce import Order, RefundApproval, RefundReceipt
-from contracts.errors import error_from_code
-from contracts.identity import PROFILES, Identity, Role
+from commerce_server.db import ApprovalUseRow, OrderRow, RefundRow
+from commerce_server.keys import CommerceKeys
+from commerce_server.receipts import signed_receipt
+from contracts.commerce import Order, RefundApproval, RefundQuote, RefundReceipt
+from contracts.credentials import SETTLE_WINDOW, ApprovalClaims, check_approval, verify_approval_token
+from contracts.errors import AuthorizationError, error_from_code
+from contracts.identity import Identity
 from knowledge.refund_quote import calculate_refund_quote, policy_page_versions
 from knowledge.store import KnowledgeBase, default_knowledge_base
+
+LATE = frozenset({"proposal_expired", "settle_window_passed"})
+"""Credential refusals that mean "too late" (``approval_expired``, business); every other one is an
+authorization refusal."""
 
 
 def receipt_id_for(approval_id: str) -> str:
@@ -40,58 +56,109 @@ class RefundSettlement:
         ledger_id: Callable[[], str],
         read_order: Callable[[Session, str], Order],
         knowledge: KnowledgeBase | None,
+        keys: CommerceKeys,
     ) -> None:
         """``ledger_id`` gives this database's ledger id (read on first use); ``read_order`` reads one
         of the identity's orders, scoped like every other read; ``knowledge`` holds the policy pages
-        the re-quote checks (``None``: the packaged knowledge base)."""
+        the re-quote checks (``None``: the packaged knowledge base); ``keys`` are the commerce
+        server's public key set and receipt key (read on first use)."""
         self._session = session
         self._identity = identity
         self._ledger_id = ledger_id
         self._read_order = read_order
         self._knowledge = knowledge
+        self._keys = keys
 
     def execute(self, approval: RefundApproval) -> RefundReceipt:
-        """Pay an approved refund (simulated) exactly once per approval id.
+        """Pay an approved refund (simulated) exactly once per approval id and approval token id.
 
-        Order of checks: the idempotency record first (a repeat returns the original receipt), then
-        the approval itself, then a fresh quote that must equal the approved one; only then one
-        transaction stores the record and moves the balance, guarded by the approved order version.
+        Order of checks: the approval token's signature first (no token, no answer), then the
+        idempotency record (a repeat returns the original receipt), then that the token id was never
+        consumed, the approval itself (case, digest, reviewer rules, time), the ledger and a fresh quote
+        that must equal the approved one; only then one transaction stores the record, consumes the
+        token id and moves the balance, guarded by the approved order version.
         """
-        recorded = self._session.get(RefundRow, approval.approval_id)
+        claims = self._verified_token(approval)
+        self._keys.signing_key()  # a server that could not sign the receipt pays nothing
+        recorded = self._session.get(RefundRow, approval.approval_id) or self._paid_with_token(approval, claims)
         if recorded is not None:
-            return self._replay(recorded, approval)
-        self._check_approval(approval)
+            return self._replay(recorded, approval, claims)
+        self._check_approval(approval, claims)
         self._check_ledger(approval)
-        if not self._quote_still_holds(approval):
+        quote = self._fresh_quote(approval)
+        if quote is None:
             # A concurrent twin may have executed this very approval since the lookup above.
-            return self._replay_or_quote_changed(approval)
-        return self._record_refund(approval)
+            return self._replay_or_quote_changed(approval, claims)
+        return self._record_refund(approval, claims, quote)
 
-    def _replay(self, recorded: RefundRow, approval: RefundApproval) -> RefundReceipt:
+    def _verified_token(self, approval: RefundApproval) -> ApprovalClaims:
+        """The claims of the approval token, signed by the reviewer it names (checked with this
+        server's own public keys); a missing or forged token is refused."""
+        if not approval.approval_token:
+            raise error_from_code(
+                "approval_signature_required",
+                "A refund is paid only on a reviewer's signed approval token; this approval carries none.",
+            )
+        try:
+            return verify_approval_token(approval.approval_token, self._keys.public_keys())
+        except AuthorizationError as refused:
+            raise error_from_code("approval_signature_invalid", f"{refused.code}: {refused.message}") from None
+
+    def _replay(self, recorded: RefundRow, approval: RefundApproval, claims: ApprovalClaims) -> RefundReceipt:
         if (recorded.tenant, recorded.customer) != (self._identity.tenant, self._identity.subject):
             raise error_from_code("approval_invalid", "This approval does not belong to this customer.")
         if recorded.digest != approval.digest:
             raise error_from_code(
                 "idempotency_conflict", "This approval id was already executed for a different proposal."
             )
-        return _receipt(recorded)
+        use = self._session.exec(
+            select(ApprovalUseRow).where(ApprovalUseRow.approval_id == recorded.approval_id)
+        ).first()
+        if use is not None and use.jti != claims.jti:
+            raise error_from_code(
+                "idempotency_conflict", "This approval id was already executed on another approval token."
+            )
+        return signed_receipt(recorded, use, self._keys.signing_key())
 
-    def _check_approval(self, approval: RefundApproval) -> None:
+    def _paid_with_token(self, approval: RefundApproval, claims: ApprovalClaims) -> RefundRow | None:
+        """An approval token id pays once: the refund it paid if that was this very approval (a twin
+        committed since the lookup by approval id); presented with another approval id, it is refused."""
+        use = self._session.get(ApprovalUseRow, claims.jti)
+        if use is None:
+            return None
+        if use.approval_id != approval.approval_id:
+            raise error_from_code(
+                "approval_reused", "This approval token was already consumed by another refund; it pays once."
+            )
+        return self._session.get(RefundRow, use.approval_id)
+
+    def _check_approval(self, approval: RefundApproval, claims: ApprovalClaims) -> None:
+        """The signed approval must be this customer's, for exactly this proposal, by a reviewer of the
+        tenant who is not the applicant, signed before the proposal expired, within the settle window."""
         proposal = approval.proposal
         if approval.digest != proposal.digest():
             raise error_from_code("approval_invalid", "The approval digest does not match the proposal.")
         if (proposal.applicant, proposal.tenant) != (self._identity.subject, self._identity.tenant):
             raise error_from_code("approval_invalid", "The proposal was made for another customer.")
-        reviewer = PROFILES.get(approval.reviewer)
-        if (
-            reviewer is None
-            or reviewer.role is not Role.REVIEWER
-            or reviewer.tenant != proposal.tenant
-            or reviewer.subject == proposal.applicant
-        ):
-            raise error_from_code("approval_invalid", "The approval must come from a reviewer of the same merchant.")
-        if datetime.now(UTC) >= proposal.expires_at:
-            raise error_from_code("approval_expired", "The refund proposal expired before execution.")
+        if approval.reviewer != claims.sub:
+            raise error_from_code(
+                "approval_invalid", "reviewer_mismatch: The approval names another reviewer than the one who signed."
+            )
+        if claims.decision != "approve":
+            raise error_from_code("approval_invalid", "not_an_approval: The reviewer's signed decision is a rejection.")
+        try:
+            check_approval(
+                claims,
+                case_id=proposal.case_id,
+                digest=approval.digest,
+                applicant=self._identity,
+                proposal_expires_at=proposal.expires_at,
+                now=datetime.now(UTC),
+                settle_window=SETTLE_WINDOW,
+            )
+        except AuthorizationError as refused:
+            code = "approval_expired" if refused.code in LATE else "approval_invalid"
+            raise error_from_code(code, f"{refused.code}: {refused.message}") from None
 
     def _check_ledger(self, approval: RefundApproval) -> None:
         """The proposal must have been quoted on this very database, never on another one."""
@@ -101,8 +168,8 @@ class RefundSettlement:
                 "This proposal was quoted on another commerce ledger (or on none); it cannot be paid here.",
             )
 
-    def _quote_still_holds(self, approval: RefundApproval) -> bool:
-        """Re-read the order and re-quote it: the approved proposal must be exactly today's quote."""
+    def _fresh_quote(self, approval: RefundApproval) -> RefundQuote | None:
+        """Re-read the order and re-quote it: today's quote if it is exactly the approved proposal."""
         proposal = approval.proposal
         knowledge = self._knowledge if self._knowledge is not None else default_knowledge_base()
         quote = calculate_refund_quote(
@@ -111,12 +178,15 @@ class RefundSettlement:
         )
         approved = (proposal.order_version, proposal.amount_cents, proposal.currency, proposal.rule_version)
         quoted = (quote.order_version, quote.amount_cents, quote.currency, quote.rule_version)
-        return quote.eligible and quoted == approved and quote.quote_id == proposal.quote_id
+        holds = quote.eligible and quoted == approved and quote.quote_id == proposal.quote_id
+        return quote if holds else None
 
-    def _record_refund(self, approval: RefundApproval) -> RefundReceipt:
-        """One transaction: the idempotency record and the guarded balance update, or neither."""
+    def _record_refund(self, approval: RefundApproval, claims: ApprovalClaims, quote: RefundQuote) -> RefundReceipt:
+        """One transaction: the idempotency record, the consumed token id and the guarded balance
+        update, or none of them."""
         session = self._session
         proposal = approval.proposal
+        now = datetime.now(UTC)
         record = RefundRow(
             approval_id=approval.approval_id,
             digest=approval.digest,
@@ -124,17 +194,29 @@ class RefundSettlement:
             customer=proposal.applicant,
             order_id=proposal.order_id,
             case_id=proposal.case_id,
-            reviewer=approval.reviewer,
+            reviewer=claims.sub,
             receipt_id=receipt_id_for(approval.approval_id),
             amount_cents=proposal.amount_cents,
             currency=proposal.currency,
             order_version_after=proposal.order_version + 1,
-            created_at=datetime.now(UTC),
+            created_at=now,
+        )
+        use = ApprovalUseRow(
+            jti=claims.jti,
+            approval_id=approval.approval_id,
+            receipt_id=record.receipt_id,
+            reviewer=claims.sub,
+            order_version_before=proposal.order_version,
+            # The update below is guarded by the quoted version, so the quoted balance is the balance it moves.
+            refunded_cents_after=quote.refunded_cents + proposal.amount_cents,
+            created_at=now,
         )
         try:
             # The insert comes first: on SQLite it takes the write lock, so concurrent twins queue
             # behind it; on PostgreSQL a twin's insert waits for this transaction and then fails.
             session.add(record)
+            session.flush()
+            session.add(use)
             session.flush()
             guarded_update = (
                 update(OrderRow)
@@ -153,30 +235,18 @@ class RefundSettlement:
             moved = cast(CursorResult[Any], session.execute(guarded_update))
             if moved.rowcount != 1:
                 session.rollback()
-                return self._replay_or_quote_changed(approval)
+                return self._replay_or_quote_changed(approval, claims)
             session.commit()
         except IntegrityError:
             session.rollback()
-            return self._replay_or_quote_changed(approval)
-        return _receipt(record)
+            return self._replay_or_quote_changed(approval, claims)
+        return signed_receipt(record, use, self._keys.signing_key())
 
-    def _replay_or_quote_changed(self, approval: RefundApproval) -> RefundReceipt:
-        """The quote no longer holds: if this approval was executed meanwhile, that record decides."""
+    def _replay_or_quote_changed(self, approval: RefundApproval, claims: ApprovalClaims) -> RefundReceipt:
+        """Nothing was paid now: if this approval was executed meanwhile, that record decides; if its
+        token paid another approval meanwhile, it is reused; otherwise the quote changed."""
         self._session.expunge_all()
-        recorded = self._session.get(RefundRow, approval.approval_id)
+        recorded = self._session.get(RefundRow, approval.approval_id) or self._paid_with_token(approval, claims)
         if recorded is not None:
-            return self._replay(recorded, approval)
+            return self._replay(recorded, approval, claims)
         raise error_from_code("quote_changed", "The order or the refund rule changed since approval; quote again.")
-
-
-def _receipt(row: RefundRow) -> RefundReceipt:
-    return RefundReceipt(
-        receipt_id=row.receipt_id,
-        approval_id=row.approval_id,
-        order_id=row.order_id,
-        amount_cents=row.amount_cents,
-        currency=row.currency,
-        digest=row.digest,
-        order_version_after=row.order_version_after,
-        created_at=row.created_at,
-    )

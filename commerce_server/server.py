@@ -28,6 +28,7 @@ from sqlalchemy import Engine
 
 from commerce_server.auth import CommerceTokenVerifier, case_of_access_token, identity_from_access_token
 from commerce_server.db import read_ledger_id
+from commerce_server.keys import CommerceKeys
 from commerce_server.service import MAX_TICKET_TEXT, CommerceService
 from commerce_server.tokens import SCOPE_ORDERS_READ, TOOL_SCOPES
 from contracts.commerce import (
@@ -69,8 +70,11 @@ SCOPE_DOCUMENT: dict[str, Any] = {
         "and owner: a missing record and another customer's record give the same error."
     ),
     "writes": (
-        "create_ticket is idempotent by its key. execute_refund needs a human reviewer's approval, "
-        "re-checks it and the quote, and pays at most once per approval id (simulated receipt SIM-...)."
+        "create_ticket is idempotent by its key. execute_refund pays only on a reviewer's signed approval "
+        "token, which this server verifies with its own copy of the public keys (signature, case, digest, "
+        "reviewer of the tenant who is not the applicant, signed before the proposal expired, paid within "
+        "30 minutes of signing); it re-checks the quote, pays at most once per approval id and per token id, "
+        "and returns a receipt signed with the commerce key (simulated receipt SIM-...)."
     ),
     "errors": 'Refusals are tool errors whose text is {"code": ..., "message": ...}.',
     "ledger": (
@@ -127,10 +131,18 @@ def token_identity(scope: str) -> Identity:
 class _Dispatcher:
     """Runs one tool call: identity, then the blocking service call on a worker thread."""
 
-    def __init__(self, engine: Engine, resolve_identity: IdentityResolver, knowledge: KnowledgeBase | None) -> None:
+    def __init__(
+        self,
+        engine: Engine,
+        resolve_identity: IdentityResolver,
+        knowledge: KnowledgeBase | None,
+        keys: CommerceKeys,
+    ) -> None:
         self._engine = engine
         self._resolve_identity = resolve_identity
         self._knowledge = knowledge
+        self._keys = keys
+        """Read on the first refund and kept: a server that only answers reads needs no keys."""
         self._ledger: str | None = None
         """The database's ledger id once a call has read it: it never changes, so it is read once."""
 
@@ -142,7 +154,9 @@ class _Dispatcher:
     async def run(self, tool: str, operation: Callable[[CommerceService], BaseModel]) -> CallToolResult:
         try:
             identity = self._resolve_identity(TOOL_SCOPES[tool])
-            service = CommerceService(self._engine, identity, ledger_id=self._ledger, knowledge=self._knowledge)
+            service = CommerceService(
+                self._engine, identity, ledger_id=self._ledger, knowledge=self._knowledge, keys=self._keys
+            )
             result = await anyio.to_thread.run_sync(operation, service)
             self._ledger = service.known_ledger_id
         except SupportError as error:
@@ -162,9 +176,11 @@ def build_server(
     auth: AuthSettings | None = None,
     log_level: LogLevel = "INFO",
     knowledge: KnowledgeBase | None = None,
+    keys: CommerceKeys | None = None,
 ) -> MCPServer:
-    """The commerce MCP server; ``resolve_identity`` decides who each tool call acts for, and ``knowledge``
-    (default: the packaged knowledge base) holds the policy pages a refund's re-quote checks."""
+    """The commerce MCP server; ``resolve_identity`` decides who each tool call acts for, ``knowledge``
+    (default: the packaged knowledge base) holds the policy pages a refund's re-quote checks, and
+    ``keys`` (default: :meth:`CommerceKeys.from_environment`) check approvals and sign receipts."""
     mcp = MCPServer(
         SERVER_NAME,
         title="Qinghe commerce (fictional)",
@@ -177,7 +193,7 @@ def build_server(
         auth=auth,
         log_level=log_level,
     )
-    dispatch = _Dispatcher(engine, resolve_identity, knowledge)
+    dispatch = _Dispatcher(engine, resolve_identity, knowledge, keys or CommerceKeys.from_environment())
 
     @mcp.tool(annotations=READ)
     async def list_orders() -> Annotated[CallToolResult, OrderList]:
@@ -242,10 +258,15 @@ def build_server(
 
 
 def build_stdio_server(
-    engine: Engine, identity: Identity, *, log_level: LogLevel = "WARNING", knowledge: KnowledgeBase | None = None
+    engine: Engine,
+    identity: Identity,
+    *,
+    log_level: LogLevel = "WARNING",
+    knowledge: KnowledgeBase | None = None,
+    keys: CommerceKeys | None = None,
 ) -> MCPServer:
     """A server acting for one identity, bound when the process starts."""
-    return build_server(engine, bound_identity(identity), log_level=log_level, knowledge=knowledge)
+    return build_server(engine, bound_identity(identity), log_level=log_level, knowledge=knowledge, keys=keys)
 
 
 def build_http_server(
@@ -255,6 +276,7 @@ def build_http_server(
     public_url: str,
     log_level: LogLevel = "INFO",
     knowledge: KnowledgeBase | None = None,
+    keys: CommerceKeys | None = None,
 ) -> MCPServer:
     """A server acting for whoever each request's verified token names; bad tokens get HTTP 401."""
     # Validated from the string, as the SDK expects: its settings keep a path-less URL without a trailing slash.
@@ -266,4 +288,5 @@ def build_http_server(
         auth=auth,
         log_level=log_level,
         knowledge=knowledge,
+        keys=keys,
     )

@@ -28,6 +28,7 @@ from commerce_server.db import (
     ShipmentEventRow,
     TicketRow,
 )
+from commerce_server.keys import CommerceKeys
 from commerce_server.refunds import RefundSettlement
 from contracts.commerce import (
     ORDER_ID_FORMAT,
@@ -92,14 +93,18 @@ class CommerceService:
         *,
         ledger_id: str | None = None,
         knowledge: KnowledgeBase | None = None,
+        keys: CommerceKeys | None = None,
     ) -> None:
         """``ledger_id`` is the database's ledger when the caller already read it (the MCP server does so
         once per process); otherwise it is read on first use. ``knowledge`` holds the policy pages a
-        refund's re-quote checks (default: the packaged knowledge base)."""
+        refund's re-quote checks (default: the packaged knowledge base). ``keys`` are the public key
+        set approvals are checked with and the receipt key (default: ``COMMERCE_PUBLIC_KEYS`` and
+        ``COMMERCE_SIGNING_KEY``, else the demo keys under ``.state``), read on the first refund."""
         self._engine = engine
         self.identity = identity
         self._ledger = ledger_id
         self._knowledge = knowledge
+        self._keys = keys if keys is not None else CommerceKeys.from_environment()
 
     @property
     def known_ledger_id(self) -> str | None:
@@ -235,9 +240,9 @@ class CommerceService:
             return _ticket(row)
 
     def execute_refund(self, approval: RefundApproval) -> RefundReceipt:
-        """Pay an approved refund (simulated) exactly once per approval id, in one session whose
-        database failures surface as ``database_unavailable``; the steps are
-        :meth:`commerce_server.refunds.RefundSettlement.execute`."""
+        """Pay a refund (simulated) on a reviewer's signed approval, exactly once per approval id and
+        approval token id, in one session whose database failures surface as ``database_unavailable``;
+        the steps are :meth:`commerce_server.refunds.RefundSettlement.execute`."""
         with self._session() as session:
             settlement = RefundSettlement(
                 session,
@@ -245,6 +250,7 @@ class CommerceService:
                 ledger_id=self.ledger_id,
                 read_order=self._read_order,
                 knowledge=self._knowledge,
+                keys=self._keys,
             )
             return settlement.execute(approval)
 

@@ -31,9 +31,11 @@ __all__ = [
     "ISSUER",
     "MAX_TTL_SECONDS",
     "MIN_SECRET_CHARS",
+    "PUBLIC_KEYS_ENV",
     "SCOPE_ORDERS_READ",
     "SCOPE_REFUND_EXECUTE",
     "SCOPE_TICKETS_WRITE",
+    "SIGNING_KEY_ENV",
     "TOKEN_SECRET_ENV",
     "TOOL_SCOPES",
     "TokenClaims",
@@ -48,6 +50,12 @@ TOKEN_SECRET_ENV = "COMMERCE_TOKEN_SECRET"
 """The HMAC secret; the worker that mints and the server that verifies must be given the same one."""
 DATABASE_URL_ENV = "COMMERCE_DATABASE_URL"
 """The commerce database's SQLAlchemy URL; the worker hands it to the stdio server it launches."""
+PUBLIC_KEYS_ENV = "COMMERCE_PUBLIC_KEYS"
+"""The commerce server's own copy of the public key set (a JWKS file path or an https URL) that it
+checks reviewers' approvals with; default ``<state dir>/keys/public-keys.json``."""
+SIGNING_KEY_ENV = "COMMERCE_SIGNING_KEY"
+"""The PEM file of the commerce server's private key, which signs receipts (kid ``commerce``); default
+``<state dir>/keys/commerce.pem``. Only the commerce server reads it."""
 
 # --- tokens --------------------------------------------------------------------------------------
 

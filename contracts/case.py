@@ -12,6 +12,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from contracts.commerce import RefundProposal, RefundQuote, RefundReceipt
+from contracts.credentials import PublicKeys
 from contracts.identity import Identity
 from contracts.knowledge import Language, Passage
 
@@ -79,6 +80,9 @@ class CaseInput(_Model):
     language: Language
     applicant: Identity
     options: CaseOptions = CaseOptions()
+    applicant_token: str | None = Field(default=None, max_length=4000)
+    """The applicant's credential, signed by the identity issuer (the login service; starter.py stands
+    in for it). The case reads nothing until an activity has verified it."""
     carried: CarriedCase | None = None
     """Set only by the workflow itself when it continues as new while waiting for a reviewer."""
 
@@ -296,6 +300,8 @@ class SettleRequest(_Model):
     digest: str
     reviewer: str
     approved_at: datetime
+    approval_token: str | None = None
+    """The reviewer's signed approval; the commerce server verifies it itself before it pays."""
 
 
 # --- results and records -------------------------------------------------------------------------
@@ -383,6 +389,10 @@ class CarriedCase(_Model):
     proposal: RefundProposal
     record_path: str | None = None
     record_error: str | None = None
+    public_keys: PublicKeys | None = None
+    """The public keys recorded when the applicant was verified (cases with signed credentials)."""
+    used_approvals: list[str] = []
+    """Token ids of approvals already presented: each is accepted once."""
 
 
 CaseInput.model_rebuild()

@@ -210,6 +210,8 @@ class RefundApproval(_Frozen):
     digest: str = Field(min_length=64, max_length=64)
     reviewer: str
     approved_at: datetime
+    approval_token: str | None = Field(default=None, max_length=4000)
+    """The reviewer's signed approval (contracts.credentials): the only proof the server accepts."""
 
 
 class RefundReceipt(_Frozen):
@@ -222,6 +224,8 @@ class RefundReceipt(_Frozen):
     order_version_after: int
     created_at: datetime
     simulated: bool = True
+    signature: str | None = None
+    """The receipt signed by the commerce server (contracts.credentials.ReceiptClaims)."""
 
 
 def canonical_json(value: Any) -> str:

@@ -118,6 +118,33 @@ class PublicKeys(BaseModel):
         raise AuthorizationError("unknown_signer", f"No public key is published for {kid[:60]!r}.")
 
 
+class SignedReview(BaseModel):
+    """The payload of the ``review`` signal and update for cases with signed credentials."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    approval_token: str = Field(min_length=1, max_length=MAX_TOKEN_CHARS)
+
+
+class ApplicantCheck(BaseModel):
+    """What the ``verify_applicant`` activity is asked to check."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    case_id: str
+    applicant_token: str | None
+
+
+class VerifiedApplicant(BaseModel):
+    """Who the applicant token proves, and the public keys it was checked with (recorded in history,
+    so every later check in the workflow uses exactly these keys)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    identity: Identity
+    public_keys: PublicKeys
+
+
 class CredentialRefused(AuthorizationError):
     """A credential that does not prove what it claims; ``code`` says which check failed."""
 
@@ -202,10 +229,12 @@ def check_approval(
     applicant: Identity,
     proposal_expires_at: datetime,
     now: datetime,
+    settle_window: timedelta | None = None,
 ) -> None:
     """The rules every approval meets, at the workflow and again at the commerce server: this case and
     this exact proposal, a reviewer of the applicant's tenant who is not the applicant, signed before
-    the proposal expired and still valid."""
+    the proposal expired, and still valid: before the token's expiry (the workflow, deciding), or
+    within ``settle_window`` of its signing (the commerce server, paying what was decided in time)."""
     if claims.case_id != case_id:
         raise _refuse("token_for_another_case", "The approval was signed for another case.")
     if claims.digest != digest:
@@ -219,7 +248,12 @@ def check_approval(
         raise _refuse("reviewer_of_another_tenant", "The reviewer belongs to another tenant.")
     if claims.issued_at >= proposal_expires_at:
         raise _refuse("proposal_expired", "The approval was signed after the proposal expired.")
-    _check_time(claims, now)
+    if settle_window is None:
+        _check_time(claims, now)
+    elif claims.issued_at > now + CLOCK_SKEW:
+        raise _refuse("issued_in_future", "The approval is dated in the future.")
+    elif now > claims.issued_at + settle_window:
+        raise _refuse("settle_window_passed", "The approval is older than the settle window; ask for a new one.")
 
 
 def sign(claims: dict[str, Any], private_key: Any, *, kid: str) -> str:

@@ -19,6 +19,7 @@ REVIEW = "review"
 
 
 class ActivityName(StrEnum):
+    VERIFY_APPLICANT = "verify_applicant"
     PLAN_CASE = "plan_case"
     INVESTIGATE_TURN = "investigate_turn"
     COMPOSE_ANSWER = "compose_answer"
@@ -39,6 +40,7 @@ class EventKind(StrEnum):
     """The kinds of :class:`contracts.case.CaseEvent`, in the order a case usually meets them."""
 
     CASE_STARTED = "case_started"
+    APPLICANT_VERIFIED = "applicant_verified"
     PLANNED = "planned"
     TOOL_REFUSED = "tool_refused"
     TOOL_RAN = "tool_ran"
@@ -93,6 +95,8 @@ class StopCode(StrEnum):
     # a reviewer or the clock decided
     REJECTED = "rejected"
     PROPOSAL_EXPIRED_WITHOUT_DECISION = "proposal_expired_without_decision"
+    # the applicant's credential did not verify: the case read nothing
+    APPLICANT_UNVERIFIED = "applicant_unverified"
     # the service is misconfigured
     MODEL_CONFIGURATION = "model_configuration"
     TOOL_CONFIGURATION = "tool_configuration"
@@ -123,6 +127,10 @@ class ReviewRefusal(StrEnum):
     REVIEWER_OF_ANOTHER_TENANT = "reviewer_of_another_tenant"
     DIGEST_MISMATCH = "digest_mismatch"
     PROPOSAL_EXPIRED = "proposal_expired"
+    SIGNATURE_REQUIRED = "signature_required"
+    """A review that names a reviewer instead of carrying one's signed approval."""
+    APPROVAL_REUSED = "approval_reused"
+    """An approval token already presented to this case."""
 
 
 REVIEW_REFUSED = "review_refused"

@@ -27,6 +27,7 @@ from commerce_server.seed import seed_fixture
 from contracts.case import CaseView
 from contracts.identity import resolve_profile
 from contracts.knowledge import Language
+from tests.credentials_support import applicant_token
 from worker import Cleanup, build_worker
 
 
@@ -42,7 +43,7 @@ class CaseWorld:
     @property
     def cases(self) -> CaseClient:
         """The case client on this world's task queue (what every caller uses to start and wait)."""
-        return CaseClient.for_client(self.client, task_queue=self.task_queue)
+        return CaseClient.for_client(self.client, task_queue=self.task_queue, issuer=applicant_token)
 
     async def start(
         self, question: str, *, profile: str = "alice", language: Language = Language.EN, ttl: int = 900

@@ -1,5 +1,6 @@
-"""Shared test fixtures: commerce databases on SQLite and PostgreSQL, refund approvals, and one real
-Temporal dev server (with a client) for every suite that runs cases (e2e, workflows, adversarial, faults)."""
+"""Shared test fixtures: commerce databases on SQLite and PostgreSQL, demo keys and signed refund
+approvals, and one real Temporal dev server (with a client) for every suite that runs cases (e2e,
+workflows, adversarial, faults)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import os
 import secrets
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -20,10 +22,16 @@ from temporalio.contrib.pydantic import pydantic_data_converter
 
 from commerce_server.db import make_engine
 from commerce_server.seed import seed_fixture
+from commerce_server.tokens import PUBLIC_KEYS_ENV, SIGNING_KEY_ENV
 from contracts.commerce import Order, RefundApproval, RefundProposal
+from contracts.credentials import COMMERCE_KID, PublicKeys, reviewer_kid
+from contracts.identity import PROFILES
+from keystore import PUBLIC_KEYS_FILE, keys_dir, load_public_keys, private_key_path
+from keystore.signers import KeyFileSigner
 from knowledge.refund_quote import calculate_refund_quote, policy_page_versions
 from knowledge.store import default_knowledge_base
 from temporal_dev import DevServer, start_dev_server
+from tests.credentials_support import use_test_keys
 
 POSTGRES_URL_ENV = "COMMERCE_TEST_POSTGRES_URL"
 DEFAULT_POSTGRES_URL = "postgresql+psycopg://root@127.0.0.1:5432/test"
@@ -81,9 +89,58 @@ def commerce_engine(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[
         yield engine
 
 
+@dataclass(frozen=True)
+class DemoKeys:
+    """The demo key pairs of one test session (``create_demo_keys`` in a tmp state dir): every
+    reviewer's, the issuer's and the commerce server's, and the public key set."""
+
+    state_dir: Path
+
+    @property
+    def public_keys_path(self) -> Path:
+        return keys_dir(self.state_dir) / PUBLIC_KEYS_FILE
+
+    @property
+    def commerce_key_path(self) -> Path:
+        return private_key_path(self.state_dir, COMMERCE_KID)
+
+    @property
+    def signer(self) -> KeyFileSigner:
+        return KeyFileSigner(self.state_dir)
+
+    def public_keys(self) -> PublicKeys:
+        return load_public_keys(str(self.public_keys_path))
+
+    def commerce_environment(self) -> dict[str, str]:
+        """What a commerce server process is given to find these keys."""
+        return {PUBLIC_KEYS_ENV: str(self.public_keys_path), SIGNING_KEY_ENV: str(self.commerce_key_path)}
+
+    def has_key(self, kid: str) -> bool:
+        return private_key_path(self.state_dir, kid).exists()
+
+
+@pytest.fixture(scope="session")
+def demo_keys() -> DemoKeys:
+    """The test process's one set of demo keys (``create_demo_keys`` in a tmp dir, made once by
+    :func:`tests.credentials_support.use_test_keys`, which also points ``SUPPORT_PUBLIC_KEYS``,
+    ``COMMERCE_PUBLIC_KEYS`` and ``COMMERCE_SIGNING_KEY`` at them), so workers, commerce servers and
+    the tests that sign all use the same keys whatever order the suites run in."""
+    return DemoKeys(use_test_keys().state_dir)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def signing_keys_for_every_process(demo_keys: DemoKeys) -> DemoKeys:
+    """Before any worker or commerce server is built or spawned, the environment names the session's
+    public key set (workers verify applicant tokens and approvals with it) and the commerce keys."""
+    return demo_keys
+
+
 @pytest.fixture
-def refund_approval() -> Callable[..., RefundApproval]:
-    """Build a reviewer's approval of the current quote for ``order`` (fields overridable)."""
+def refund_approval(demo_keys: DemoKeys) -> Callable[..., RefundApproval]:
+    """Build a reviewer's approval of the current quote for ``order`` (fields overridable), carrying an
+    approval token signed with that reviewer's own demo key at ``signed_at`` (default: now). A
+    ``reviewer`` without a reviewer key (a customer, an unknown name) gets an approval that only
+    names them, with no token."""
 
     def build(
         order: Order,
@@ -91,6 +148,7 @@ def refund_approval() -> Callable[..., RefundApproval]:
         reviewer: str = "chen",
         approval_id: str | None = None,
         expires_in: timedelta = timedelta(minutes=15),
+        signed_at: datetime | None = None,
         **proposal_fields: Any,
     ) -> RefundApproval:
         quote = calculate_refund_quote(order, page_versions=policy_page_versions(default_knowledge_base()))
@@ -112,12 +170,22 @@ def refund_approval() -> Callable[..., RefundApproval]:
             }
             | proposal_fields
         )
+        token = None
+        if reviewer in PROFILES and demo_keys.has_key(reviewer_kid(reviewer)):
+            token = demo_keys.signer.approval_token(
+                PROFILES[reviewer],
+                case_id=proposal.case_id,
+                digest=proposal.digest(),
+                decision="approve",
+                now=signed_at or now,
+            )
         return RefundApproval(
             approval_id=approval_id or f"approval-{secrets.token_hex(8)}",
             proposal=proposal,
             digest=proposal.digest(),
             reviewer=reviewer,
-            approved_at=now,
+            approved_at=signed_at or now,
+            approval_token=token,
         )
 
     return build

@@ -59,6 +59,18 @@ def model_options(maximum_attempts: int) -> ActivityOptions:
     )
 
 
+VERIFY = ActivityOptions(
+    start_to_close=timedelta(seconds=15),
+    retry=RetryPolicy(
+        initial_interval=timedelta(seconds=1),
+        backoff_coefficient=2.0,
+        maximum_interval=timedelta(seconds=5),
+        maximum_attempts=3,
+        non_retryable_error_types=NON_RETRYABLE_TYPES,
+    ),
+)
+"""Verifying the applicant's credential: a file read and a signature check."""
+
 TOOL = ActivityOptions(
     start_to_close=timedelta(seconds=30),
     retry=RetryPolicy(

@@ -1,22 +1,31 @@
 """The approval gate: who may decide a waiting refund proposal, checked in the workflow.
 
 Pure and deterministic: the workflow passes in the case's facts and ``workflow.now()``. A refusal is
-a code from :class:`contracts.names.ReviewRefusal`; the workflow records it and changes nothing.
+a code (:class:`contracts.names.ReviewRefusal`, or the failed check of a credential); the workflow
+records it and changes nothing.
+
+A case with signed credentials (it holds the public keys recorded when its applicant was verified)
+is decided only by an approval token signed by a reviewer's own key; a review that merely names a
+reviewer is refused. Cases started before that change keep the name-based rules they started with.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import datetime
 
+import jwt
 from pydantic import ValidationError
 from temporalio.api.common.v1 import Payload
 from temporalio.converter import PayloadConverter
 
-from contracts.case import CaseStatus, ReviewDecision
+from contracts.case import CaseStatus, Decision, ReviewDecision
 from contracts.commerce import RefundProposal
+from contracts.credentials import CredentialRefused, SignedReview, check_approval, verify_approval_token
 from contracts.errors import bounded
 from contracts.identity import PROFILES, Identity, Role
 from contracts.names import ReviewRefusal
+from workflows.case_state import CaseState
 
 
 def refuse_review(
@@ -50,10 +59,82 @@ def refuse_review(
     return None
 
 
-def decode_review(converter: PayloadConverter, payload: Payload) -> ReviewDecision | str:
-    """The payload as a :class:`ReviewDecision`, or what is wrong with it: its size, the field and the
-    message, never the (possibly huge) input. Any decoding failure is the sender's, never the case's."""
+@dataclass(frozen=True)
+class ReviewVerdict:
+    """What one review attempt does: decide the case, or be refused with a code."""
+
+    who: str
+    """The reviewer as far as it is known: verified, or marked as claimed."""
+    decision: ReviewDecision | None = None
+    refusal: str | None = None
+    approval_token: str | None = None
+    token_id: str | None = None
+
+
+def judge_review(review: ReviewDecision | SignedReview, state: CaseState, *, now: datetime) -> ReviewVerdict:
+    """Accept or refuse one review of the case in ``state`` at ``now`` (nothing is changed here)."""
+    status = state.lifecycle.status
+    if state.public_keys is None:
+        assert isinstance(review, ReviewDecision)
+        refusal = refuse_review(
+            review,
+            status=status,
+            proposal=state.proposal,
+            digest=state.digest,
+            already_decided=state.decision is not None,
+            applicant=state.case.applicant,
+            now=now,
+        )
+        return ReviewVerdict(review.reviewer[:40], None if refusal else review, refusal.value if refusal else None)
+    if isinstance(review, ReviewDecision):
+        return ReviewVerdict(f"{review.reviewer[:40]} (claimed)", refusal=ReviewRefusal.SIGNATURE_REQUIRED.value)
+    claimed = f"{_claimed_subject(review.approval_token)} (claimed)"
+    if status is not CaseStatus.WAITING_APPROVAL or state.proposal is None or state.digest is None:
+        return ReviewVerdict(claimed, refusal=ReviewRefusal.CASE_NOT_WAITING_FOR_REVIEW.value)
+    if state.decision is not None:
+        return ReviewVerdict(claimed, refusal=ReviewRefusal.ALREADY_DECIDED.value)
     try:
+        claims = verify_approval_token(review.approval_token, state.public_keys)
+        check_approval(
+            claims,
+            case_id=state.case.case_id,
+            digest=state.digest,
+            applicant=state.case.applicant,
+            proposal_expires_at=state.proposal.expires_at,
+            now=now,
+        )
+    except CredentialRefused as refused:
+        return ReviewVerdict(claimed, refusal=refused.code)
+    if claims.jti in state.used_approvals:
+        return ReviewVerdict(claims.sub, refusal=ReviewRefusal.APPROVAL_REUSED.value)
+    decision = ReviewDecision(reviewer=claims.sub, digest=claims.digest, decision=Decision(claims.decision))
+    return ReviewVerdict(claims.sub, decision, approval_token=review.approval_token, token_id=claims.jti)
+
+
+def _claimed_subject(token: str) -> str:
+    """The ``sub`` a token claims, unverified (for the record only), or ``?``."""
+    try:
+        return str(jwt.decode(token, options={"verify_signature": False}).get("sub", "?"))[:40]
+    except (jwt.InvalidTokenError, AttributeError):
+        return "?"
+
+
+def decode_review(
+    converter: PayloadConverter, payload: Payload, *, signed: bool
+) -> ReviewDecision | SignedReview | str:
+    """The payload as a review, or what is wrong with it: its size, the field and the message, never
+    the (possibly huge) input. Any decoding failure is the sender's, never the case's. A case with
+    signed credentials expects a :class:`SignedReview`; a :class:`ReviewDecision` there is kept, so
+    that the gate can refuse it by name (``signature_required``)."""
+    try:
+        if signed:
+            try:
+                return converter.from_payload(payload, SignedReview)
+            except Exception as error:
+                try:
+                    return converter.from_payload(payload, ReviewDecision)
+                except Exception:
+                    raise error from None
         return converter.from_payload(payload, ReviewDecision)
     except Exception as error:
         return f"({len(payload.data)} bytes): {_describe(error)}"

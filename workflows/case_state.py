@@ -30,6 +30,7 @@ from contracts.case import (
     ReviewDecision,
 )
 from contracts.commerce import RefundProposal, RefundQuote, RefundReceipt
+from contracts.credentials import PublicKeys
 from contracts.knowledge import Passage
 from contracts.names import EventKind
 from workflows.customer_notice import receipt_notice, status_notice
@@ -132,6 +133,11 @@ class CaseState:
     digest: str | None = None
     decision: ReviewDecision | None = None
     decided_at: datetime | None = None
+    public_keys: PublicKeys | None = None
+    """Recorded when the applicant token was verified; a case that holds them takes signed approvals only."""
+    used_approvals: set[str] = field(default_factory=set)
+    approval_token: str | None = None
+    """The accepted reviewer-signed approval, passed to the commerce server, which verifies it again."""
     receipt: RefundReceipt | None = None
     reason: str | None = None
     record_path: str | None = None
@@ -160,6 +166,8 @@ class CaseState:
             record_path=carried.record_path,
             record_error=carried.record_error,
             continued=carried.continued,
+            public_keys=carried.public_keys,
+            used_approvals=set(carried.used_approvals),
         )
 
     def carry(self) -> CarriedCase:
@@ -183,6 +191,8 @@ class CaseState:
             proposal=self.proposal,
             record_path=self.record_path,
             record_error=self.record_error,
+            public_keys=self.public_keys,
+            used_approvals=sorted(self.used_approvals),
         )
 
     def search_attributes(self) -> list[SearchAttributeUpdate[Any]]:

@@ -21,3 +21,8 @@ CONFIGURATION_FAILS_CASE = "configuration-fails-case"
 """A tool or settlement activity that fails with a configuration error (a commerce server refusing this
 worker's token) ends the case ``failed`` with the reason, instead of being shown to the model as an
 unavailable tool or leaving the settlement unconfirmed."""
+
+SIGNED_CREDENTIALS = "signed-credentials"
+"""The applicant's signed token is verified (by an activity, recorded) before the case reads anything,
+and only a reviewer-signed approval token decides a proposal; a review that only names a reviewer is
+refused. Cases started before it keep the name-based rules they started with."""

@@ -124,4 +124,5 @@ def settle_request(s: CaseState) -> SettleRequest:
         digest=s.digest,
         reviewer=s.decision.reviewer,
         approved_at=s.decided_at,
+        approval_token=s.approval_token,
     )

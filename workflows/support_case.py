@@ -10,7 +10,6 @@ may be shown or proposed, ``approval_gate`` who may decide. All state lives in o
 from __future__ import annotations
 
 from datetime import timedelta
-from typing import Any
 
 from temporalio import workflow
 from temporalio.common import RawValue
@@ -25,10 +24,8 @@ with workflow.unsafe.imports_passed_through():
         CaseStatus,
         CaseView,
         ComposedAnswer,
-        ComposeResult,
         Decision,
         InvestigateResult,
-        ModelCallMeta,
         Phase,
         PlanResult,
         ReviewDecision,
@@ -38,6 +35,7 @@ with workflow.unsafe.imports_passed_through():
         Verdict,
     )
     from contracts.commerce import RefundProposal, RefundReceipt, order_ids_in
+    from contracts.credentials import ApplicantCheck, SignedReview, VerifiedApplicant
     from contracts.errors import ErrorClass, decode_activity_failure
     from contracts.names import (
         REVIEW,
@@ -52,12 +50,12 @@ with workflow.unsafe.imports_passed_through():
     )
     from workflows import activity_options as options
     from workflows import patches, requests
-    from workflows.approval_gate import decode_review, refuse_review
+    from workflows.approval_gate import decode_review, judge_review
     from workflows.case_state import CaseState
     from workflows.deliver_gate import decide_delivery
     from workflows.evidence import transcript_content
-    from workflows.outcomes import CaseStopped, ContractViolation, model_failure, settlement_failure
-    from workflows.requests import ResultT
+    from workflows.model_calls import ModelCalls
+    from workflows.outcomes import CaseStopped, ContractViolation, settlement_failure
     from workflows.tool_calls import ToolCalls
     from workflows.turn_admission import SeenCalls
 
@@ -68,6 +66,7 @@ class SupportCaseWorkflow:
     def __init__(self, case: CaseInput) -> None:
         self._s = CaseState(case) if case.carried is None else CaseState.from_carried(case, case.carried)
         self._tools = ToolCalls(self._s, self._event, self._upsert_attributes)
+        self._model = ModelCalls(self._s, self._event)
         self._may_continue_as_new = True
 
     # --- entry point -----------------------------------------------------------------------------
@@ -77,6 +76,8 @@ class SupportCaseWorkflow:
         try:
             if case.carried is None:
                 self._event(EventKind.CASE_STARTED, f"question from {case.applicant.subject} ({case.language.value})")
+                if workflow.patched(patches.SIGNED_CREDENTIALS):
+                    await self._verify_applicant()
                 await self._plan_case()
                 await self._investigate()
                 await self._draft_and_review()
@@ -93,12 +94,32 @@ class SupportCaseWorkflow:
 
     # --- phases ----------------------------------------------------------------------------------
 
+    async def _verify_applicant(self) -> None:
+        """Nothing is read for a case whose applicant token does not verify (an activity, recorded)."""
+        case = self._s.case
+        check = ApplicantCheck(case_id=case.case_id, applicant_token=case.applicant_token)
+        try:
+            verified = await workflow.execute_activity(
+                ActivityName.VERIFY_APPLICANT, check, result_type=VerifiedApplicant, **options.VERIFY.kwargs()
+            )
+        except ActivityError as error:
+            raise CaseStopped(
+                CaseStatus.FAILED, StopCode.APPLICANT_UNVERIFIED, decode_activity_failure(error).code
+            ) from None
+        if verified.identity != case.applicant:
+            raise CaseStopped(CaseStatus.FAILED, StopCode.APPLICANT_UNVERIFIED, "applicant_mismatch")
+        self._s.public_keys = verified.public_keys
+        self._event(
+            EventKind.APPLICANT_VERIFIED,
+            f"{verified.identity.subject} ({verified.identity.tenant}), signed by the issuer",
+        )
+
     async def _plan_case(self) -> None:
         case = self._s.case
         ids = order_ids_in(case.question, before_cjk_patch=not workflow.patched(patches.ORDER_IDS_BESIDE_CJK))
         if len(ids) > 1:
             raise CaseStopped(CaseStatus.NEEDS_INPUT, StopCode.ONE_ORDER_PER_CASE, ",".join(sorted(ids)))
-        plan = (await self._call_model(ActivityName.PLAN_CASE, requests.plan_request(self._s), PlanResult)).plan
+        plan = (await self._model.call(ActivityName.PLAN_CASE, requests.plan_request(self._s), PlanResult)).plan
         if plan.order_id is not None and plan.order_id not in ids:
             raise CaseStopped(CaseStatus.NEEDS_HUMAN, StopCode.PLAN_NAMES_ORDER_NOT_IN_QUESTION)
         self._s.plan = plan
@@ -118,7 +139,7 @@ class SupportCaseWorkflow:
                 raise CaseStopped(CaseStatus.NEEDS_HUMAN, StopCode.TURN_BUDGET_EXHAUSTED)
             turn = s.budgets.turns + 1
             request = requests.investigate_request(s, transcript, turn)
-            result = await self._call_model(ActivityName.INVESTIGATE_TURN, request, InvestigateResult)
+            result = await self._model.call(ActivityName.INVESTIGATE_TURN, request, InvestigateResult)
             s.budgets = s.budgets.model_copy(update={"turns": turn})
             if not result.calls:
                 self._event(EventKind.INVESTIGATION_DONE, f"model stopped after {turn} turn(s)")
@@ -137,14 +158,14 @@ class SupportCaseWorkflow:
         refused_draft: str | None = None
         for attempt in (1, 2):
             try:
-                candidate = await self._compose(previous, problems)
+                candidate = await self._model.compose(previous, problems)
             except ContractViolation as violation:
                 refused_draft = violation.code
                 problems = [f"the draft violated the answer contract ({violation.code})"]
                 continue
             refused_draft = None
             request = requests.review_request(s, candidate)
-            verdict = (await self._call_model(ActivityName.REVIEW_ANSWER, request, ReviewResult)).verdict
+            verdict = (await self._model.call(ActivityName.REVIEW_ANSWER, request, ReviewResult)).verdict
             self._event(
                 EventKind.REVIEWED, f"draft {attempt}: {verdict.verdict.value} {'; '.join(verdict.problems)}".strip()
             )
@@ -224,50 +245,6 @@ class SupportCaseWorkflow:
         self._event(EventKind.SETTLED, f"receipt {receipt.receipt_id} for {receipt.amount_cents} cents (SIMULATED)")
         self._finish(CaseStatus.COMPLETED, stop_reason(StopCode.REFUND_SETTLED))
 
-    # --- model helpers ---------------------------------------------------------------------------
-
-    async def _compose(self, previous: ComposedAnswer | None, problems: list[str]) -> ComposedAnswer:
-        """One draft; a draft that breaks the answer contract is recorded and raised as ContractViolation."""
-        s = self._s
-        assert s.plan is not None
-        request = requests.compose_request(s, previous, problems)
-        try:
-            result = await self._call_model(ActivityName.COMPOSE_ANSWER, request, ComposeResult, contract_ok=True)
-        except ContractViolation as violation:
-            self._event(EventKind.DRAFT_REFUSED, violation.code)
-            raise
-        answer = result.answer
-        self._event(EventKind.DRAFTED, f"next_action={answer.next_action.value} citations={','.join(answer.citations)}")
-        return answer
-
-    async def _call_model(
-        self, activity: ActivityName, request: Any, result_type: type[ResultT], *, contract_ok: bool = False
-    ) -> ResultT:
-        """Call a model activity within the model budget; a failure ends the case by its error class."""
-        remaining = self._s.budgets.max_model_requests - self._s.budgets.model_requests
-        if remaining <= 0:
-            raise CaseStopped(CaseStatus.NEEDS_HUMAN, StopCode.MODEL_BUDGET_EXHAUSTED)
-        attempts = min(options.MODEL_ATTEMPTS_PER_CALL, remaining)
-        try:
-            result = await workflow.execute_activity(
-                activity, request, result_type=result_type, **options.model_options(attempts).kwargs()
-            )
-        except ActivityError as error:
-            failure = decode_activity_failure(error)
-            self._charge_model(failure.attempt or attempts, None)
-            self._event(EventKind.MODEL_FAILED, f"{activity}: {failure.error_class}: {failure.code}")
-            if failure.error_class == ErrorClass.CONTRACT and contract_ok:
-                raise ContractViolation(failure.code) from None
-            raise CaseStopped.after(model_failure(failure)) from None
-        self._charge_model(result.meta.attempt, result.meta)
-        return result
-
-    def _charge_model(self, count: int, meta: ModelCallMeta | None) -> None:
-        budgets = self._s.budgets
-        self._s.budgets = budgets.model_copy(update={"model_requests": budgets.model_requests + count})
-        if meta is not None and self._s.model.count(meta):
-            workflow.upsert_memo({"model": self._s.model.label})
-
     # --- approval --------------------------------------------------------------------------------
 
     @workflow.signal(name=REVIEW)
@@ -297,34 +274,29 @@ class SupportCaseWorkflow:
             raise ApplicationError(outcome.reason, {"code": outcome.reason}, type=REVIEW_REFUSED)
         return outcome
 
-    def _decode_review(self, payload: RawValue, *, via: str) -> ReviewDecision | None:
-        """The review payload as a :class:`ReviewDecision`, or None after recording why it is not one."""
-        decision = decode_review(workflow.payload_converter(), payload.payload)
-        if isinstance(decision, str):
-            self._event(EventKind.REVIEW_REFUSED, f"malformed payload via {via} {decision}")
+    def _decode_review(self, payload: RawValue, *, via: str) -> ReviewDecision | SignedReview | None:
+        """The review payload, or None after recording why it is not one."""
+        signed = self._s.public_keys is not None
+        review = decode_review(workflow.payload_converter(), payload.payload, signed=signed)
+        if isinstance(review, str):
+            self._event(EventKind.REVIEW_REFUSED, f"malformed payload via {via} {review}")
             return None
-        return decision
+        return review
 
-    def _review(self, decision: ReviewDecision, *, via: str) -> ReviewOutcome:
+    def _review(self, review: ReviewDecision | SignedReview, *, via: str) -> ReviewOutcome:
         s = self._s
         status = s.lifecycle.status
-        refusal = refuse_review(
-            decision,
-            status=status,
-            proposal=s.proposal,
-            digest=s.digest,
-            already_decided=s.decision is not None,
-            applicant=s.case.applicant,
-            now=workflow.now(),
-        )
-        who = decision.reviewer[:40]
-        if refusal:
-            self._event(EventKind.REVIEW_REFUSED, f"{who} via {via}: {refusal.value}")
-            return ReviewOutcome(accepted=False, status=status, reason=refusal.value)
-        s.decision = decision
-        s.decided_at = workflow.now()
+        verdict = judge_review(review, s, now=workflow.now())
+        if verdict.decision is None:
+            self._event(EventKind.REVIEW_REFUSED, f"{verdict.who} via {via}: {verdict.refusal}")
+            return ReviewOutcome(accepted=False, status=status, reason=str(verdict.refusal))
+        decision = verdict.decision
+        s.decision, s.decided_at, s.approval_token = decision, workflow.now(), verdict.approval_token
+        if verdict.token_id:
+            s.used_approvals.add(verdict.token_id)
+        signed = " (signed)" if verdict.approval_token else ""
         note = f" ({decision.note[:200]})" if decision.note else ""
-        self._event(EventKind.REVIEW_ACCEPTED, f"{who} via {via}: {decision.decision.value}{note}")
+        self._event(EventKind.REVIEW_ACCEPTED, f"{verdict.who} via {via}: {decision.decision.value}{signed}{note}")
         return ReviewOutcome(accepted=True, status=status, reason=decision.decision.value)
 
     # --- continue-as-new -------------------------------------------------------------------------

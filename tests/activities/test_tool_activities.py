@@ -31,6 +31,8 @@ from contracts.commerce import Order, RefundProposal
 from contracts.errors import TransientError
 from contracts.identity import PROFILES, Identity
 from contracts.knowledge import Language, Passage
+from keystore import create_demo_keys
+from keystore.signers import KeyFileSigner
 from knowledge.refund_quote import calculate_refund_quote, policy_page_versions
 from knowledge.store import KnowledgeBase, default_knowledge_base
 from tests.activities.activity_support import run_bounded
@@ -395,6 +397,7 @@ async def test_sessions_are_exited_by_their_owner_task(tmp_path: Path) -> None:
 
 async def test_execute_refund_pays_once_per_approval_and_refuses_a_changed_digest(tmp_path: Path) -> None:
     state_dir, url = _seeded_state_dir(tmp_path / "settle")
+    create_demo_keys(state_dir)  # the stdio server checks approvals with <state dir>/keys (starter.py init)
     now = datetime.now(UTC)
     async with _tools(state_dir, url) as tools:
         order = Order.model_validate(
@@ -423,6 +426,9 @@ async def test_execute_refund_pays_once_per_approval_and_refuses_a_changed_diges
             digest=proposal.digest(),
             reviewer="chen",
             approved_at=now,
+            approval_token=KeyFileSigner(state_dir).approval_token(
+                PROFILES["chen"], case_id="case-settle", digest=proposal.digest(), decision="approve", now=now
+            ),
         )
         settlement = SettlementActivities(tools.pool)
         env = ActivityEnvironment()
@@ -439,7 +445,10 @@ async def test_execute_refund_pays_once_per_approval_and_refuses_a_changed_diges
                 request.model_copy(update={"proposal": changed, "digest": changed.digest()}),
                 env=env,
             )
-        self_approved = request.model_copy(update={"approval_id": "APR-test-0002", "reviewer": "alice"})
+        # alice names herself (or chen) without a reviewer's signature: nothing is paid
+        self_approved = request.model_copy(
+            update={"approval_id": "APR-test-0002", "reviewer": "alice", "approval_token": None}
+        )
         with pytest.raises(ApplicationError) as refused:
             await run_bounded(settlement.execute_refund, self_approved, env=env)
 
@@ -449,4 +458,4 @@ async def test_execute_refund_pays_once_per_approval_and_refuses_a_changed_diges
     assert (conflict.value.type, conflict.value.non_retryable) == ("business", True)
     assert json.loads(json.dumps(conflict.value.details[0]))["code"] == "idempotency_conflict"
     assert (refused.value.type, refused.value.non_retryable) == ("authorization", True)
-    assert refused.value.details[0]["code"] == "approval_invalid"
+    assert refused.value.details[0]["code"] == "approval_signature_required"

@@ -12,6 +12,7 @@ import sys
 import time
 from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -19,11 +20,20 @@ import httpx2
 import jwt
 import pytest
 
-from activities.commerce_client import open_http_client
-from commerce_server.tokens import ALL_SCOPES, SCOPE_ORDERS_READ, TOKEN_SECRET_ENV, mint_token
-from contracts.commerce import Order
-from contracts.errors import AuthorizationError, SupportError, TransientError
+from activities.commerce_client import CommerceClient, open_http_client
+from commerce_server.tokens import (
+    ALL_SCOPES,
+    SCOPE_ORDERS_READ,
+    SCOPE_REFUND_EXECUTE,
+    TOKEN_SECRET_ENV,
+    mint_token,
+)
+from contracts.commerce import Order, RefundApproval
+from contracts.credentials import reviewer_kid, verify_approval_token, verify_receipt
+from contracts.errors import AuthorizationError, SupportError, TransientError, error_from_code
 from contracts.identity import PROFILES
+from tests.commerce_server.forgeries import ATTACKS, signed_19s_before_expiry, signed_with
+from tests.conftest import DemoKeys
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 STARTUP_SECONDS = 30
@@ -34,8 +44,10 @@ class RunningServer:
     url: str
     secret: str
 
-    def token(self, profile: str = "alice", scopes: tuple[str, ...] = ALL_SCOPES, **options: int) -> str:
-        return mint_token(PROFILES[profile], case_id="case-http", scopes=scopes, secret=self.secret, **options)
+    def token(
+        self, profile: str = "alice", scopes: tuple[str, ...] = ALL_SCOPES, case_id: str = "case-http", **options: int
+    ) -> str:
+        return mint_token(PROFILES[profile], case_id=case_id, scopes=scopes, secret=self.secret, **options)
 
 
 def free_port() -> int:
@@ -45,12 +57,14 @@ def free_port() -> int:
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningServer]:
+def server(tmp_path_factory: pytest.TempPathFactory, demo_keys: DemoKeys) -> Iterator[RunningServer]:
+    """The HTTP server, given its own copy of the public keys and its receipt key by environment."""
     state_dir = tmp_path_factory.mktemp("commerce-http")
     port = free_port()
     secret = secrets.token_urlsafe(32)
     env = {key: value for key, value in os.environ.items() if key != "COMMERCE_DATABASE_URL"}
     env[TOKEN_SECRET_ENV] = secret
+    env |= demo_keys.commerce_environment()
     command = [sys.executable, "-m", "commerce_server", "--http", "--host", "127.0.0.1", "--port", str(port)]
     command += ["--state-dir", str(state_dir), "--log-level", "WARNING"]
     log_path = state_dir / "server.log"
@@ -191,15 +205,107 @@ async def test_unreachable_server_is_transient() -> None:
     assert error.code == "commerce_unavailable"
 
 
-async def test_a_refund_token_only_pays_the_case_it_was_issued_for(server: RunningServer, refund_approval) -> None:
-    async with open_http_client(server.url, server.token()) as client:
-        order = Order.model_validate(await client.call("get_order", {"order_id": "QH-1002"}))
+async def test_a_refund_token_only_pays_the_case_it_was_issued_for(
+    server: RunningServer, refund_approval: Callable[..., RefundApproval]
+) -> None:
+    async with open_http_client(server.url, server.token("bob")) as client:
+        order = Order.model_validate(await client.call("get_order", {"order_id": "QH-2002"}))
     approval = refund_approval(order)
-    other_case = mint_token(PROFILES["alice"], case_id="case-other", scopes=ALL_SCOPES, secret=server.secret)
+    other_case = server.token("bob", case_id="case-other")
     async with open_http_client(server.url, other_case) as client:
         error = await refusal(lambda: client.call("execute_refund", {"approval": approval.model_dump(mode="json")}))
     assert error.code == "approval_invalid"
-    own_case = mint_token(PROFILES["alice"], case_id=approval.proposal.case_id, scopes=ALL_SCOPES, secret=server.secret)
-    async with open_http_client(server.url, own_case) as client:
+    async with open_http_client(server.url, server.token("bob", case_id=approval.proposal.case_id)) as client:
         receipt = await client.call("execute_refund", {"approval": approval.model_dump(mode="json")})
     assert receipt["amount_cents"] == 17900 and receipt["receipt_id"].startswith("SIM-")
+
+
+async def pay(server: RunningServer, approval: RefundApproval, profile: str = "alice") -> dict[str, Any]:
+    """Send ``approval`` with a refund-scope token for exactly its case, as the worker would."""
+    token = server.token(profile, scopes=(SCOPE_REFUND_EXECUTE,), case_id=approval.proposal.case_id)
+    async with open_http_client(server.url, token) as client:
+        return await client.call("execute_refund", {"approval": approval.model_dump(mode="json")})
+
+
+async def read_order(server: RunningServer, order_id: str, profile: str = "alice") -> Order:
+    async with open_http_client(server.url, server.token(profile, scopes=(SCOPE_ORDERS_READ,))) as client:
+        return Order.model_validate(await client.call("get_order", {"order_id": order_id}))
+
+
+@pytest.mark.parametrize("attack", ATTACKS)
+async def test_forged_or_misused_approvals_sent_over_http_pay_nothing(
+    server: RunningServer, refund_approval: Callable[..., RefundApproval], demo_keys: DemoKeys, attack: str
+) -> None:
+    expected = ATTACKS[attack]
+    approval = expected.build(refund_approval(await read_order(server, "QH-1001")), demo_keys)
+
+    error = await refusal(lambda: pay(server, approval))
+
+    assert (error.code, type(error)) == (expected.code, type(error_from_code(expected.code, "")))
+    assert expected.reason in error.message
+    order = await read_order(server, "QH-1001")
+    assert (order.refunded_cents, order.version) == (0, 1)
+
+
+async def test_refund_over_http_pays_once_with_a_signed_receipt(
+    server: RunningServer, refund_approval: Callable[..., RefundApproval], demo_keys: DemoKeys
+) -> None:
+    approval = refund_approval(await read_order(server, "QH-1009"))
+    assert approval.approval_token is not None
+
+    receipt = await pay(server, approval)
+    repeat = await pay(server, approval)
+    reused = await refusal(lambda: pay(server, approval.model_copy(update={"approval_id": "approval-reused-http"})))
+
+    assert repeat == receipt and receipt["amount_cents"] == 8000
+    claims = verify_receipt(receipt["signature"], demo_keys.public_keys())
+    token = verify_approval_token(approval.approval_token, demo_keys.public_keys())
+    assert (claims.receipt_id, claims.approval_jti, claims.digest) == (
+        receipt["receipt_id"],
+        token.jti,
+        approval.digest,
+    )
+    assert (claims.order_version_before, claims.order_version_after, claims.refunded_cents_after) == (1, 2, 12900)
+    assert isinstance(reused, AuthorizationError) and reused.code == "approval_reused"
+    order = await read_order(server, "QH-1009")
+    assert (order.refunded_cents, order.version) == (12900, 2)
+
+
+async def test_an_approval_signed_19s_before_expiry_pays_over_http_after_it(
+    server: RunningServer, refund_approval: Callable[..., RefundApproval], demo_keys: DemoKeys
+) -> None:
+    approval = signed_19s_before_expiry(refund_approval(await read_order(server, "QH-2001", "bob")), demo_keys)
+
+    receipt = await pay(server, approval, "bob")
+
+    assert receipt["amount_cents"] == 12900
+    assert verify_receipt(receipt["signature"], demo_keys.public_keys()).order_id == "QH-2001"
+
+
+async def test_a_leaked_refund_token_pays_nothing_its_holder_wrote_himself(
+    server: RunningServer, refund_approval: Callable[..., RefundApproval], demo_keys: DemoKeys
+) -> None:
+    """The holder of a valid 2-minute refund-scope token for alice's case writes his own proposal for
+    QH-1002 (17,900 cents) in that case and an approval naming chen: with no token, with a token he
+    signed himself as chen, with chen's real approval of another case; nothing is paid."""
+    leaked = server.token("alice", scopes=(SCOPE_REFUND_EXECUTE,), case_id="case-leaked", ttl_seconds=120)
+    written = refund_approval(await read_order(server, "QH-1002"), case_id="case-leaked")
+    assert written.proposal.amount_cents == 17900
+    elsewhere = refund_approval(await read_order(server, "QH-1001"))
+    attempts = {
+        "approval_signature_required": written.model_copy(update={"approval_token": None}),
+        "approval_signature_invalid": signed_with(None, header_kid=reviewer_kid("chen"))(written, demo_keys),
+        "approval_invalid": written.model_copy(update={"approval_token": elsewhere.approval_token}),
+    }
+
+    async with open_http_client(server.url, leaked) as client:
+        for code, approval in attempts.items():
+            error = await refusal(partial(call_refund, client, approval))
+            assert (code, isinstance(error, AuthorizationError)) == (error.code, True)
+
+    order = await read_order(server, "QH-1002")
+    assert (order.refunded_cents, order.version) == (0, 1)
+
+
+async def call_refund(client: CommerceClient, approval: RefundApproval) -> dict[str, Any]:
+    return await client.call("execute_refund", {"approval": approval.model_dump(mode="json")})

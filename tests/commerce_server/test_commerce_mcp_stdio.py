@@ -14,7 +14,11 @@ from mcp_types import TextContent
 
 from activities.commerce_client import CommerceClient, open_stdio_client
 from contracts.commerce import Order, RefundApproval
-from contracts.errors import AuthorizationError, ContractError, SupportError, TransientError
+from contracts.credentials import verify_approval_token, verify_receipt
+from contracts.errors import AuthorizationError, ContractError, SupportError, TransientError, error_from_code
+from keystore import keys_dir
+from tests.commerce_server.forgeries import ATTACKS, signed_19s_before_expiry
+from tests.conftest import DemoKeys
 
 EXPECTED_TOOLS = {
     "list_orders",
@@ -59,8 +63,11 @@ async def held_open(context: AbstractAsyncContextManager[_T]) -> AsyncIterator[_
 
 
 @pytest.fixture(scope="module")
-async def alice(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[CommerceClient]:
+async def alice(tmp_path_factory: pytest.TempPathFactory, demo_keys: DemoKeys) -> AsyncIterator[CommerceClient]:
+    """Alice's stdio server, as a worker launches it: its keys are the defaults under its state dir
+    (``<state dir>/keys``, which ``starter.py init`` fills), here the session's demo keys."""
     state_dir = tmp_path_factory.mktemp("commerce-stdio")
+    keys_dir(state_dir).symlink_to(keys_dir(demo_keys.state_dir), target_is_directory=True)
     async with held_open(open_stdio_client("alice", state_dir)) as client:
         yield client
 
@@ -135,19 +142,65 @@ async def test_tickets_over_mcp(alice: CommerceClient) -> None:
     assert conflict.code == "idempotency_conflict"
 
 
-async def test_refund_over_mcp_pays_once(alice: CommerceClient, refund_approval: Callable[..., RefundApproval]) -> None:
-    order = Order.model_validate(await alice.call("get_order", {"order_id": "QH-1002"}))
-    approval = refund_approval(order).model_dump(mode="json")
-    self_approved = refund_approval(order, reviewer="alice").model_dump(mode="json")
+async def balance(client: CommerceClient, order_id: str) -> tuple[int, int]:
+    order = await client.call("get_order", {"order_id": order_id})
+    return order["refunded_cents"], order["version"]
 
-    receipt = await alice.call("execute_refund", {"approval": approval})
-    repeat = await alice.call("execute_refund", {"approval": approval})
-    refused = await refusal(lambda: alice.call("execute_refund", {"approval": self_approved}))
+
+@pytest.mark.parametrize("attack", ATTACKS)
+async def test_forged_or_misused_approvals_sent_over_stdio_pay_nothing(
+    alice: CommerceClient, refund_approval: Callable[..., RefundApproval], demo_keys: DemoKeys, attack: str
+) -> None:
+    expected = ATTACKS[attack]
+    order = Order.model_validate(await alice.call("get_order", {"order_id": "QH-1001"}))
+    approval = expected.build(refund_approval(order), demo_keys).model_dump(mode="json")
+
+    error = await refusal(lambda: alice.call("execute_refund", {"approval": approval}))
+
+    assert (error.code, type(error)) == (expected.code, type(error_from_code(expected.code, "")))
+    assert expected.reason in error.message
+    assert await balance(alice, "QH-1001") == (0, 1)
+
+
+async def test_refund_over_mcp_pays_once_with_a_signed_receipt(
+    alice: CommerceClient, refund_approval: Callable[..., RefundApproval], demo_keys: DemoKeys
+) -> None:
+    order = Order.model_validate(await alice.call("get_order", {"order_id": "QH-1009"}))
+    approval = refund_approval(order)
+    assert approval.approval_token is not None
+    arguments = {"approval": approval.model_dump(mode="json")}
+    reused = {"approval": approval.model_dump(mode="json") | {"approval_id": "approval-reused-over-stdio"}}
+
+    receipt = await alice.call("execute_refund", arguments)
+    repeat = await alice.call("execute_refund", arguments)
+    refused = await refusal(lambda: alice.call("execute_refund", reused))
 
     assert repeat == receipt
-    assert (receipt["amount_cents"], receipt["simulated"]) == (17900, True)
-    assert refused.code == "approval_invalid"
-    assert (await alice.call("get_order", {"order_id": "QH-1002"}))["refunded_cents"] == 17900
+    assert (receipt["amount_cents"], receipt["simulated"]) == (8000, True)
+    claims = verify_receipt(receipt["signature"], demo_keys.public_keys())
+    token = verify_approval_token(approval.approval_token, demo_keys.public_keys())
+    assert (claims.receipt_id, claims.approval_id, claims.approval_jti) == (
+        receipt["receipt_id"],
+        approval.approval_id,
+        token.jti,
+    )
+    assert (claims.digest, claims.amount_cents, claims.order_id) == (approval.digest, 8000, "QH-1009")
+    assert (claims.order_version_before, claims.order_version_after, claims.refunded_cents_after) == (1, 2, 12900)
+    assert isinstance(refused, AuthorizationError) and refused.code == "approval_reused"
+    assert await balance(alice, "QH-1009") == (12900, 2)
+
+
+async def test_an_approval_signed_19s_before_expiry_pays_over_stdio_after_it(
+    alice: CommerceClient, refund_approval: Callable[..., RefundApproval], demo_keys: DemoKeys
+) -> None:
+    order = Order.model_validate(await alice.call("get_order", {"order_id": "QH-1002"}))
+    approval = signed_19s_before_expiry(refund_approval(order), demo_keys)
+
+    receipt = await alice.call("execute_refund", {"approval": approval.model_dump(mode="json")})
+
+    assert receipt["amount_cents"] == 17900
+    assert verify_receipt(receipt["signature"], demo_keys.public_keys()).order_id == "QH-1002"
+    assert await balance(alice, "QH-1002") == (17900, 2)
 
 
 async def test_server_that_cannot_start_is_transient(tmp_path: Path) -> None:

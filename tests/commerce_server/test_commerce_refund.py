@@ -1,4 +1,6 @@
-"""execute_refund: idempotent by approval id, re-checked, and paid at most once, on both databases."""
+"""execute_refund: idempotent by approval id, re-checked, and paid at most once, on both databases.
+
+The signed-approval checks and their attacks are in test_commerce_approval_tokens.py."""
 
 from __future__ import annotations
 
@@ -120,16 +122,25 @@ def test_ineligible_order_is_never_paid(alice: CommerceService, refund_approval:
     assert refusal(lambda: alice.execute_refund(approval)).code == "quote_changed"
 
 
-@pytest.mark.parametrize("reviewer", ["alice", "bob", "mei", "nobody"])
+@pytest.mark.parametrize(
+    ("reviewer", "code"),
+    [
+        ("alice", "approval_signature_required"),
+        ("bob", "approval_signature_required"),
+        ("nobody", "approval_signature_required"),
+        ("mei", "approval_invalid"),
+    ],
+)
 def test_reviewer_must_be_another_reviewer_of_the_tenant(
-    alice: CommerceService, refund_approval: MakeApproval, reviewer: str
+    alice: CommerceService, refund_approval: MakeApproval, reviewer: str, code: str
 ) -> None:
+    """A name without a reviewer's key signs nothing; mei's own signature is another tenant's."""
     approval = refund_approval(alice.get_order("QH-1001"), reviewer=reviewer)
 
     error = refusal(lambda: alice.execute_refund(approval))
 
     assert isinstance(error, AuthorizationError)
-    assert error.code == "approval_invalid"
+    assert error.code == code
 
 
 def test_digest_must_match_the_proposal(alice: CommerceService, refund_approval: MakeApproval) -> None:
@@ -150,13 +161,15 @@ def test_another_customers_approval_is_refused(
     assert refusal(lambda: bob.execute_refund(approval)).code == "approval_invalid"
 
 
-def test_expired_proposal_is_refused(alice: CommerceService, refund_approval: MakeApproval) -> None:
+def test_approval_signed_after_the_proposal_expired_is_refused(
+    alice: CommerceService, refund_approval: MakeApproval
+) -> None:
     approval = refund_approval(alice.get_order("QH-1001"), expires_in=timedelta(seconds=-1))
 
     error = refusal(lambda: alice.execute_refund(approval))
 
     assert isinstance(error, BusinessError)
-    assert error.code == "approval_expired"
+    assert error.code == "approval_expired" and "proposal_expired" in error.message
 
 
 def test_concurrent_executions_pay_once(commerce_engine: Engine, refund_approval: MakeApproval) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -11,9 +12,11 @@ from mcp.server.mcpserver import MCPServer
 from mcp_types import TextContent
 
 from commerce_server.db import make_engine
+from commerce_server.keys import CommerceKeys
 from commerce_server.seed import seed_fixture
 from commerce_server.server import build_stdio_server
 from commerce_server.service import CommerceService
+from contracts.commerce import Order, RefundApproval
 from contracts.identity import PROFILES
 
 
@@ -49,3 +52,21 @@ async def test_unexpected_exception_does_not_leak(tmp_path: Path, monkeypatch: p
 
     assert payload["code"] == "internal_error"
     assert [leak for leak in ("bob", "QH-2001", "12900", "Traceback") if leak in payload["message"]] == []
+
+
+async def test_a_server_without_keys_answers_reads_and_refuses_refunds_with_one_line(
+    tmp_path: Path, refund_approval: Callable[..., RefundApproval]
+) -> None:
+    engine = make_engine(f"sqlite:///{tmp_path / 'commerce.db'}")
+    seed_fixture(engine)
+    keys = CommerceKeys(str(tmp_path / "keys" / "public-keys.json"), tmp_path / "keys" / "commerce.pem")
+    server = build_stdio_server(engine, PROFILES["alice"], keys=keys)
+    async with Client(server, cache=None) as client:
+        read = await client.call_tool("get_order", {"order_id": "QH-1001"})
+    assert read.is_error is False and read.structured_content is not None
+    approval = refund_approval(Order.model_validate(read.structured_content))
+
+    payload = await error_payload(server, "execute_refund", {"approval": approval.model_dump(mode="json")})
+
+    assert payload["code"] == "commerce_keys_unavailable"
+    assert "public_keys_missing" in payload["message"] and "COMMERCE_PUBLIC_KEYS" in payload["message"]

@@ -1,0 +1,51 @@
+"""Signing with the key files under a state dir: the login service's applicant tokens and a reviewer's
+approvals. Used by the command line (standing in for the login service and for the reviewer's own
+device) and by tests; never by the worker, which holds no private key."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import UTC, datetime
+from pathlib import Path
+
+from contracts.credentials import (
+    ISSUER_KID,
+    SignedReview,
+    applicant_claims,
+    approval_claims,
+    reviewer_kid,
+    sign,
+)
+from contracts.identity import Identity
+from keystore import load_private_key, private_key_path
+
+
+class KeyFileSigner:
+    """Signs as the holders of the private keys in ``state_dir/keys`` (each read when it signs)."""
+
+    def __init__(self, state_dir: Path) -> None:
+        self.state_dir = Path(state_dir)
+
+    def applicant_token(self, identity: Identity, case_id: str, *, now: datetime | None = None) -> str:
+        """The login service's word that ``identity`` asks ``case_id`` (signed with the issuer key)."""
+        claims = applicant_claims(identity, case_id=case_id, now=now or datetime.now(UTC), jti=uuid.uuid4().hex)
+        return sign(claims, load_private_key(private_key_path(self.state_dir, ISSUER_KID)), kid=ISSUER_KID)
+
+    def approval_token(
+        self, reviewer: Identity, *, case_id: str, digest: str, decision: str, now: datetime | None = None
+    ) -> str:
+        """``reviewer``'s signed decision on exactly this proposal (signed with that reviewer's own key)."""
+        claims = approval_claims(
+            reviewer,
+            case_id=case_id,
+            digest=digest,
+            decision=decision,
+            now=now or datetime.now(UTC),
+            jti=uuid.uuid4().hex,
+        )
+        kid = reviewer_kid(reviewer.subject)
+        return sign(claims, load_private_key(private_key_path(self.state_dir, kid)), kid=kid)
+
+    def signed_review(self, reviewer: Identity, *, case_id: str, digest: str, decision: str) -> SignedReview:
+        token = self.approval_token(reviewer, case_id=case_id, digest=digest, decision=decision)
+        return SignedReview(approval_token=token)

@@ -1,0 +1,44 @@
+"""The test suite's key holders: one set of demo keys per test process, and signing with them.
+
+``use_test_keys()`` creates the keys (once) and points every reader at their public key set through
+the environment, so in-process workers, spawned workers and spawned commerce servers all check
+credentials against the same keys. The test process then signs as the login service (applicant
+tokens) and as each reviewer (approvals), exactly as ``starter.py`` does from a state dir.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from functools import cache
+from pathlib import Path
+
+from commerce_server.tokens import PUBLIC_KEYS_ENV as COMMERCE_PUBLIC_KEYS_ENV
+from commerce_server.tokens import SIGNING_KEY_ENV as COMMERCE_SIGNING_KEY_ENV
+from contracts.case import Decision
+from contracts.credentials import COMMERCE_KID, SignedReview
+from contracts.identity import Identity, resolve_profile
+from keystore import PUBLIC_KEYS_ENV, create_demo_keys, private_key_path, public_keys_location
+from keystore.signers import KeyFileSigner
+
+
+@cache
+def use_test_keys() -> KeyFileSigner:
+    """The demo keys of this test process (created on first use) and their signer."""
+    state = Path(tempfile.mkdtemp(prefix="support-test-keys-"))
+    create_demo_keys(state)
+    os.environ[PUBLIC_KEYS_ENV] = public_keys_location(state, {})
+    os.environ[COMMERCE_PUBLIC_KEYS_ENV] = public_keys_location(state, {})
+    os.environ[COMMERCE_SIGNING_KEY_ENV] = str(private_key_path(state, COMMERCE_KID))
+    return KeyFileSigner(state)
+
+
+def applicant_token(identity: Identity, case_id: str) -> str:
+    return use_test_keys().applicant_token(identity, case_id)
+
+
+def signed_review(reviewer: str, case_id: str, digest: str, decision: Decision = Decision.APPROVE) -> SignedReview:
+    """``reviewer``'s own signed decision on exactly this proposal."""
+    return use_test_keys().signed_review(
+        resolve_profile(reviewer), case_id=case_id, digest=digest, decision=decision.value
+    )
