@@ -105,6 +105,8 @@ def judge_review(review: ReviewDecision | SignedReview, state: CaseState, *, now
         )
     except CredentialRefused as refused:
         return ReviewVerdict(claimed, refusal=refused.code)
+    except Exception:  # a crafted token must never fail the workflow task (and wedge the case)
+        return ReviewVerdict(claimed, refusal="malformed_token")
     if claims.jti in state.used_approvals:
         return ReviewVerdict(claims.sub, refusal=ReviewRefusal.APPROVAL_REUSED.value)
     decision = ReviewDecision(reviewer=claims.sub, digest=claims.digest, decision=Decision(claims.decision))
@@ -115,7 +117,7 @@ def _claimed_subject(token: str) -> str:
     """The ``sub`` a token claims, unverified (for the record only), or ``?``."""
     try:
         return str(jwt.decode(token, options={"verify_signature": False}).get("sub", "?"))[:40]
-    except (jwt.InvalidTokenError, AttributeError):
+    except Exception:  # anything a sender can put in a token is refused later, never raised here
         return "?"
 
 
