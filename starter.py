@@ -8,8 +8,9 @@ Global options come before the subcommand::
     python starter.py --profile alice create-ticket QH-1005 "Where is my parcel?" --key k-1
     python starter.py eval retrieval
     python starter.py --profile alice ask "Please refund QH-1001 and explain the amount and the policy"
-    python starter.py --profile chen review-info CASE
+    python starter.py --profile chen review-info CASE [--approve | --reject]
     python starter.py --profile chen review CASE --digest D --approve
+    python starter.py --profile chen verify CASE [--history FILE]
     python starter.py status CASE
     python starter.py list --status waiting_approval
 
@@ -29,7 +30,6 @@ from pydantic import ValidationError
 from typer._click.exceptions import NoArgsIsHelpError
 from typer.exceptions import TyperException
 
-import cli.local_commands  # noqa: F401  (registers init, mcp-tools, quote, create-ticket, eval retrieval)
 from case_client import (
     DEFAULT_APPROVAL_TTL_SECONDS,
     CaseClient,
@@ -49,7 +49,12 @@ from case_client.render import (
     show_case,
     worker_command,
 )
-from cli.app import app, eval_app, settings_of
+from cli import (  # noqa: F401  (importing each module registers its commands on cli.app.app)
+    local_commands,
+    review_commands,
+    verify_command,
+)
+from cli.app import WAIT_SECONDS, app, eval_app, settings_of
 from contracts.case import (
     MAX_APPROVAL_TTL_SECONDS,
     MAX_QUESTION_CHARS,
@@ -57,15 +62,12 @@ from contracts.case import (
     TERMINAL_STATUSES,
     CaseStatus,
     CaseView,
-    Decision,
-    ReviewDecision,
 )
-from contracts.errors import ContractError, SupportError
+from contracts.errors import SupportError
 from contracts.knowledge import Language
+from keystore.signers import KeyFileSigner
 
 # --- cases on Temporal ---------------------------------------------------------------------------
-
-WAIT_SECONDS = float(os.environ.get("SUPPORT_WAIT_SECONDS", "300"))
 
 
 @app.command()
@@ -80,7 +82,8 @@ def ask(
         int, typer.Option(help=f"Approval validity in seconds ({MIN_APPROVAL_TTL_SECONDS}-{MAX_APPROVAL_TTL_SECONDS}).")
     ] = DEFAULT_APPROVAL_TTL_SECONDS,
 ) -> None:
-    """Start a case and wait until it waits for a reviewer or ends (exit status: see README)."""
+    """Start a case, with an applicant token signed by the state dir's issuer key (starter.py stands in
+    for the login service), and wait until it waits for a reviewer or ends (exit status: see README)."""
     from activities.preferences import LanguagePreferences
 
     # The input is checked before anything else happens (one line on stderr, nothing started).
@@ -96,63 +99,16 @@ def ask(
     async def run() -> CaseView:
         cases = await CaseClient.connect(target)
         await cases.require_worker(start_hint=worker_command(settings.state_dir))
+        token = KeyFileSigner(settings.state_dir).applicant_token(settings.identity, case_input.case_id)
         case = await cases.start_case(
-            case_input,
+            case_input.model_copy(update={"applicant_token": token}),
             request_key=request_key,
             on_existing=lambda case_id: errors.print(f"request key already used: showing existing case {case_id}"),
         )
         view = await settle_with_progress(
             case, case_input.case_id, settings.identity, settings.state_dir, timeout=WAIT_SECONDS
         )
-        show_case(view, settings.state_dir, target)
-        return view
-
-    raise typer.Exit(exit_code_for(asyncio.run(run()).status))
-
-
-@app.command("review-info")
-def review_info(ctx: typer.Context, case_id: Annotated[str, typer.Argument(help="Case id.")]) -> None:
-    """Show the exact proposal a reviewer approves, with its digest."""
-    settings = settings_of(ctx)
-    target = TemporalTarget.from_env()
-
-    async def run() -> None:
-        cases = await CaseClient.connect(target)
-        view = await cases.open(case_id).read(settings.identity, start_hint=worker_command(settings.state_dir))
-        show_case(view, settings.state_dir, target)
-
-    asyncio.run(run())
-
-
-@app.command()
-def review(
-    ctx: typer.Context,
-    case_id: Annotated[str, typer.Argument(help="Case id.")],
-    digest: Annotated[str, typer.Option(help="The proposal digest shown by review-info.")],
-    approve: Annotated[bool, typer.Option("--approve", help="Approve the proposal.")] = False,
-    reject: Annotated[bool, typer.Option("--reject", help="Reject the proposal.")] = False,
-    note: Annotated[str, typer.Option(help="A note for the audit trail (up to 500 characters).")] = "",
-) -> None:
-    """Approve or reject a waiting proposal as the current --profile (a Temporal update)."""
-    if approve == reject:
-        raise ContractError("invalid_arguments", "give exactly one of --approve or --reject")
-    settings = settings_of(ctx)
-    target = TemporalTarget.from_env()
-    decision = ReviewDecision(
-        reviewer=settings.identity.subject,
-        digest=digest,
-        decision=Decision.APPROVE if approve else Decision.REJECT,
-        note=note,
-    )
-
-    async def run() -> CaseView:
-        case = (await CaseClient.connect(target)).open(case_id)
-        # The same answer as review-info for a case this profile may not see: it may not exist either.
-        await case.read(settings.identity, start_hint=worker_command(settings.state_dir))
-        outcome = await case.review(decision)
-        console.print(f"review accepted: {outcome.reason}")
-        view = await settle_with_progress(case, case_id, settings.identity, settings.state_dir, timeout=WAIT_SECONDS)
-        console.print(case_card(view))
+        show_case(view, settings.state_dir)
         return view
 
     raise typer.Exit(exit_code_for(asyncio.run(run()).status))
@@ -230,6 +186,7 @@ def eval_cases(
     from case_eval import EVAL_CASES, check_provider_matches, eval_rows, eval_title, is_rehearsal, run_case
 
     settings = settings_of(ctx)
+    issuer = KeyFileSigner(settings.state_dir).applicant_token
 
     async def run() -> bool:
         cases = await CaseClient.connect()
@@ -238,7 +195,7 @@ def eval_cases(
         with errors.status(Text("running evaluation cases…")) as status:
             for number, case in enumerate(EVAL_CASES, start=1):
                 status.update(Text(f"case {number}/{len(EVAL_CASES)}: {case.name}"))
-                rows.append(await run_case(cases.temporal, case, cases.task_queue, WAIT_SECONDS))
+                rows.append(await run_case(cases.temporal, case, cases.task_queue, WAIT_SECONDS, issuer=issuer))
                 if number == 1:
                     check_provider_matches(live=live, rehearsal=is_rehearsal(rows))
         rehearsal = is_rehearsal(rows)

@@ -14,7 +14,7 @@ from temporalio import activity
 
 from contracts.credentials import ApplicantCheck, VerifiedApplicant, verify_applicant_token
 from contracts.errors import AuthorizationError
-from contracts.names import ActivityName
+from contracts.names import ActivityName, workflow_id
 from keystore import load_public_keys
 
 
@@ -28,6 +28,8 @@ class CredentialActivities:
         there is no token or it does not verify, a configuration error when the keys cannot be read."""
         if not check.applicant_token:
             raise AuthorizationError("applicant_token_missing", "The case carries no applicant token.")
+        if activity.info().workflow_id != workflow_id(check.case_id):
+            raise AuthorizationError("token_for_another_case", "The token's case is not this workflow's case.")
         keys = load_public_keys(self.public_keys_location)
         identity = verify_applicant_token(check.applicant_token, keys, case_id=check.case_id, now=datetime.now(UTC))
         return VerifiedApplicant(identity=identity, public_keys=keys)

@@ -15,8 +15,8 @@ from case_client._rules import (
     may_list,
     may_see,
     new_case,
-    workflow_id,
 )
+from contracts.names import workflow_id
 
 __all__ = [
     "CASE_NOT_ACCESSIBLE",

@@ -19,11 +19,9 @@ from case_client import _reading, _reviewing
 from case_client._connection import TemporalTarget, connect, require_worker
 from case_client._rules import (
     DEFAULT_APPROVAL_TTL_SECONDS,
-    case_id_of,
     listing_query,
     may_list,
     new_case,
-    workflow_id,
 )
 from contracts import search_attributes as sa
 from contracts.case import Budgets, CaseEvent, CaseInput, CaseStatus, CaseView, ReviewDecision, ReviewOutcome
@@ -32,7 +30,7 @@ from contracts.credentials import SignedReview
 from contracts.errors import BusinessError
 from contracts.identity import Identity, Role
 from contracts.knowledge import Language
-from contracts.names import WORKFLOW_NAME, QueryName
+from contracts.names import WORKFLOW_NAME, QueryName, case_id_of, workflow_id
 
 LISTING_LIMIT = 200
 ApplicantIssuer = Callable[[Identity, str], str]

@@ -10,11 +10,11 @@ from temporalio.client import Client, WorkflowExecutionStatus, WorkflowHandle
 from temporalio.service import RPCError, RPCStatusCode
 
 from case_client._connection import RPC_TIMEOUT, now, require_worker
-from case_client._rules import CASE_NOT_ACCESSIBLE, may_see, workflow_id
+from case_client._rules import CASE_NOT_ACCESSIBLE, may_see
 from contracts.case import TERMINAL_STATUSES, CaseStatus, CaseView
 from contracts.errors import AuthorizationError, BusinessError, TransientError
 from contracts.identity import Identity
-from contracts.names import QueryName
+from contracts.names import QueryName, workflow_id
 
 QUERY_TIMEOUT = timedelta(seconds=5)
 """A worker answers a status query in milliseconds; five seconds without an answer means trouble."""

@@ -23,15 +23,6 @@ from contracts.names import WORKFLOW_NAME
 CASE_NOT_ACCESSIBLE = "No such case is available to this profile."
 MAX_REQUEST_KEY_CHARS = 200
 DEFAULT_APPROVAL_TTL_SECONDS = CaseOptions().approval_ttl_seconds
-WORKFLOW_ID_PREFIX = "case-"
-
-
-def workflow_id(case_id: str) -> str:
-    return case_id if case_id.startswith(WORKFLOW_ID_PREFIX) else f"{WORKFLOW_ID_PREFIX}{case_id}"
-
-
-def case_id_of(workflow_id_: str) -> str:
-    return workflow_id_.removeprefix(WORKFLOW_ID_PREFIX)
 
 
 def case_id_for(request_key: str | None, identity: Identity) -> str:

@@ -1,5 +1,5 @@
 """What the exit status of a command that ran a case means (README: ``ask``, ``status``, ``review``,
-``eval cases``), and which one a case's status or a refusal gets."""
+``eval cases``, ``verify``), and which one a case's status or a refusal gets."""
 
 from __future__ import annotations
 
@@ -24,6 +24,12 @@ class ExitCode(IntEnum):
     """Temporal or a worker could not be reached, or the wait ran out; try again."""
     MISMATCH = 6
     """``eval cases``: at least one case did not end as expected."""
+    CHAIN_BROKEN = 7
+    """``verify``: a link of the case's chain of proof is forged, altered, or missing where it must be
+    (the first broken link is named on stderr)."""
+    CHAIN_INCOMPLETE = 8
+    """``verify``: every link the case has holds, but it has not reached a signed receipt (the absent
+    links are named)."""
 
 
 _STATUS_EXIT_CODES = {

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Iterable, Sequence
+from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -19,6 +20,7 @@ from rich.table import Table
 from rich.text import Text
 
 from case_client import CaseHandle, CaseSummary, TemporalTarget, workflow_id
+from case_client.verify import LINK_NAMES, SIGNED_DECISION, ChainReport
 from contracts.case import AnswerSource, CaseStatus, CaseView, Decision
 from contracts.commerce import RefundQuote
 from contracts.identity import Identity, reviewer_for
@@ -43,19 +45,52 @@ def worker_command(state_dir: Path) -> str:
     return f"{shell_path(sys.executable)} worker.py --state-dir {shell_path(state_dir)}"
 
 
-def review_commands(view: CaseView, state_dir: Path, target: TemporalTarget) -> list[str]:
-    """Ready-to-run review commands: starter.py (an update) and the Temporal CLI (signal, update)."""
-    reviewer = reviewer_for(view.tenant).subject
-    payload = json.dumps({"reviewer": reviewer, "digest": view.digest, "decision": Decision.APPROVE.value, "note": ""})
-    starter = f"{shell_path(sys.executable)} starter.py --state-dir {shell_path(state_dir)}"
+def starter_command(state_dir: Path, profile: str) -> str:
+    """``starter.py`` for this state dir and profile, as a person would type it here."""
+    return f"{shell_path(sys.executable)} starter.py --state-dir {shell_path(state_dir)} --profile {profile}"
+
+
+def review_commands(view: CaseView, state_dir: Path) -> list[str]:
+    """Ready-to-run review commands for the tenant's reviewer: ``review`` signs with the reviewer's own
+    key and sends an update; ``review-info --approve`` prints a signed token in the Temporal CLI and
+    Web UI forms. A payload that merely names a reviewer is refused, so none is ever printed."""
+    starter = starter_command(state_dir, reviewer_for(view.tenant).subject)
+    return [
+        f"{starter} review {view.case_id} --digest {view.digest} --approve",
+        f"{starter} review {view.case_id} --digest {view.digest} --reject",
+        f"{starter} review-info {view.case_id} --approve",
+    ]
+
+
+def signed_review_forms(
+    view: CaseView, target: TemporalTarget, *, reviewer: str, decision: Decision, token: str, valid_until: datetime
+) -> list[str]:
+    """What ``review-info --approve|--reject`` prints: the Temporal CLI update and signal, and the JSON
+    for the Web UI's dialogs, each carrying ``token`` (a short-lived credential meant to be pasted)."""
+    payload = json.dumps({"approval_token": token})
     temporal = f"{temporal_cli_for_display()} workflow"
     where = f"--address {target.address} --namespace {target.namespace} --workflow-id {workflow_id(view.case_id)}"
     return [
-        f"{starter} --profile {reviewer} review {view.case_id} --digest {view.digest} --approve",
-        f"{starter} --profile {reviewer} review {view.case_id} --digest {view.digest} --reject",
-        f"{temporal} signal {where} --name {REVIEW} --input '{payload}'",
-        f"{temporal} update execute {where} --name {REVIEW} --input '{payload}'",
+        f"{reviewer} signed {SIGNED_DECISION[decision.value]} of case {view.case_id}, digest {view.digest}. "
+        f"The token is valid until {valid_until.isoformat(timespec='seconds')} and decides the case once: "
+        "send it one way only.",
+        "Temporal CLI, an update (it answers; a refused one exits non-zero):",
+        f"  {temporal} update execute {where} --name {REVIEW} --input '{payload}'",
+        "Temporal CLI, a signal (fire and forget; the outcome is in the case events):",
+        f"  {temporal} signal {where} --name {REVIEW} --input '{payload}'",
+        f"Web UI: open workflow {workflow_id(view.case_id)} (namespace {target.namespace}), choose Execute Update or "
+        f"Send a Signal, name {REVIEW}, and paste:",
+        f"  {payload}",
     ]
+
+
+def chain_lines(report: ChainReport, source: str, keys_location: str) -> list[str]:
+    """``verify``'s report: where the history and the keys came from, then one line per link."""
+    lines = [f"case {report.case_id}: chain of proof from {source}, checked with the public keys at {keys_location}"]
+    width = max(len(name) for name in LINK_NAMES)
+    for link in report.links:
+        lines.append(f"  {link.name:<{width}}  {link.state.value:<6}  {link.detail}")
+    return lines
 
 
 def case_card(view: CaseView) -> Table:
@@ -97,13 +132,16 @@ def case_card(view: CaseView) -> Table:
     return table
 
 
-def show_case(view: CaseView, state_dir: Path, target: TemporalTarget, *, with_review_commands: bool = True) -> None:
+def show_case(view: CaseView, state_dir: Path, *, with_review_commands: bool = True) -> None:
     """The case card, then (for a case waiting for a reviewer) the exact review commands."""
     console.print(case_card(view))
     if with_review_commands and view.status is CaseStatus.WAITING_APPROVAL:
-        console.print("A reviewer of the same tenant approves or rejects with one of:")
-        for command in review_commands(view, state_dir, target):
-            print(f"  {command}")  # plain print: a command is copied whole, never wrapped
+        approve, reject, info = review_commands(view, state_dir)
+        console.print("A reviewer of the tenant decides, signing with their own key (an update):")
+        print(f"  {approve}")  # plain print: a command is copied whole, never wrapped
+        print(f"  {reject}")
+        console.print("or prints a signed token for the Temporal CLI (update, signal) and the Web UI:")
+        print(f"  {info}")
 
 
 def progress_text(case_id: str, view: CaseView | None = None) -> Text:

@@ -1,7 +1,8 @@
 """The command line's shared parts: the typer application, its global options and their settings.
 
-``starter.py`` is the entry point; the commands live in :mod:`cli.local_commands` (no Temporal needed)
-and in ``starter.py`` (cases on Temporal).
+``starter.py`` is the entry point; the commands live in :mod:`cli.local_commands` (no Temporal needed),
+``starter.py`` (cases on Temporal), :mod:`cli.review_commands` (a reviewer's signed decisions) and
+:mod:`cli.verify_command` (the chain of proof, offline).
 """
 
 from __future__ import annotations
@@ -16,6 +17,8 @@ import typer
 from contracts.identity import Identity, resolve_profile
 
 DEFAULT_STATE_DIR = Path(os.environ.get("SUPPORT_STATE_DIR", ".state"))
+WAIT_SECONDS = float(os.environ.get("SUPPORT_WAIT_SECONDS", "300"))
+"""How long a command that runs a case waits for it to settle (``SUPPORT_WAIT_SECONDS``)."""
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False)
 eval_app = typer.Typer(no_args_is_help=True, help="Evaluations: retrieval quality and end-to-end cases.")

@@ -35,7 +35,8 @@ COMMERCE_KID = "commerce"
 APPLICANT_AUDIENCE = "support-case"
 APPROVAL_AUDIENCE = "refund-approval"
 RECEIPT_AUDIENCE = "refund-receipt"
-APPLICANT_TOKEN_TTL = timedelta(minutes=30)
+APPLICANT_TOKEN_TTL = timedelta(minutes=5)
+"""Long enough to start a case; the token is checked once, when the case starts."""
 APPROVAL_TOKEN_TTL = timedelta(minutes=10)
 SETTLE_WINDOW = timedelta(minutes=30)
 """How long after a reviewer signed an approval the commerce server still pays it: a worker that

@@ -14,6 +14,8 @@ from typing import Literal, cast
 
 TASK_QUEUE = "support-cases"
 WORKFLOW_NAME = "SupportCaseWorkflow"
+WORKFLOW_ID_PREFIX = "case-"
+"""A case's workflow id is ``case-<case id>``."""
 REVIEW = "review"
 """The review signal and the review update share this name (two channels, one decision)."""
 
@@ -152,3 +154,12 @@ def kind_of(system_text: str) -> RequestKind | None:
     """The request kind named by a system prompt's marker line, or None without a marker."""
     match = _KIND_MARKER.match(system_text)
     return cast(RequestKind, match.group(1)) if match else None
+
+
+def workflow_id(case_id: str) -> str:
+    """The workflow id of a case (a workflow id is returned as it is)."""
+    return case_id if case_id.startswith(WORKFLOW_ID_PREFIX) else f"{WORKFLOW_ID_PREFIX}{case_id}"
+
+
+def case_id_of(workflow_id_: str) -> str:
+    return workflow_id_.removeprefix(WORKFLOW_ID_PREFIX)

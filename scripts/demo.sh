@@ -3,8 +3,10 @@
 #
 # Starts a local Temporal dev server (unless TEMPORAL_ADDRESS names one), the worker and the
 # commerce MCP server (over stdio, launched by the worker), runs one refund case to
-# waiting_approval, approves it with `temporal workflow signal` as reviewer chen, shows the receipt
-# and the number of history events, and stops what it started. The demo's own state dir
+# waiting_approval, approves it as reviewer chen with `temporal workflow update execute` carrying an
+# approval token signed with chen's own key (the command `review-info --approve` prints), shows the
+# signed receipt and the number of history events, verifies the chain of proof offline
+# (`starter.py verify`), and stops what it started. The demo's own state dir
 # (.state/demo by default) is recreated on every run, so the demo can be run again and again.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -25,7 +27,7 @@ cleanup() {
 }
 trap cleanup EXIT INT TERM
 
-say "1. Commerce data (fictional) and the MCP server's tools"
+say "1. Commerce data (fictional), demo keys and the MCP server's tools"
 $BIN/python starter.py --state-dir "$STATE_DIR" --profile alice init
 $BIN/python starter.py --state-dir "$STATE_DIR" --profile alice mcp-tools
 
@@ -69,14 +71,21 @@ $BIN/python starter.py --state-dir "$STATE_DIR" --profile alice ask \
 
 DIGEST=$($BIN/python starter.py --state-dir "$STATE_DIR" status "$CASE" --json \
   | $BIN/python -c 'import json, sys; print(json.load(sys.stdin)["digest"])')
-say "6. Reviewer chen approves with the Temporal CLI (a signal)"
-INPUT="{\"reviewer\": \"chen\", \"digest\": \"$DIGEST\", \"decision\": \"approve\", \"note\": \"demo\"}"
-echo "$TEMPORAL workflow signal --workflow-id case-$CASE --name review --input '$INPUT'"
-"$TEMPORAL" workflow signal --address "$TEMPORAL_ADDRESS" --workflow-id "case-$CASE" --name review --input "$INPUT"
+say "6. Reviewer chen approves digest ${DIGEST:0:16}… with the Temporal CLI: an update carrying a token signed with his own key"
+echo "\$ starter.py --profile chen review-info $CASE --approve   # prints the signed update, signal and Web UI input"
+INFO=$($BIN/python starter.py --state-dir "$STATE_DIR" --profile chen review-info "$CASE" --approve)
+grep -E "^chen signed" <<<"$INFO"
+UPDATE=$(grep -m1 "workflow update execute" <<<"$INFO" | sed 's/^ *//')
+# The command as printed, with the token shortened for the screen; it runs exactly as printed.
+echo "\$ $UPDATE" | sed -E 's/("approval_token": "[^"]{16})[^"]*/\1…/'
+bash -c "$UPDATE"
 
 say "7. The completed case"
 $BIN/python starter.py --state-dir "$STATE_DIR" status "$CASE" --wait
 EVENTS=$("$TEMPORAL" workflow describe --address "$TEMPORAL_ADDRESS" --workflow-id "case-$CASE" -o json \
   | $BIN/python -c 'import json, sys; print(json.load(sys.stdin)["workflowExecutionInfo"]["historyLength"])')
 echo "workflow history of case-$CASE: $EVENTS events (temporal workflow show --workflow-id case-$CASE)"
+
+say "8. The chain of proof, checked offline from the workflow history and the public keys only"
+$BIN/python starter.py --state-dir "$STATE_DIR" --profile chen verify "$CASE"
 say "Done: the receipt above is SIMULATED; no money moved. Stopping what the demo started."

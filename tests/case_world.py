@@ -27,7 +27,7 @@ from commerce_server.seed import seed_fixture
 from contracts.case import CaseView
 from contracts.identity import resolve_profile
 from contracts.knowledge import Language
-from tests.credentials_support import applicant_token
+from tests.credentials_support import applicant_token, install_signing_keys
 from worker import Cleanup, build_worker
 
 
@@ -76,6 +76,7 @@ async def open_world(
 ) -> tuple[CaseWorld, Worker, Cleanup]:
     """A seeded world and its (not yet running) worker; the rehearsal model unless ``model_settings``."""
     state_dir.mkdir(parents=True, exist_ok=True)
+    install_signing_keys(state_dir)  # starter.py run on this state dir signs as the tests do
     engine = make_engine(f"sqlite:///{state_dir / 'commerce.db'}")
     seed_fixture(engine)
     task_queue = f"support-cases-test-{uuid.uuid4().hex[:8]}"

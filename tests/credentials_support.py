@@ -9,6 +9,7 @@ tokens) and as each reviewer (approvals), exactly as ``starter.py`` does from a 
 from __future__ import annotations
 
 import os
+import shutil
 import tempfile
 from functools import cache
 from pathlib import Path
@@ -18,7 +19,7 @@ from commerce_server.tokens import SIGNING_KEY_ENV as COMMERCE_SIGNING_KEY_ENV
 from contracts.case import Decision
 from contracts.credentials import COMMERCE_KID, SignedReview
 from contracts.identity import Identity, resolve_profile
-from keystore import PUBLIC_KEYS_ENV, create_demo_keys, private_key_path, public_keys_location
+from keystore import DEMO_SIGNERS, PUBLIC_KEYS_ENV, create_demo_keys, keys_dir, private_key_path, public_keys_location
 from keystore.signers import KeyFileSigner
 
 
@@ -42,3 +43,17 @@ def signed_review(reviewer: str, case_id: str, digest: str, decision: Decision =
     return use_test_keys().signed_review(
         resolve_profile(reviewer), case_id=case_id, digest=digest, decision=decision.value
     )
+
+
+def install_signing_keys(state_dir: Path) -> None:
+    """Give ``state_dir`` this process's issuer and reviewer private keys (0600, in a 0700 folder), so
+    that ``starter.py --state-dir state_dir`` signs applicant tokens and approvals exactly as the tests
+    do. Neither the commerce key nor a public key set is copied: every reader already checks against
+    the set ``SUPPORT_PUBLIC_KEYS`` names."""
+    source = use_test_keys().state_dir
+    folder = keys_dir(state_dir)
+    folder.mkdir(parents=True, exist_ok=True)
+    folder.chmod(0o700)
+    for kid in DEMO_SIGNERS:
+        if kid != COMMERCE_KID and not private_key_path(state_dir, kid).exists():
+            shutil.copy2(private_key_path(source, kid), private_key_path(state_dir, kid))

@@ -3,7 +3,8 @@
 Each block after a ``<!-- readme-test: NAME -->`` comment runs line by line in bash from the project
 root. A line ending in ``&`` starts in the background (and is waited for: the dev server until it
 listens, the worker until it polls). ``CASE`` and ``DIGEST`` are replaced by what the block's ``ask``
-printed, as a user would copy them. Every other line must exit 0. The only differences from a user's
+printed, and ``TOKEN`` by the approval token ``review-info --approve`` printed, as a user would copy
+them. Every other line must exit 0. The only differences from a user's
 shell: a fresh state dir and free ports, passed through the variables the README documents
 (SUPPORT_STATE_DIR, TEMPORAL_PORT, TEMPORAL_UI_PORT, TEMPORAL_ADDRESS).
 """
@@ -57,7 +58,14 @@ class Shell:
             TEMPORAL_ADDRESS=f"127.0.0.1:{self.port}",
             COLUMNS="250",
         )
-        for name in ("COMMERCE_DATABASE_URL", "COMMERCE_MCP_URL", "TEMPORAL_NAMESPACE"):
+        # The README's user has only what `init` made: the state dir's keys, not the test process's.
+        for name in (
+            "COMMERCE_DATABASE_URL",
+            "COMMERCE_MCP_URL",
+            "COMMERCE_PUBLIC_KEYS",
+            "COMMERCE_SIGNING_KEY",
+            "TEMPORAL_NAMESPACE",
+        ):
             self.env.pop(name, None)
         self.tmp = tmp
         self.jobs: list[tuple[subprocess.Popen, Path]] = []
@@ -82,9 +90,12 @@ class Shell:
         )
         assert done.returncode == 0, f"{command!r} exited {done.returncode}:\n{done.stdout[-3000:]}\n{done.stderr}"
         if " ask " in command:
-            signal_line = next(line for line in done.stdout.splitlines() if "workflow signal" in line)
-            self.values["CASE"] = signal_line.split("--workflow-id case-")[1].split()[0]
-            self.values["DIGEST"] = signal_line.split('"digest": "')[1].split('"')[0]
+            review = next(line for line in done.stdout.splitlines() if " review " in line and "--approve" in line)
+            self.values["CASE"] = review.split(" review ")[1].split()[0]
+            self.values["DIGEST"] = review.split("--digest ")[1].split()[0]
+        if " review-info " in command and "--approve" in command:
+            update = next(line for line in done.stdout.splitlines() if "workflow update execute" in line)
+            self.values["TOKEN"] = update.split('"approval_token": "')[1].split('"')[0]
 
     def background(self, command: str) -> None:
         log = self.tmp / f"job-{len(self.jobs)}.log"

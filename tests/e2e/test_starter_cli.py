@@ -3,22 +3,31 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import subprocess
 import sys
 import time
 import uuid
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
 
 from case_client import case_id_for
 from contracts.case import CaseInput, CaseView
+from contracts.credentials import PublicKeys, verify_approval_token
 from contracts.identity import resolve_profile
 from contracts.knowledge import Language
 from contracts.names import WORKFLOW_NAME
+from keystore import load_public_keys, public_keys_location
+from tests.credentials_support import use_test_keys
 
 ROOT = Path(__file__).resolve().parents[2]
+
+
+def use_test_keys_public() -> PublicKeys:
+    return load_public_keys(public_keys_location(use_test_keys().state_dir, {}))
 
 
 async def _starter(world, temporal_server, *args: str) -> subprocess.CompletedProcess:
@@ -46,26 +55,64 @@ async def test_the_same_request_key_returns_the_existing_case_and_never_reruns_i
     assert len(runs) == 1
 
 
+def _review_line(stdout: str) -> tuple[str, str]:
+    """The case id and digest of the ``review ... --approve`` command that ask and review-info print."""
+    line = next(line for line in stdout.splitlines() if " review " in line and "--approve" in line)
+    return line.split(" review ")[1].split()[0], line.split("--digest ")[1].split()[0]
+
+
 async def test_ask_prints_the_review_commands_and_a_wrong_reviewer_gets_one_line(shared_world, temporal_server) -> None:
     asked = await _starter(shared_world, temporal_server, "--profile", "alice", "ask", "Please refund QH-1002")
     assert asked.returncode == 0, asked.stderr
     assert "waiting_approval" in asked.stdout
-    signal_line = next(line for line in asked.stdout.splitlines() if "temporal workflow signal" in line)
-    digest = signal_line.split('"digest": "')[1].split('"')[0]
-    case_id = signal_line.split("--workflow-id case-")[1].split()[0]
-    assert f"review {case_id} --digest {digest} --approve" in asked.stdout
+    case_id, digest = _review_line(asked.stdout)
+    assert f"--profile chen review {case_id} --digest {digest} --approve" in asked.stdout
+    assert f"--profile chen review-info {case_id} --approve" in asked.stdout
+    # a payload that merely names a reviewer is refused by the workflow, so none is ever printed
+    assert '"reviewer"' not in asked.stdout and "workflow signal" not in asked.stdout
 
     refused = await _starter(
         shared_world, temporal_server, "--profile", "alice", "review", case_id, "--digest", digest, "--approve"
     )
     assert refused.returncode == 2
-    assert refused.stderr.strip().splitlines() == [
-        "error: review_refused: applicant_cannot_review (recorded in the case events)"
-    ]
+    [line] = refused.stderr.strip().splitlines()
+    assert line.startswith("error: not_a_reviewer: profile alice is a customer and holds no reviewer key")
     assert "Traceback" not in refused.stderr
+    events = await shared_world.client.get_workflow_handle(f"case-{case_id}").query("events")
+    assert not [e for e in events if e["kind"] == "review_refused"]  # nothing was sent
 
     info = await _starter(shared_world, temporal_server, "--profile", "chen", "review-info", case_id)
     assert info.returncode == 0 and digest in info.stdout.replace("\n", "")
+    assert "approval_token" not in info.stdout  # a token is printed only when asked for
+
+
+async def test_review_info_prints_signed_temporal_cli_and_web_ui_forms_that_work(shared_world, temporal_server) -> None:
+    asked = await _starter(shared_world, temporal_server, "--profile", "alice", "ask", "Please refund QH-1009")
+    assert asked.returncode == 0, asked.stderr
+    case_id, digest = _review_line(asked.stdout)
+    info = await _starter(shared_world, temporal_server, "--profile", "chen", "review-info", case_id, "--approve")
+    assert info.returncode == 0, info.stderr
+    lines = info.stdout.splitlines()
+    update = next(line.strip() for line in lines if "workflow update execute" in line)
+    signal = next(line.strip() for line in lines if "workflow signal" in line)
+    where = f"--address {temporal_server.address} --namespace default --workflow-id case-{case_id} --name review"
+    assert where in update and where in signal
+    payload = update.split("--input '")[1].removesuffix("'")
+    assert payload in signal and f"  {payload}" in lines  # the Web UI's input is the same JSON
+    assert f"chen signed an approval of case {case_id}, digest {digest}" in info.stdout
+    token = json.loads(payload)["approval_token"]
+    claims = verify_approval_token(token, use_test_keys_public())
+    assert (claims.sub, claims.case_id, claims.digest, claims.decision) == ("chen", case_id, digest, "approve")
+    assert claims.expires_at - claims.issued_at == timedelta(minutes=10)
+
+    ran = await asyncio.to_thread(subprocess.run, ["bash", "-c", update], capture_output=True, text=True, timeout=120)
+    assert ran.returncode == 0, ran.stdout + ran.stderr
+    done = await _starter(shared_world, temporal_server, "--profile", "alice", "status", case_id, "--wait")
+    assert done.returncode == 0 and "completed" in done.stdout and "SIM-" in done.stdout, done.stdout + done.stderr
+    again = await asyncio.to_thread(subprocess.run, ["bash", "-c", signal], capture_output=True, text=True, timeout=120)
+    assert again.returncode != 0  # the case has ended: the same token decides nothing twice
+    settled = await _starter(shared_world, temporal_server, "--profile", "chen", "review-info", case_id, "--reject")
+    assert settled.returncode == 2 and "case_not_waiting" in settled.stderr
 
 
 async def test_bad_input_gets_one_clear_line_and_a_nonzero_exit(shared_world, temporal_server) -> None:
@@ -155,6 +202,12 @@ async def _workflows_on(client, queue: str) -> list:
         (["ask", "--language", "fr", "Where is QH-1005?"], "Invalid value for '--language'"),
         (["ask", "--request-key", "k" * 201, "Where is QH-1005?"], "--request-key must be 1 to 200 characters"),
         (["no-such-command"], "No such command"),
+        (["--profile", "chen", "review", "x", "--digest", "abc", "--approve"], "invalid_digest: --digest must be"),
+        (["--profile", "bob", "review", "x", "--digest", "a" * 64, "--approve"], "not_a_reviewer: profile bob"),
+        (["--profile", "chen", "review", "x", "--digest", "a" * 64, "--approve"], "signing_key_missing"),
+        (["--profile", "chen", "review-info", "x", "--approve", "--reject"], "exactly one of --approve or --reject"),
+        (["--profile", "alice", "review-info", "x", "--approve"], "not_a_reviewer: profile alice"),
+        (["verify", "x", "--history", "/nonexistent/history.json"], "history_unreadable: cannot read"),
     ],
 )
 async def test_bad_input_is_one_line_exit_2_and_starts_nothing(
@@ -167,6 +220,20 @@ async def test_bad_input_is_one_line_exit_2_and_starts_nothing(
     assert line.startswith("error: ") and says in line and "unexpected" not in line
     assert done.stdout == ""
     assert await _workflows_on(temporal_client, queue) == []
+
+
+async def test_ask_without_the_issuer_key_says_so_and_starts_nothing(
+    shared_world, temporal_server, tmp_path: Path
+) -> None:
+    key = f"no-issuer-key-{uuid.uuid4().hex[:8]}"
+    done, _ = await _starter_on(
+        shared_world.task_queue, temporal_server, tmp_path, "ask", "Where is my order QH-1005?", "--request-key", key
+    )
+    assert done.returncode == 2, done.stdout + done.stderr
+    [line] = done.stderr.strip().splitlines()
+    assert line.startswith("error: signing_key_missing: No private key at") and "issuer.pem" in line
+    case_id = case_id_for(key, resolve_profile("alice"))
+    assert [w async for w in shared_world.client.list_workflows(f'WorkflowId="case-{case_id}"')] == []
 
 
 async def test_ask_and_status_without_a_worker_say_so_within_ten_seconds(
@@ -207,9 +274,7 @@ async def test_exit_status_says_whether_the_case_reached_a_decision(shared_world
 
 async def test_review_tells_another_tenants_reviewer_nothing_about_the_case(shared_world, temporal_server) -> None:
     asked = await _starter(shared_world, temporal_server, "--profile", "alice", "ask", "Please refund QH-1002")
-    signal_line = next(line for line in asked.stdout.splitlines() if "workflow signal" in line)
-    digest = signal_line.split('"digest": "')[1].split('"')[0]
-    case_id = signal_line.split("--workflow-id case-")[1].split()[0]
+    case_id, digest = _review_line(asked.stdout)
     foreign = await _starter(
         shared_world, temporal_server, "--profile", "mei", "review", case_id, "--digest", digest, "--approve"
     )

@@ -1,0 +1,215 @@
+"""A case's trail as its workflow history records it: what was asked, proposed, reviewed and paid.
+
+:func:`trail_from_history` decodes one run's history (fetched from Temporal, or an exported JSON file
+as ``temporal workflow show --output json`` writes it) into a :class:`CaseTrail`. It is pure: no
+server, no keys, no clock. It reads only what the history carries and never judges it; a payload
+that does not decode is kept as a problem, for :mod:`case_client.verify` to name.
+
+Nothing here trusts the history. It is data that anyone with write access to the namespace, or a
+compromised worker, could have shaped; only the signatures :mod:`case_client.verify` checks, with
+public keys from outside the history, give it weight.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Generic, TypeVar
+
+from pydantic import ValidationError
+from temporalio.api.common.v1 import Payload, Payloads
+from temporalio.api.enums.v1 import EventType
+from temporalio.api.history.v1 import HistoryEvent
+from temporalio.client import WorkflowHistory
+from temporalio.contrib.pydantic import pydantic_data_converter
+
+from contracts.case import CaseInput, CaseRecord, CaseStatus, CaseView, SettleRequest
+from contracts.commerce import RefundProposal, RefundReceipt
+from contracts.credentials import SignedReview
+from contracts.errors import ContractError
+from contracts.names import REVIEW, ActivityName, EventKind
+
+T = TypeVar("T")
+_CONVERTER = pydantic_data_converter.payload_converter
+_ACTIVITY_ENDS = {
+    EventType.EVENT_TYPE_ACTIVITY_TASK_COMPLETED: "completed",
+    EventType.EVENT_TYPE_ACTIVITY_TASK_FAILED: "failed",
+    EventType.EVENT_TYPE_ACTIVITY_TASK_TIMED_OUT: "timed out",
+    EventType.EVENT_TYPE_ACTIVITY_TASK_CANCELED: "canceled",
+}
+_RUN_ENDS = {
+    EventType.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED: "completed",
+    EventType.EVENT_TYPE_WORKFLOW_EXECUTION_FAILED: "failed",
+    EventType.EVENT_TYPE_WORKFLOW_EXECUTION_TIMED_OUT: "timed out",
+    EventType.EVENT_TYPE_WORKFLOW_EXECUTION_CANCELED: "canceled",
+    EventType.EVENT_TYPE_WORKFLOW_EXECUTION_TERMINATED: "terminated",
+    EventType.EVENT_TYPE_WORKFLOW_EXECUTION_CONTINUED_AS_NEW: "continued as new",
+}
+
+
+@dataclass(frozen=True)
+class Decoded(Generic[T]):
+    """A payload decoded as ``T``, or why it is not one (``value`` None and ``problem`` set)."""
+
+    value: T | None = None
+    problem: str | None = None
+
+
+@dataclass(frozen=True)
+class Settlement:
+    """The last ``execute_refund`` activity of the run: what it was asked and what it returned."""
+
+    scheduled_event_id: int
+    scheduled_at: datetime
+    request: Decoded[SettleRequest]
+    outcome: str
+    """``completed``, ``failed``, ``timed out``, ``canceled``, or ``pending`` (no end recorded yet)."""
+    receipt: Decoded[RefundReceipt] = Decoded()
+
+
+@dataclass(frozen=True)
+class CaseTrail:
+    """What one run's history says about the case (nothing here is verified)."""
+
+    workflow_id: str
+    started_at: datetime | None
+    """When this case started: the first run's ``case_started`` event for a run continued as new."""
+    case: Decoded[CaseInput]
+    proposal: RefundProposal | None = None
+    """The last proposal written to a case record (what a waiting case showed its reviewer)."""
+    review_tokens: list[str] = field(default_factory=list)
+    """The approval tokens of every review signal and update, in history order (valid or not)."""
+    settlement: Settlement | None = None
+    run_end: str | None = None
+    """How the run ended (``completed``, ``continued as new``, ...); None while it runs."""
+    final_status: CaseStatus | None = None
+    final_reason: str | None = None
+
+
+def decode(payloads: Payloads | None, kind: type[T]) -> Decoded[T]:
+    """The first payload of ``payloads`` as ``kind``, or the problem (never an exception)."""
+    if payloads is None or not payloads.payloads:
+        return Decoded(problem="no payload")
+    return decode_payload(payloads.payloads[0], kind)
+
+
+def decode_payload(payload: Payload, kind: type[T]) -> Decoded[T]:
+    try:
+        return Decoded(value=_CONVERTER.from_payload(payload, kind))
+    except ValidationError as error:
+        first = error.errors()[0]
+        where = ".".join(str(part) for part in first["loc"]) or "payload"
+        return Decoded(problem=f"{where}: {first['msg']}"[:200])
+    except Exception as error:  # anything a writer of the history put there is reported, never raised
+        return Decoded(problem=f"not decodable ({type(error).__name__})")
+
+
+def trail_from_history(history: WorkflowHistory) -> CaseTrail:
+    """Decode one run of a case workflow (see the module docstring)."""
+    events: list[HistoryEvent] = list(history.events)
+    if not events or events[0].event_type != EventType.EVENT_TYPE_WORKFLOW_EXECUTION_STARTED:
+        return CaseTrail(history.workflow_id, None, Decoded(problem="the history has no start event"))
+    start = events[0]
+    case = decode(start.workflow_execution_started_event_attributes.input, CaseInput)
+    settlement: Settlement | None = None
+    proposal: RefundProposal | None = None
+    tokens: list[str] = []
+    run_end: str | None = None
+    final: CaseView | None = None
+    for event in events[1:]:
+        kind = event.event_type
+        if kind == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED:
+            attributes = event.activity_task_scheduled_event_attributes
+            name = attributes.activity_type.name
+            if name == ActivityName.EXECUTE_REFUND:
+                request = decode(attributes.input, SettleRequest)
+                settlement = Settlement(event.event_id, _time(event), request, "pending")
+            elif name == ActivityName.WRITE_CASE_RECORD:
+                record = decode(attributes.input, CaseRecord).value
+                if record is not None and record.case.proposal is not None:
+                    proposal = record.case.proposal
+        elif kind in _ACTIVITY_ENDS:
+            settlement = _ended(settlement, event)
+        elif kind == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED:
+            signal = event.workflow_execution_signaled_event_attributes
+            if signal.signal_name == REVIEW:
+                tokens += _token(signal.input)
+        elif kind == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_ACCEPTED:
+            update = event.workflow_execution_update_accepted_event_attributes.accepted_request.input
+            if update.name == REVIEW:
+                tokens += _token(update.args)
+        elif kind in _RUN_ENDS:
+            run_end = _RUN_ENDS[kind]
+            if kind == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED:
+                final = decode(event.workflow_execution_completed_event_attributes.result, CaseView).value
+    return CaseTrail(
+        workflow_id=history.workflow_id,
+        started_at=_case_started_at(case.value, _time(start)),
+        case=case,
+        proposal=proposal,
+        review_tokens=tokens,
+        settlement=settlement,
+        run_end=run_end,
+        final_status=final.status if final else None,
+        final_reason=final.reason if final else None,
+    )
+
+
+def history_from_json(text: str, workflow_id: str) -> WorkflowHistory:
+    """A history exported by ``temporal workflow show --output json`` (or ``WorkflowHistory.to_json``)."""
+    try:
+        data: Any = json.loads(text)
+        return WorkflowHistory.from_json(workflow_id, data)
+    except Exception as error:  # a file that is not a history is the caller's input, said in one line
+        raise ContractError(
+            "history_unreadable",
+            f"not a workflow history in JSON ({type(error).__name__}); export one with "
+            "`temporal workflow show --workflow-id case-CASE --output json`",
+        ) from None
+
+
+def history_from_file(path: Path, workflow_id: str) -> WorkflowHistory:
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as error:
+        raise ContractError("history_unreadable", f"cannot read {path}: {type(error).__name__}") from None
+    return history_from_json(text, workflow_id)
+
+
+def _ended(settlement: Settlement | None, event: HistoryEvent) -> Settlement | None:
+    """The settlement with the end of its activity, when ``event`` ends the last ``execute_refund``."""
+    kind = event.event_type
+    scheduled_event_id = {
+        EventType.EVENT_TYPE_ACTIVITY_TASK_COMPLETED: event.activity_task_completed_event_attributes.scheduled_event_id,
+        EventType.EVENT_TYPE_ACTIVITY_TASK_FAILED: event.activity_task_failed_event_attributes.scheduled_event_id,
+        EventType.EVENT_TYPE_ACTIVITY_TASK_TIMED_OUT: event.activity_task_timed_out_event_attributes.scheduled_event_id,
+        EventType.EVENT_TYPE_ACTIVITY_TASK_CANCELED: event.activity_task_canceled_event_attributes.scheduled_event_id,
+    }[kind]
+    if settlement is None or scheduled_event_id != settlement.scheduled_event_id:
+        return settlement  # another activity, or an earlier settlement's end
+    receipt: Decoded[RefundReceipt] = Decoded()
+    if kind == EventType.EVENT_TYPE_ACTIVITY_TASK_COMPLETED:
+        receipt = decode(event.activity_task_completed_event_attributes.result, RefundReceipt)
+    return Settlement(
+        settlement.scheduled_event_id, settlement.scheduled_at, settlement.request, _ACTIVITY_ENDS[kind], receipt
+    )
+
+
+def _token(payloads: Payloads) -> list[str]:
+    review = decode(payloads, SignedReview).value
+    return [review.approval_token] if review is not None else []
+
+
+def _case_started_at(case: CaseInput | None, run_started: datetime) -> datetime:
+    """The case's own start: this run's, or for a continued run its first ``case_started`` event."""
+    if case is not None and case.carried is not None:
+        for event in case.carried.events:
+            if event.kind == EventKind.CASE_STARTED:
+                return event.at
+    return run_started
+
+
+def _time(event: HistoryEvent) -> datetime:
+    return event.event_time.ToDatetime(tzinfo=UTC)
