@@ -54,6 +54,7 @@ from contracts.names import TASK_QUEUE
 from keystore import public_keys_location
 from knowledge.store import KnowledgeBase, default_knowledge_base
 from rehearsal import rehearsal_http_client
+from workflows.sandbox import workflow_runner
 from workflows.support_case import SupportCaseWorkflow
 
 Cleanup = Callable[[], Awaitable[None]]
@@ -117,6 +118,7 @@ def build_worker(
             records.write_case_record,
         ],
         interceptors=[ActivityBoundary()],
+        workflow_runner=workflow_runner(),
         **worker_options,
     )
 

@@ -10,6 +10,7 @@ from temporalio.client import WorkflowHistory
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker import Replayer
 
+from workflows.sandbox import workflow_runner
 from workflows.support_case import SupportCaseWorkflow
 
 HISTORIES = sorted((Path(__file__).parents[1] / "histories").glob("*.json"))
@@ -35,6 +36,8 @@ def test_histories_of_every_outcome_are_committed() -> None:
 async def test_recorded_history_replays_without_nondeterminism(path: Path) -> None:
     data = json.loads(path.read_text(encoding="utf-8"))
     history = WorkflowHistory.from_json(f"replay-{path.stem}", data)
-    replayer = Replayer(workflows=[SupportCaseWorkflow], data_converter=pydantic_data_converter)
+    replayer = Replayer(
+        workflows=[SupportCaseWorkflow], data_converter=pydantic_data_converter, workflow_runner=workflow_runner()
+    )
     result = await replayer.replay_workflow(history, raise_on_replay_failure=True)
     assert result.replay_failure is None
