@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from temporalio.client import Client
 
-from case_client import CaseClient
+from case_client import ApplicantIssuer, CaseClient
 from contracts.case import REHEARSAL_LABEL, CaseStatus, CaseView
 from contracts.errors import ConfigurationError, TransientError
 from contracts.identity import resolve_profile
@@ -76,11 +76,14 @@ class EvalRow:
         return self.view.status is self.case.expected_status and not self.unexpected_proposal
 
 
-async def run_case(client: Client, case: EvalCase, task_queue: str, wait_seconds: float = 300) -> EvalRow:
+async def run_case(
+    client: Client, case: EvalCase, task_queue: str, wait_seconds: float = 300, *, issuer: ApplicantIssuer
+) -> EvalRow:
     """Run one case as alice until it waits for a reviewer or ends (a short approval TTL); a case still
-    running after ``wait_seconds`` is reported as it stands."""
+    running after ``wait_seconds`` is reported as it stands. ``issuer`` signs alice's applicant token
+    (``starter.py eval cases``: the state dir's issuer key); without a valid one the worker reads nothing."""
     started = time.monotonic()
-    handle = await CaseClient.for_client(client, task_queue=task_queue).start(
+    handle = await CaseClient.for_client(client, task_queue=task_queue, issuer=issuer).start(
         resolve_profile("alice"),
         case.question,
         language=Language.EN,

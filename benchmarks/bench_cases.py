@@ -41,8 +41,8 @@ async def one_case(on_queue: CaseClient) -> float:
 
 async def main(cases: int, concurrency: int) -> None:
     with tempfile.TemporaryDirectory() as tmp:
-        async with rehearsal_stack(Path(tmp)) as (client, task_queue):
-            on_queue = CaseClient.for_client(client, task_queue=task_queue)
+        async with rehearsal_stack(Path(tmp)) as stack:
+            on_queue = stack.cases  # signs each case's applicant token with the stack's demo keys
             await one_case(on_queue)
             limit = asyncio.Semaphore(concurrency)
 

@@ -2,7 +2,8 @@
 
     .venv/bin/python benchmarks/bench_failover.py [ROUNDS]
 
-Each round starts a throwaway case on the test suite's local stack: a dev server, the fault tests'
+Each round starts a throwaway case on the test suite's local stack (its demo keys sign the applicant
+token and the approval, as in tests/credentials_support.py): a dev server, the fault tests'
 ``paused_worker.py`` launcher (the real worker with one pause) holding a model request or a settlement,
 and a second plain ``worker.py`` polling the same task queue. It SIGKILLs the first worker and reads the
 retry's start time from the workflow history. Activities heartbeat with an 8 s heartbeat timeout and
@@ -23,6 +24,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from temporal_dev import start_dev_server  # noqa: E402
+from tests.credentials_support import use_test_keys  # noqa: E402
 from tests.faults.fault_support import (  # noqa: E402
     PAUSED_WORKER_SCRIPT,
     REFUND_QUESTION,
@@ -53,7 +55,7 @@ async def one_round(address: str, root: Path, where: str) -> float:
         if where == "settlement":
             view = await world.waiting_for_approval(handle)
             assert view.digest is not None, "a case waiting for approval has a digest"
-            await world.cases.open(handle.id).signal_review(approval("chen", view.digest))
+            await world.cases.open(handle.id).signal_review(approval("chen", view.case_id, view.digest))
         await wait_until(marker.exists, f"the first worker to pause in the {where}", timeout=90)
         second = await spawn_worker(address, world.state_dir, world.task_queue, name="second").ready()
         killed_at = datetime.now(UTC)
@@ -73,6 +75,7 @@ async def one_round(address: str, root: Path, where: str) -> float:
 
 
 async def main(rounds: int) -> None:
+    use_test_keys()  # demo keys, named in the environment before any worker or commerce server is spawned
     with tempfile.TemporaryDirectory() as tmp:
         server = start_dev_server(Path(tmp) / "temporal")
         try:

@@ -20,20 +20,18 @@ import time
 import uuid
 from pathlib import Path
 
-from temporalio.client import Client
-
-from case_client import CaseClient, CaseHandle
+from case_client import CaseHandle
 from contracts.case import CaseStatus
 from contracts.identity import resolve_profile
 from contracts.knowledge import Language
 from contracts.names import REVIEW
-from temporal_dev import rehearsal_stack
+from temporal_dev import RehearsalStack, rehearsal_stack
 
 PAUSES = (0.0, 0.05, 0.1, 0.2, 0.33)
 
 
-async def waiting_case(client: Client, task_queue: str) -> tuple[CaseHandle, str]:
-    case = await CaseClient.for_client(client, task_queue=task_queue).start(
+async def waiting_case(stack: RehearsalStack) -> tuple[CaseHandle, str]:
+    case = await stack.cases.start(
         resolve_profile("alice"),
         "Please refund QH-1001 and explain the amount and the policy",
         language=Language.EN,
@@ -45,8 +43,8 @@ async def waiting_case(client: Client, task_queue: str) -> tuple[CaseHandle, str
     return case, view.digest
 
 
-async def flood(client: Client, task_queue: str, signals: int, size: int, pause: float) -> str:
-    case, digest = await waiting_case(client, task_queue)
+async def flood(stack: RehearsalStack, signals: int, size: int, pause: float) -> str:
+    case, digest = await waiting_case(stack)
     handle, workflow_id = case.workflow, case.workflow.id
     first_run = (await handle.describe()).run_id
     payload = {"reviewer": "chen", "digest": digest, "decision": "approve", "note": "x" * size}
@@ -65,7 +63,7 @@ async def flood(client: Client, task_queue: str, signals: int, size: int, pause:
     await asyncio.sleep(3)
     description = await handle.describe()
     runs = 0
-    async for _ in client.list_workflows(f'WorkflowId="{workflow_id}"'):
+    async for _ in stack.client.list_workflows(f'WorkflowId="{workflow_id}"'):
         runs += 1
     outcome = "survived" if description.status and description.status.name == "RUNNING" else "TERMINATED"
     rate = sent * size / 1e6 / elapsed if elapsed else float("inf")
@@ -79,8 +77,8 @@ async def main(signals: int, megabytes: float) -> None:
     print(f"{signals} malformed review signals of {megabytes} MB at a waiting case, one rehearsal worker")
     for pause in PAUSES:
         with tempfile.TemporaryDirectory() as tmp:
-            async with rehearsal_stack(Path(tmp)) as (client, task_queue):
-                print(await flood(client, task_queue, signals, size, pause), flush=True)
+            async with rehearsal_stack(Path(tmp)) as stack:
+                print(await flood(stack, signals, size, pause), flush=True)
 
 
 if __name__ == "__main__":

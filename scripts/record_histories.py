@@ -23,41 +23,52 @@ import uuid
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
-from temporalio.client import Client
-
-from case_client import CaseClient, CaseHandle
+from case_client import CaseHandle
 from contracts.case import CaseStatus, CaseView, Decision, ReviewDecision
+from contracts.credentials import SignedReview
 from contracts.errors import AuthorizationError
 from contracts.identity import resolve_profile
 from contracts.knowledge import Language
 from contracts.names import REVIEW
-from temporal_dev import rehearsal_stack
+from keystore.signers import KeyFileSigner
+from temporal_dev import RehearsalStack, rehearsal_stack
 
 OUT = Path(__file__).resolve().parents[1] / "tests" / "histories"
 SUGGEST_CONTINUE_AS_NEW_AFTER_EVENTS = 150
 
-Action = Callable[[CaseHandle, CaseView], Awaitable[None]]
+Action = Callable[[CaseHandle, CaseView, KeyFileSigner], Awaitable[None]]
+"""What a reviewer (or an impostor) does with a waiting case; ``signer`` signs as each reviewer."""
+
+
+def signed(
+    signer: KeyFileSigner, case: CaseHandle, view: CaseView, decision: Decision, reviewer: str = "chen"
+) -> SignedReview:
+    """``reviewer``'s own signed decision on the case's proposal."""
+    assert view.digest is not None
+    return signer.signed_review(
+        resolve_profile(reviewer), case_id=case.case_id, digest=view.digest, decision=decision.value
+    )
 
 
 def review(decision: Decision, reviewer: str = "chen") -> Action:
-    async def act(case: CaseHandle, view: CaseView) -> None:
-        assert view.digest is not None
-        await case.signal_review(ReviewDecision(reviewer=reviewer, digest=view.digest, decision=decision))
+    async def act(case: CaseHandle, view: CaseView, signer: KeyFileSigner) -> None:
+        await case.signal_review(signed(signer, case, view, decision, reviewer))
 
     return act
 
 
-async def refused_then_approved(case: CaseHandle, view: CaseView) -> None:
-    """A malformed signal, a refused update (it fails), then the approval by update."""
+async def refused_then_approved(case: CaseHandle, view: CaseView, signer: KeyFileSigner) -> None:
+    """A malformed signal, a refused update (a review that only names a reviewer: it fails), then the
+    signed approval by update."""
     assert view.digest is not None
     await case.workflow.signal(REVIEW, {"reviewer": "chen", "digest": view.digest, "decision": "approved"})
     with contextlib.suppress(AuthorizationError):
         await case.review(ReviewDecision(reviewer="bob", digest=view.digest, decision=Decision.APPROVE))
-    await case.review(ReviewDecision(reviewer="chen", digest=view.digest, decision=Decision.APPROVE))
+    await case.review(signed(signer, case, view, Decision.APPROVE))
 
 
-async def flood_then_approve(case: CaseHandle, view: CaseView) -> None:
-    """Malformed review signals until the case continues as new, then the approval."""
+async def flood_then_approve(case: CaseHandle, view: CaseView, signer: KeyFileSigner) -> None:
+    """Malformed review signals until the case continues as new, then the signed approval."""
     first_run = (await case.workflow.describe()).run_id
     malformed = {"reviewer": "chen", "digest": view.digest, "decision": "approved", "note": 1}
     for _ in range(200):
@@ -67,7 +78,7 @@ async def flood_then_approve(case: CaseHandle, view: CaseView) -> None:
         await asyncio.sleep(0.05)
     else:
         raise RuntimeError("the case never continued as new")
-    await review(Decision.APPROVE)(case, view)
+    await review(Decision.APPROVE)(case, view, signer)
 
 
 SCENARIOS: list[tuple[str, str, str, Language, Action | None, int]] = [
@@ -99,9 +110,9 @@ SCENARIOS: list[tuple[str, str, str, Language, Action | None, int]] = [
 ]
 
 
-async def record(client: Client, task_queue: str, tag: str) -> None:
+async def record(stack: RehearsalStack, tag: str) -> None:
     OUT.mkdir(parents=True, exist_ok=True)
-    cases = CaseClient.for_client(client, task_queue=task_queue)
+    client, cases = stack.client, stack.cases  # cases start with an applicant token signed by the stack's issuer
     for name, applicant, question, language, action, ttl in SCENARIOS:
         case = await cases.start(
             resolve_profile(applicant),
@@ -114,7 +125,7 @@ async def record(client: Client, task_queue: str, tag: str) -> None:
             view = await case.settled(timeout=120, poll_seconds=0.2)
             if view.status is not CaseStatus.WAITING_APPROVAL:
                 raise SystemExit(f"{name}: the case ended {view.status.value} ({view.reason}) instead of waiting")
-            await action(case, view)
+            await action(case, view, stack.signer)
         result = await case.ended(timeout=120)
         workflow_id = case.workflow.id
         runs = [execution.run_id async for execution in client.list_workflows(f'WorkflowId="{workflow_id}"')]
@@ -131,8 +142,8 @@ async def record(client: Client, task_queue: str, tag: str) -> None:
 async def main(tag: str) -> None:
     limits = {"limit.historyCount.suggestContinueAsNew": str(SUGGEST_CONTINUE_AS_NEW_AFTER_EVENTS)}
     with tempfile.TemporaryDirectory() as tmp:
-        async with rehearsal_stack(Path(tmp), dynamic_config=limits) as (client, task_queue):
-            await record(client, task_queue, tag)
+        async with rehearsal_stack(Path(tmp), dynamic_config=limits) as stack:
+            await record(stack, tag)
 
 
 if __name__ == "__main__":

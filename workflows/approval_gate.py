@@ -95,6 +95,11 @@ def judge_review(review: ReviewDecision | SignedReview, state: CaseState, *, now
         return ReviewVerdict(claimed, refusal=ReviewRefusal.ALREADY_DECIDED.value)
     try:
         claims = verify_approval_token(review.approval_token, state.public_keys)
+    except CredentialRefused as refused:
+        return ReviewVerdict(claimed, refusal=refused.code)
+    except Exception:  # a crafted token must never fail the workflow task (and wedge the case)
+        return ReviewVerdict(claimed, refusal="malformed_token")
+    try:  # signed by the reviewer it names: from here on the name is proven
         check_approval(
             claims,
             case_id=state.case.case_id,
@@ -104,9 +109,7 @@ def judge_review(review: ReviewDecision | SignedReview, state: CaseState, *, now
             now=now,
         )
     except CredentialRefused as refused:
-        return ReviewVerdict(claimed, refusal=refused.code)
-    except Exception:  # a crafted token must never fail the workflow task (and wedge the case)
-        return ReviewVerdict(claimed, refusal="malformed_token")
+        return ReviewVerdict(claims.sub, refusal=refused.code)
     if claims.jti in state.used_approvals:
         return ReviewVerdict(claims.sub, refusal=ReviewRefusal.APPROVAL_REUSED.value)
     decision = ReviewDecision(reviewer=claims.sub, digest=claims.digest, decision=Decision(claims.decision))

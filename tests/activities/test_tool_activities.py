@@ -26,6 +26,8 @@ from activities.settlement import SettlementActivities
 from activities.tool_activities import ToolActivities
 from commerce_server.db import make_engine
 from commerce_server.seed import load_fixture, seed_fixture
+from commerce_server.tokens import PUBLIC_KEYS_ENV as COMMERCE_PUBLIC_KEYS_ENV
+from commerce_server.tokens import SIGNING_KEY_ENV as COMMERCE_SIGNING_KEY_ENV
 from contracts.case import SettleRequest, ToolObservation, ToolRequest
 from contracts.commerce import Order, RefundProposal
 from contracts.errors import TransientError
@@ -395,9 +397,14 @@ async def test_sessions_are_exited_by_their_owner_task(tmp_path: Path) -> None:
 # --- settlement ----------------------------------------------------------------------------------
 
 
-async def test_execute_refund_pays_once_per_approval_and_refuses_a_changed_digest(tmp_path: Path) -> None:
+async def test_execute_refund_pays_once_per_approval_and_refuses_a_changed_digest(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     state_dir, url = _seeded_state_dir(tmp_path / "settle")
     create_demo_keys(state_dir)  # the stdio server checks approvals with <state dir>/keys (starter.py init)
+    # ... when no other keys are named: the test session names its own for every commerce server
+    monkeypatch.delenv(COMMERCE_PUBLIC_KEYS_ENV)
+    monkeypatch.delenv(COMMERCE_SIGNING_KEY_ENV)
     now = datetime.now(UTC)
     async with _tools(state_dir, url) as tools:
         order = Order.model_validate(

@@ -18,11 +18,12 @@ from pathlib import Path
 import pytest
 from temporalio.client import Client
 
-from contracts.case import CaseStatus, CaseView, Decision, ReviewDecision, ReviewOutcome
+from contracts.case import CaseStatus, CaseView, ReviewOutcome
 from temporal_dev import DevServer
 from tests.adversarial.adversary import scripted_world
 from tests.adversarial.provider import ScriptedProvider
 from tests.case_world import history_text
+from tests.credentials_support import signed_review
 
 pytestmark = pytest.mark.slow
 
@@ -48,7 +49,7 @@ async def test_the_api_key_appears_nowhere_but_in_the_requests_to_the_provider(
         async with scripted_world(temporal_client, state_dir, provider) as adversary:
             handle, view = await adversary.run("Please refund QH-1001 and explain the amount and the policy")
             assert view.status is CaseStatus.WAITING_APPROVAL and view.digest is not None
-            approval = ReviewDecision(reviewer="chen", digest=view.digest, decision=Decision.APPROVE, note="ok")
+            approval = signed_review("chen", view.case_id, view.digest)
             outcome = await handle.execute_update("review", approval, result_type=ReviewOutcome)
             assert outcome.accepted
             final: CaseView = await handle.result()

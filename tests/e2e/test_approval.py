@@ -1,4 +1,7 @@
-"""Human approval: who may approve, duplicates, rejection and expiry, against a real server."""
+"""Human approval: who may approve, duplicates, rejection and expiry, against a real server.
+
+Only a reviewer's own signed approval decides a case: a review that merely names a reviewer is
+refused (``signature_required``), whoever it names."""
 
 from __future__ import annotations
 
@@ -12,15 +15,26 @@ from temporalio.exceptions import ApplicationError
 from temporalio.service import RPCError
 
 from contracts.case import AnswerSource, CaseStatus, CaseView, Decision, ReviewDecision, ReviewOutcome
+from contracts.credentials import SignedReview
 from contracts.knowledge import Language
 from temporal_dev import temporal_cli
+from tests.credentials_support import signed_review
 from workflows.customer_notice import receipt_notice, status_notice
 
 REFUND_QUESTION = "Please refund QH-1001 and explain the amount and the policy"
 
 
-def _decision(reviewer: str, digest: str, decision: Decision = Decision.APPROVE) -> ReviewDecision:
+def _claimed(reviewer: str, digest: str, decision: Decision = Decision.APPROVE) -> ReviewDecision:
+    """A review that only names ``reviewer`` (no signature): what anyone can send."""
     return ReviewDecision(reviewer=reviewer, digest=digest, decision=decision, note="test")
+
+
+def _signed(
+    reviewer: str, view: CaseView, digest: str | None = None, decision: Decision = Decision.APPROVE
+) -> SignedReview:
+    """``reviewer``'s own signed decision on this case, over ``digest`` (default: the proposal's)."""
+    assert view.digest is not None
+    return signed_review(reviewer, view.case_id, digest or view.digest, decision)
 
 
 async def _events(handle, kind: str) -> list[str]:
@@ -52,28 +66,31 @@ async def test_only_a_same_tenant_reviewer_with_the_digest_can_approve_and_it_pa
     )
     assert handle.id in {row["execution"]["workflowId"] for row in json.loads(listed.stdout)}
 
-    refusals = {
-        "digest_mismatch": _decision("chen", "0" * 64),
-        "applicant_cannot_review": _decision("alice", digest),
-        "reviewer_of_another_tenant": _decision("mei", digest),
-        "not_a_reviewer": _decision("bob", digest),
-    }
-    for reason, decision in refusals.items():
+    # (who tries, the review they send, the refusal). alice (the applicant) and bob have no reviewer
+    # key: all they can send is a claim of a name, refused as such, like a claim of chen's name.
+    refusals: list[tuple[str, ReviewDecision | SignedReview, str]] = [
+        ("chen, over another digest", _signed("chen", view, "0" * 64), "digest_mismatch"),
+        ("the applicant", _claimed("alice", digest), "signature_required"),
+        ("mei, of another tenant, signing", _signed("mei", view), "reviewer_of_another_tenant"),
+        ("bob, a customer", _claimed("bob", digest), "signature_required"),
+        ("anyone, naming chen", _claimed("chen", digest), "signature_required"),
+    ]
+    for who, decision, reason in refusals:
         with pytest.raises(WorkflowUpdateFailedError) as failed:  # a refused update fails, visibly
             await handle.execute_update("review", decision, result_type=ReviewOutcome)
-        assert isinstance(failed.value.cause, ApplicationError)
-        assert (failed.value.cause.type, failed.value.cause.message) == ("review_refused", reason)
-    await handle.signal("review", _decision("mei", digest))
+        assert isinstance(failed.value.cause, ApplicationError), who
+        assert (failed.value.cause.type, failed.value.cause.message) == ("review_refused", reason), who
+    await handle.signal("review", _signed("mei", view))
     with pytest.raises(WorkflowUpdateFailedError):
-        await handle.execute_update("review", _decision("chen", "not-a-digest"), result_type=ReviewOutcome)
+        await handle.execute_update("review", _signed("chen", view, "not-a-digest"), result_type=ReviewOutcome)
 
     view = await world.wait_for(handle, lambda v: True)
     refused = await _events(handle, "review_refused")
-    assert len(refused) == 6 and sum("via signal" in r for r in refused) == 1
+    assert len(refused) == 7 and sum("via signal" in r for r in refused) == 1
     assert view.status is CaseStatus.WAITING_APPROVAL and view.receipt is None
     assert world.refund_records() == []
 
-    approve = _decision("chen", digest)
+    approve = _signed("chen", view)
     results = await asyncio.gather(
         handle.signal("review", approve),
         handle.signal("review", approve),
@@ -108,7 +125,7 @@ async def test_a_rejected_proposal_pays_nothing(world) -> None:
     handle = await world.start("Please refund QH-1002")
     view = await world.settled(handle)
     assert view.status is CaseStatus.WAITING_APPROVAL and view.proposal.amount_cents == 17900
-    await handle.signal("review", _decision("chen", view.digest, Decision.REJECT))
+    await handle.signal("review", _signed("chen", view, decision=Decision.REJECT))
     final: CaseView = await handle.result()
     assert final.status is CaseStatus.REJECTED and final.receipt is None
     assert (final.answer, final.answer_source) == (
@@ -128,7 +145,7 @@ async def test_an_unanswered_proposal_expires_and_a_late_approval_is_refused(wor
     assert final.answer is not None
     assert final.answer == status_notice(CaseStatus.EXPIRED, Language.EN) and "no refund has been made" in final.answer
     with pytest.raises(RPCError):
-        await handle.execute_update("review", _decision("chen", view.digest), result_type=ReviewOutcome)
+        await handle.execute_update("review", _signed("chen", view), result_type=ReviewOutcome)
     assert world.refund_records() == []
     assert world.order("QH-1001").refunded_cents == 0
 
@@ -138,7 +155,10 @@ MALFORMED_REVIEWS = {
     "missing decision": '{"reviewer": "chen", "digest": "%s", "note": ""}',
     "wrong type": '{"reviewer": ["chen"], "digest": "%s", "decision": "approve", "note": ""}',
     "not an object": '"approve %s"',
+    "a token that is not a string": '{"approval_token": ["%s"]}',
 }
+"""Malformed ``review`` payloads: the first three are reviews by name with a broken field (neither a
+signed review nor a named one), the last one a signed review whose token is no string."""
 
 
 async def test_malformed_and_refused_reviews_from_the_temporal_cli_are_recorded_and_refused_updates_fail(
@@ -167,13 +187,21 @@ async def test_malformed_and_refused_reviews_from_the_temporal_cli_are_recorded_
         MALFORMED_REVIEWS["decision outside the enum"].replace('"approved"', '"approve"').replace('"chen"', '"bob"')
         % view.digest,
     )
-    assert refused.returncode != 0 and "not_a_reviewer" in refused.stdout + refused.stderr
+    # well formed, but only a claim of a name: refused (a case with signed credentials takes signatures only)
+    assert refused.returncode != 0 and "signature_required" in refused.stdout + refused.stderr
 
     events = await _events(handle, "review_refused")
     malformed = [e for e in events if e.startswith("malformed payload")]
     assert len(malformed) == 2 * len(MALFORMED_REVIEWS), events
-    assert sum("via signal" in e for e in malformed) == sum("via update" in e for e in malformed) == 4
-    assert any("decision: Input should be 'approve' or 'reject'" in e for e in malformed)
-    assert [e for e in events if not e.startswith("malformed payload")] == ["bob via update: not_a_reviewer"]
+    assert (
+        sum("via signal" in e for e in malformed) == sum("via update" in e for e in malformed) == len(MALFORMED_REVIEWS)
+    )
+    # each event names the field of the expected signed review and what is wrong with it
+    assert sum("approval_token: Field required" in e for e in malformed) == 2 * 3, malformed
+    assert sum("approval_token: Input should be a valid string" in e for e in malformed) == 2, malformed
+    assert sum("payload: Input should be an object" in e for e in malformed) == 2, malformed
+    assert [e for e in events if not e.startswith("malformed payload")] == [
+        "bob (claimed) via update: signature_required"
+    ]
     still = await handle.query("status", result_type=CaseView)
     assert still.status is CaseStatus.WAITING_APPROVAL and world.refund_records() == []

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 from contracts.case import CaseStatus, Intent, NextAction
@@ -108,7 +109,9 @@ async def test_another_customers_order_leaks_nothing(shared_world) -> None:
     ]
     for text in outputs:
         for secret_of_bob in ("bob", "INV-QH-2001", "SIMTRK2", "Qinghe Express"):
-            assert secret_of_bob not in text
+            # as a word: the history also holds random base64 (signed tokens, public keys, raw payloads),
+            # in which three letters such as "bob" turn up by chance in about one case out of a hundred
+            assert not re.search(rf"(?<![A-Za-z0-9]){re.escape(secret_of_bob)}(?![A-Za-z0-9])", text), secret_of_bob
 
 
 async def test_two_orders_in_one_question_need_separate_cases(shared_world) -> None:

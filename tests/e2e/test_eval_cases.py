@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 from case_eval import EVAL_CASES, eval_rows, is_rehearsal, run_case
+from tests.credentials_support import applicant_token
 
 
 async def test_every_evaluation_case_reaches_its_expected_status_without_surprise_proposals(shared_world) -> None:
-    rows = [await run_case(shared_world.client, case, shared_world.task_queue) for case in EVAL_CASES]
+    rows = [
+        await run_case(shared_world.client, case, shared_world.task_queue, issuer=applicant_token)
+        for case in EVAL_CASES
+    ]
     assert is_rehearsal(rows)
     failures = [(r.case.name, r.view.status.value, r.view.reason) for r in rows if not r.plumbing_ok]
     assert failures == []

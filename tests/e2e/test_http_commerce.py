@@ -16,10 +16,11 @@ from activities.commerce_http import COMMERCE_URL_ENV, CommerceHttpCaller
 from activities.model_settings import load_model_settings
 from commerce_server.db import make_engine
 from commerce_server.tokens import TOKEN_SECRET_ENV
-from contracts.case import CaseStatus, CaseView, Decision, ReviewDecision, ReviewOutcome
+from contracts.case import CaseStatus, CaseView, ReviewOutcome
 from contracts.knowledge import Language
 from temporal_dev import free_port, wait_for_port
 from tests.case_world import CaseWorld
+from tests.credentials_support import signed_review
 from worker import build_worker
 from workflows.customer_notice import status_notice
 
@@ -81,9 +82,7 @@ async def test_a_refund_settles_through_the_http_commerce_service(
             assert view.proposal is not None and view.proposal.amount_cents == 12900
             assert view.digest is not None
             outcome = await handle.execute_update(
-                "review",
-                ReviewDecision(reviewer="chen", digest=view.digest, decision=Decision.APPROVE),
-                result_type=ReviewOutcome,
+                "review", signed_review("chen", view.case_id, view.digest), result_type=ReviewOutcome
             )
             assert outcome.accepted
             final: CaseView = await handle.result()

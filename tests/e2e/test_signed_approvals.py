@@ -189,26 +189,26 @@ async def test_forged_and_misused_approvals_are_refused_and_recorded_then_chens_
 
     chen_claims = _approval(CHEN, case_id, digest)
     forgeries: dict[str, tuple[str, str, str]] = {
-        # name: (token, who the record names, the refusal)
+        # name: (token, who the record names: the signer once the signature verifies, else the claim, the refusal)
         "mei's key signing as chen": (
             sign(chen_claims, _private_key(reviewer_kid("mei")), kid=reviewer_kid("chen")),
             "chen (claimed)",
             "bad_signature",
         ),
-        "mei's own approval": (_token_of(MEI, case_id, digest), "mei (claimed)", "reviewer_of_another_tenant"),
+        "mei's own approval": (_token_of(MEI, case_id, digest), "mei", "reviewer_of_another_tenant"),
         "chen's token for another case": (
             _token_of(CHEN, other_view.case_id, digest),
-            "chen (claimed)",
+            "chen",
             "token_for_another_case",
         ),
         "chen's token for another digest": (
             _token_of(CHEN, case_id, other_view.digest),
-            "chen (claimed)",
+            "chen",
             "digest_mismatch",
         ),
         "chen's token signed 11 minutes ago": (
             _token_of(CHEN, case_id, digest, now=datetime.now(UTC) - timedelta(minutes=11)),
-            "chen (claimed)",
+            "chen",
             "token_expired",
         ),
         "alg none": (
@@ -221,7 +221,7 @@ async def test_forged_and_misused_approvals_are_refused_and_recorded_then_chens_
             "chen (claimed)",
             "bad_signature",
         ),
-        "chen's token accepted by another case": (accepted_elsewhere, "chen (claimed)", "token_for_another_case"),
+        "chen's token accepted by another case": (accepted_elsewhere, "chen", "token_for_another_case"),
     }
 
     expected: list[str] = []

@@ -31,10 +31,12 @@ from case_client import TemporalTarget
 from case_client import connect as connect_to
 from commerce_server.db import make_engine
 from commerce_server.seed import seed_fixture
-from contracts.case import TERMINAL_STATUSES, CaseEvent, CaseStatus, CaseView, Decision, ReviewDecision
+from contracts.case import TERMINAL_STATUSES, CaseEvent, CaseStatus, CaseView, Decision
+from contracts.credentials import SignedReview
 from contracts.errors import TransientError
 from contracts.names import QueryName
 from tests.case_world import CaseWorld
+from tests.credentials_support import install_signing_keys, signed_review
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 WORKER_SCRIPT = PROJECT_ROOT / "worker.py"
@@ -57,8 +59,10 @@ _FOREIGN_ENV = (
 )
 
 
-def approval(reviewer: str, digest: str, decision: Decision = Decision.APPROVE, note: str = "fault test"):
-    return ReviewDecision(reviewer=reviewer, digest=digest, decision=decision, note=note)
+def approval(reviewer: str, case_id: str, digest: str, decision: Decision = Decision.APPROVE) -> SignedReview:
+    """``reviewer``'s own signed decision on the proposal ``digest`` of case ``case_id`` (the view's
+    ``case_id``, without the ``case-`` prefix of the workflow id)."""
+    return signed_review(reviewer, case_id, digest, decision)
 
 
 async def wait_until(predicate: Callable[[], Any], what: str, timeout: float = 60.0, interval: float = 0.1) -> Any:
@@ -226,9 +230,11 @@ class FaultWorld(CaseWorld):
 
     @classmethod
     def create(cls, client: Client, root: Path) -> FaultWorld:
-        """A seeded commerce database under ``root/state`` and a fresh task queue; no worker yet."""
+        """A seeded commerce database under ``root/state`` and a fresh task queue; no worker yet. The
+        state dir holds the test issuer and reviewer keys, so ``starter.py`` run on it signs as the tests do."""
         state_dir = root / "state"
         state_dir.mkdir(parents=True, exist_ok=True)
+        install_signing_keys(state_dir)
         engine = make_engine(f"sqlite:///{state_dir / 'commerce.db'}")
         seed_fixture(engine)
         return cls(client, state_dir, f"support-faults-{uuid.uuid4().hex[:8]}", engine)

@@ -35,7 +35,7 @@ async def test_commerce_server_killed_mid_refund_call_retries_on_a_fresh_session
     lock = sqlite3.connect(fault_world.state_dir / "commerce.db", isolation_level=None, timeout=30)
     try:
         lock.execute("BEGIN IMMEDIATE")
-        await handle.signal("review", approval("chen", view.digest))
+        await handle.signal("review", approval("chen", view.case_id, view.digest))
         started = re.compile(rf"execute_refund case={view.case_id} approval=\S+ order=QH-1001 attempt=1\b")
         await wait_until(lambda: started.search(worker.log()), "the settlement activity to start")
         await wait_until(lambda: bytes_read(server) > idle_reads, "the commerce server to read the request")
@@ -78,7 +78,7 @@ async def test_a_hung_commerce_server_is_replaced_after_one_call_timeout(fault_w
 
     os.kill(server, signal.SIGSTOP)
     try:
-        await handle.signal("review", approval("chen", view.digest))
+        await handle.signal("review", approval("chen", view.case_id, view.digest))
         final = await fault_world.result(handle, timeout=180)
     finally:
         if alive(server):

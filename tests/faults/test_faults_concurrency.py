@@ -26,7 +26,7 @@ async def test_fifty_simultaneous_approvals_are_accepted_once_and_pay_once(in_pr
     world = in_process_worker
     handle = await world.start(REFUND_QUESTION)
     view = await world.waiting_for_approval(handle)
-    decision = approval("chen", view.digest)
+    decision = approval("chen", view.case_id, view.digest)
 
     sends = [
         handle.signal("review", decision)
@@ -90,8 +90,8 @@ async def test_two_cases_refunding_one_order_pay_once_and_the_second_is_refused(
 
     # Both approved at once: one through the signal, one through the update.
     outcome, _ = await asyncio.gather(
-        first.execute_update("review", approval("chen", views[0].digest), result_type=ReviewOutcome),
-        second.signal("review", approval("chen", views[1].digest)),
+        first.execute_update("review", approval("chen", views[0].case_id, views[0].digest), result_type=ReviewOutcome),
+        second.signal("review", approval("chen", views[1].case_id, views[1].digest)),
     )
     assert outcome.accepted
     finals = await asyncio.gather(world.result(first), world.result(second))

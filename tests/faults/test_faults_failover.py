@@ -63,7 +63,7 @@ async def test_settlement_on_a_killed_worker_is_retried_on_another_within_15_sec
     paused = await _paused_worker(fault_world, workers, temporal_server.address, marker, FAULT_PAUSE_BEFORE_SETTLE="1")
     handle = await fault_world.start(REFUND_QUESTION)
     view = await fault_world.waiting_for_approval(handle)
-    await handle.signal("review", approval("chen", view.digest))
+    await handle.signal("review", approval("chen", view.case_id, view.digest))
     await wait_until(marker.exists, "the first worker to pause at the start of settlement")
     assert fault_world.refund_records() == []
 

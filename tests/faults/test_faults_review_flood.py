@@ -62,7 +62,7 @@ async def test_a_flood_of_huge_review_signals_is_survived_by_continuing_as_new(i
     assert view.budgets == waiting.budgets and view.citations == waiting.citations
     assert all(len(e) <= 500 for e in await refused_all())  # refusals are bounded in state
 
-    await handle.signal("review", approval("chen", waiting.digest))
+    await handle.signal("review", approval("chen", waiting.case_id, waiting.digest))
     final = await world.result(handle)
     assert final.status is CaseStatus.COMPLETED and final.receipt is not None
     assert [(r.order_id, r.amount_cents) for r in world.refund_records()] == [("QH-1001", 12900)]

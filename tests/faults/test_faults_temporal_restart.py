@@ -45,7 +45,9 @@ async def test_approval_works_after_the_temporal_server_restarted(tmp_path, work
         again = await world.wait_for(handle, lambda v: True, timeout=60)
         assert (again.status, again.digest) == (CaseStatus.WAITING_APPROVAL, view.digest)
         assert view.digest is not None
-        outcome = await handle.execute_update("review", approval("chen", view.digest), result_type=ReviewOutcome)
+        outcome = await handle.execute_update(
+            "review", approval("chen", view.case_id, view.digest), result_type=ReviewOutcome
+        )
         assert outcome.accepted
         final = await world.result(handle)
 

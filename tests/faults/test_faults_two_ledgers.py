@@ -54,7 +54,7 @@ async def test_a_proposal_quoted_on_one_ledger_is_refused_on_another(fault_world
         fault_world.client, state_b, task_queue=fault_world.task_queue, model_settings=load_model_settings({})
     )
     async with worker_b:
-        await handle.signal("review", approval("chen", waiting.digest))
+        await handle.signal("review", approval("chen", waiting.case_id, waiting.digest))
         final = await fault_world.result(handle)
     await cleanup_b()
 

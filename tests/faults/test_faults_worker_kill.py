@@ -53,7 +53,7 @@ async def test_worker_killed_after_the_refund_committed_finishes_with_the_origin
     handle = await fault_world.start(REFUND_QUESTION)
     view = await fault_world.waiting_for_approval(handle)
     assert view.proposal.amount_cents == 12900
-    await handle.signal("review", approval("chen", view.digest))
+    await handle.signal("review", approval("chen", view.case_id, view.digest))
 
     # The commerce server answered execute_refund; the activity has not completed.
     await wait_until(marker.exists, "the launcher to pause after execute_refund returned")
@@ -116,7 +116,9 @@ async def test_worker_killed_during_investigation_is_continued_by_a_new_worker(
     view = await fault_world.waiting_for_approval(handle)
     assert (view.proposal.order_id, view.proposal.order_version, view.proposal.amount_cents) == ("QH-1001", 1, 12900)
     assert fault_world.refund_records() == []
-    outcome = await handle.execute_update("review", approval("chen", view.digest), result_type=ReviewOutcome)
+    outcome = await handle.execute_update(
+        "review", approval("chen", view.case_id, view.digest), result_type=ReviewOutcome
+    )
     assert outcome.accepted
     final = await fault_world.result(handle)
     assert final.status is CaseStatus.COMPLETED and final.receipt is not None
@@ -154,7 +156,9 @@ async def test_worker_killed_while_waiting_for_approval_loses_nothing(fault_worl
 
     again = await fault_world.view(handle)  # answered by the new worker, replaying the history
     assert (again.status, again.digest, again.proposal) == (CaseStatus.WAITING_APPROVAL, view.digest, view.proposal)
-    outcome = await handle.execute_update("review", approval("chen", view.digest), result_type=ReviewOutcome)
+    outcome = await handle.execute_update(
+        "review", approval("chen", view.case_id, view.digest), result_type=ReviewOutcome
+    )
     assert outcome.accepted
     final = await fault_world.result(handle)
 

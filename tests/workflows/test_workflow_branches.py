@@ -10,7 +10,10 @@ result types or fails as the production boundary does (:mod:`activities.boundary
 :class:`SupportError` through :func:`contracts.errors.to_application_error` with the attempt number.
 
 The cases are driven only through the workflow's public face: start, the ``review`` signal and
-update, the ``status`` and ``events`` queries and the resulting :class:`CaseView`.
+update, the ``status`` and ``events`` queries and the resulting :class:`CaseView`. As in production,
+a case starts with an applicant token signed by the test issuer key, the ``verify_applicant`` mock
+checks it for real (:func:`contracts.credentials.verify_applicant_token` with the test public keys),
+and only a reviewer's own signed approval decides (:mod:`tests.credentials_support`).
 
 Retries are real: a transient failure is retried by Temporal under the policy the workflow chose
 (:mod:`workflows.activity_options`), with backoffs of 1 s, 2 s, 4 s ... (SETTLE's ten attempts would
@@ -29,7 +32,7 @@ import uuid
 from collections import Counter, defaultdict
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
-from datetime import date
+from datetime import UTC, date, datetime
 from typing import Any
 
 import pytest
@@ -58,7 +61,6 @@ from contracts.case import (
     PlanRequest,
     PlanResult,
     ProposedToolCall,
-    ReviewDecision,
     ReviewOutcome,
     ReviewRequest,
     ReviewResult,
@@ -69,6 +71,7 @@ from contracts.case import (
     Verdict,
 )
 from contracts.commerce import RefundQuote, RefundReceipt, canonical_json
+from contracts.credentials import ApplicantCheck, VerifiedApplicant, verify_applicant_token
 from contracts.errors import (
     AuthorizationError,
     BusinessError,
@@ -90,7 +93,10 @@ from contracts.names import (
     StopCode,
     stop_reason,
 )
+from keystore import load_public_keys, public_keys_location
+from tests.credentials_support import applicant_token, signed_review, use_test_keys
 from workflows.activity_options import RECORD, SETTLE
+from workflows.sandbox import workflow_runner
 from workflows.support_case import SupportCaseWorkflow
 
 QUESTION = "Please refund QH-1001 and explain the amount and the policy"
@@ -215,7 +221,17 @@ def write_record(record: CaseRecord, attempt: int) -> str:
     return f"/records/{record.case.case_id}-{record.case.status.value}.json"
 
 
+def verify_applicant(check: ApplicantCheck, attempt: int) -> VerifiedApplicant:
+    """The production check, with the test keys: a missing or invalid token is refused (authorization)."""
+    if not check.applicant_token:
+        raise AuthorizationError("applicant_token_missing", "The case carries no applicant token.")
+    keys = load_public_keys(public_keys_location(use_test_keys().state_dir, {}))
+    identity = verify_applicant_token(check.applicant_token, keys, case_id=check.case_id, now=datetime.now(UTC))
+    return VerifiedApplicant(identity=identity, public_keys=keys)
+
+
 DEFAULTS: dict[ActivityName, Behaviour] = {
+    ActivityName.VERIFY_APPLICANT: verify_applicant,
     ActivityName.PLAN_CASE: plan_refund,
     ActivityName.INVESTIGATE_TURN: quote_then_stop,
     ActivityName.COMPOSE_ANSWER: draft_refund,
@@ -242,6 +258,10 @@ class MockActivities:
             return self.behaviours[name](request, attempt)
         except SupportError as error:
             raise to_application_error(error, attempt=attempt) from None
+
+    @activity.defn(name=ActivityName.VERIFY_APPLICANT.value)
+    async def verify_applicant(self, check: ApplicantCheck) -> VerifiedApplicant:
+        return self._answer(ActivityName.VERIFY_APPLICANT, check)
 
     @activity.defn(name=ActivityName.PLAN_CASE.value)
     async def plan_case(self, request: PlanRequest) -> PlanResult:
@@ -273,6 +293,7 @@ class MockActivities:
 
     def all(self) -> list[Callable[..., Awaitable[Any]]]:
         return [
+            self.verify_applicant,
             self.plan_case,
             self.investigate_turn,
             self.compose_answer,
@@ -307,13 +328,20 @@ class Case:
         self.handle: WorkflowHandle | None = None
 
     async def start(self, question: str = QUESTION, *, ttl: int = 300) -> WorkflowHandle:
-        case = CaseInput(
-            case_id=uuid.uuid4().hex[:12],
-            question=question,
-            language=Language.EN,
-            applicant=PROFILES["alice"],
-            options=CaseOptions(approval_ttl_seconds=ttl),
+        """Start alice's case with her applicant token, signed for this case by the test issuer."""
+        case_id = uuid.uuid4().hex[:12]
+        return await self.start_input(
+            CaseInput(
+                case_id=case_id,
+                question=question,
+                language=Language.EN,
+                applicant=PROFILES["alice"],
+                options=CaseOptions(approval_ttl_seconds=ttl),
+                applicant_token=applicant_token(PROFILES["alice"], case_id),
+            )
         )
+
+    async def start_input(self, case: CaseInput) -> WorkflowHandle:
         self.handle = await self.client.start_workflow(
             WORKFLOW_NAME, case, id=f"case-{case.case_id}", task_queue=self.task_queue, result_type=CaseView
         )
@@ -340,9 +368,14 @@ class Case:
             assert asyncio.get_running_loop().time() < deadline, f"case still {view.status}/{view.phase}"
             await asyncio.sleep(0.05)
 
+    @property
+    def case_id(self) -> str:
+        assert self.handle is not None
+        return self.handle.id.removeprefix("case-")
+
     async def approve(self, digest: str) -> ReviewOutcome:
         assert self.handle is not None
-        decision = ReviewDecision(reviewer="chen", digest=digest, decision=Decision.APPROVE, note="branch test")
+        decision = signed_review("chen", self.case_id, digest, Decision.APPROVE)
         return await self.handle.execute_update(REVIEW, decision, result_type=ReviewOutcome)
 
     async def result(self) -> CaseView:
@@ -350,7 +383,7 @@ class Case:
         return await asyncio.wait_for(self.handle.result(), GUARD_SECONDS)
 
     async def approved_result(self) -> CaseView:
-        """Wait for the proposal, approve it as chen with its digest, and return the final view."""
+        """Wait for the proposal, approve it as chen (signed) with its digest, and return the final view."""
         waiting = await self.waiting_for_approval()
         assert waiting.digest is not None
         outcome = await self.approve(waiting.digest)
@@ -362,7 +395,13 @@ class Case:
 async def mocked_case(client: Client, behaviours: dict[ActivityName, Behaviour] | None = None) -> AsyncIterator[Case]:
     mocks = MockActivities(behaviours)
     task_queue = f"branches-{uuid.uuid4().hex[:8]}"
-    async with Worker(client, task_queue=task_queue, workflows=[SupportCaseWorkflow], activities=mocks.all()):
+    async with Worker(
+        client,
+        task_queue=task_queue,
+        workflows=[SupportCaseWorkflow],
+        activities=mocks.all(),
+        workflow_runner=workflow_runner(),  # the production sandbox (signatures are checked in the workflow)
+    ):
         yield Case(client, task_queue, mocks)
 
 
@@ -372,6 +411,42 @@ def kinds(events: list[CaseEvent]) -> list[str]:
 
 def details(events: list[CaseEvent], kind: EventKind) -> list[str]:
     return [event.detail for event in events if event.kind == kind]
+
+
+# --- the applicant's credential ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("token_for", "code"),
+    [
+        pytest.param(None, "applicant_token_missing", id="no-token"),
+        pytest.param("another-case", "token_for_another_case", id="token-for-another-case"),
+        pytest.param("forged", "bad_signature", id="forged-token"),
+    ],
+)
+async def test_a_case_without_a_valid_applicant_token_reads_nothing_and_fails(
+    temporal_client: Client, token_for: str | None, code: str
+) -> None:
+    case_id = uuid.uuid4().hex[:12]
+    token = None
+    if token_for == "another-case":
+        token = applicant_token(PROFILES["alice"], uuid.uuid4().hex[:12])
+    elif token_for == "forged":  # alice's token with its signature replaced by another token's
+        header_and_claims = applicant_token(PROFILES["alice"], case_id).rsplit(".", 1)[0]
+        token = f"{header_and_claims}.{applicant_token(PROFILES['alice'], 'other-' + case_id).rsplit('.', 1)[1]}"
+    case_input = CaseInput(
+        case_id=case_id, question=QUESTION, language=Language.EN, applicant=PROFILES["alice"], applicant_token=token
+    )
+    async with mocked_case(temporal_client) as case:
+        await case.start_input(case_input)
+        final = await case.result()
+        events = await case.events()
+
+    assert (final.status, final.reason) == (CaseStatus.FAILED, stop_reason(StopCode.APPLICANT_UNVERIFIED, code))
+    assert case.mocks.attempts[ActivityName.VERIFY_APPLICANT] == 1  # a refusal is never retried
+    assert case.mocks.model_attempts() == 0 and case.mocks.attempts[ActivityName.RUN_INVESTIGATION_TOOL] == 0
+    assert final.quote is None and final.proposal is None
+    assert EventKind.APPLICANT_VERIFIED not in kinds(events)
 
 
 # --- budgets -------------------------------------------------------------------------------------
@@ -586,7 +661,7 @@ async def test_a_settlement_that_fails_ends_the_case_without_a_receipt(
 async def test_refused_reviews_beyond_the_event_cap_are_counted_and_lifecycle_events_kept(
     temporal_client: Client,
 ) -> None:
-    """400 refused reviews (half malformed, half with a wrong digest), then one approval.
+    """400 refused reviews (half malformed, half signed by chen over a wrong digest), then one approval.
 
     400 is more than the cap (300 when written; the test reads no constant, ``dropped > 0`` says when
     the flood no longer reaches it).
@@ -596,7 +671,7 @@ async def test_refused_reviews_beyond_the_event_cap_are_counted_and_lifecycle_ev
         handle = await case.start()
         waiting = await case.waiting_for_approval()
         malformed = {"reviewer": "chen", "decision": "approve"}  # no digest
-        wrong_digest = ReviewDecision(reviewer="chen", digest="0" * 64, decision=Decision.APPROVE)
+        wrong_digest = signed_review("chen", case.case_id, "0" * 64, Decision.APPROVE)
         for batch in range(0, flood, 50):
             await asyncio.gather(
                 *(handle.signal(REVIEW, malformed if i % 2 else wrong_digest) for i in range(batch, batch + 50))
@@ -614,7 +689,7 @@ async def test_refused_reviews_beyond_the_event_cap_are_counted_and_lifecycle_ev
     assert dropped > 0 and len(refused) + dropped == flood  # every refusal kept or counted
     assert len(events) < flood  # the flood did not grow the case's events
     assert any(r.startswith("malformed payload via signal") for r in refused)
-    assert f"chen via signal: {ReviewRefusal.DIGEST_MISMATCH}" in refused
+    assert f"chen via signal: {ReviewRefusal.DIGEST_MISMATCH}" in refused  # signed by chen, for another digest
     # lifecycle events after the cap was reached are all there, in order
     assert kinds(events)[-4:] == [
         EventKind.REVIEW_ACCEPTED,
