@@ -21,15 +21,17 @@ import contextlib
 import tempfile
 import uuid
 from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime
 from pathlib import Path
 
-from case_client import CaseHandle
+from case_client import CaseClient, CaseHandle
 from contracts.case import CaseStatus, CaseView, Decision, ReviewDecision
-from contracts.credentials import SignedReview
+from contracts.credentials import SignedReview, approval_claims, reviewer_kid, sign
 from contracts.errors import AuthorizationError
 from contracts.identity import resolve_profile
 from contracts.knowledge import Language
 from contracts.names import REVIEW
+from keystore import load_private_key, private_key_path
 from keystore.signers import KeyFileSigner
 from temporal_dev import RehearsalStack, rehearsal_stack
 
@@ -64,6 +66,25 @@ async def refused_then_approved(case: CaseHandle, view: CaseView, signer: KeyFil
     await case.workflow.signal(REVIEW, {"reviewer": "chen", "digest": view.digest, "decision": "approved"})
     with contextlib.suppress(AuthorizationError):
         await case.review(ReviewDecision(reviewer="bob", digest=view.digest, decision=Decision.APPROVE))
+    await case.review(signed(signer, case, view, Decision.APPROVE))
+
+
+async def forged_then_approved(case: CaseHandle, view: CaseView, signer: KeyFileSigner) -> None:
+    """mei's key signing as chen (a bad signature, by signal), mei's own approval (another tenant, by
+    update: it fails), then chen's own signed approval."""
+    assert view.digest is not None
+    claims = approval_claims(
+        resolve_profile("chen"),
+        case_id=case.case_id,
+        digest=view.digest,
+        decision="approve",
+        now=datetime.now(UTC),
+        jti=uuid.uuid4().hex,
+    )
+    mei_key = load_private_key(private_key_path(signer.state_dir, reviewer_kid("mei")))
+    await case.signal_review(SignedReview(approval_token=sign(claims, mei_key, kid=reviewer_kid("chen"))))
+    with contextlib.suppress(AuthorizationError):
+        await case.review(signed(signer, case, view, Decision.APPROVE, reviewer="mei"))
     await case.review(signed(signer, case, view, Decision.APPROVE))
 
 
@@ -107,14 +128,20 @@ SCENARIOS: list[tuple[str, str, str, Language, Action | None, int]] = [
     ("refused_then_approved", "alice", "Please refund QH-1002", Language.EN, refused_then_approved, 900),
     ("zh_order_beside_chinese", "bob", "请退款QH-2002并给出依据", Language.ZH, review(Decision.APPROVE), 900),
     ("review_flood", "alice", "Please refund QH-1009", Language.EN, flood_then_approve, 900),
+    ("forged_then_approved", "bob", "Please refund QH-2001", Language.EN, forged_then_approved, 900),
 ]
+UNVERIFIED = ("applicant_unverified", "alice", "Please refund QH-1001")
+"""A case started without an applicant token: it must read nothing and end with the reason."""
 
 
 async def record(stack: RehearsalStack, tag: str) -> None:
     OUT.mkdir(parents=True, exist_ok=True)
     client, cases = stack.client, stack.cases  # cases start with an applicant token signed by the stack's issuer
-    for name, applicant, question, language, action, ttl in SCENARIOS:
-        case = await cases.start(
+    unsigned = CaseClient.for_client(client, task_queue=stack.task_queue)  # no issuer: no applicant token
+    scenarios = [*SCENARIOS, (*UNVERIFIED, Language.EN, None, 900)]
+    for name, applicant, question, language, action, ttl in scenarios:
+        starter = unsigned if name == UNVERIFIED[0] else cases
+        case = await starter.start(
             resolve_profile(applicant),
             question,
             language=language,

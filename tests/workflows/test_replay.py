@@ -25,11 +25,20 @@ REQUIRED_SINCE_ISSUE_7 = {
         "review_flood-run2",  # ...and the next run settles with the carried proposal
     )
 }
+REQUIRED_SINCE_ISSUE_9 = {
+    f"{name}-2026-12-issue9"
+    for name in (
+        *(name.removesuffix("-2026-12-issue7") for name in REQUIRED_SINCE_ISSUE_7),
+        "forged_then_approved",  # a forged signature and another tenant's approval refused, chen's signed one pays
+        "applicant_unverified",  # no applicant token: nothing is read, the case fails with the reason
+    )
+}
 
 
 def test_histories_of_every_outcome_are_committed() -> None:
-    """The first generation (before any patch) and the one recorded with issue 7's patches."""
-    assert {path.stem for path in HISTORIES} >= REQUIRED | REQUIRED_SINCE_ISSUE_7
+    """The first generation (before any patch), the one recorded with issue 7's patches and the one
+    with signed credentials (issue 9)."""
+    assert {path.stem for path in HISTORIES} >= REQUIRED | REQUIRED_SINCE_ISSUE_7 | REQUIRED_SINCE_ISSUE_9
 
 
 @pytest.mark.parametrize("path", HISTORIES, ids=[p.stem for p in HISTORIES])
