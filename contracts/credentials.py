@@ -207,14 +207,21 @@ def verify_applicant_token(token: str, keys: PublicKeys, *, case_id: str, now: d
     return known
 
 
+def claimed_subject(token: str) -> str | None:
+    """The ``sub`` a token claims, before any check (to pick the key that must have signed it, and to
+    name the claim in a record); None when the token cannot even be read."""
+    try:
+        return str(jwt.decode(token, options={"verify_signature": False}).get("sub", ""))
+    except Exception:  # anything a sender can put in a token: refused by the caller, never raised
+        return None
+
+
 def verify_approval_token(token: str, keys: PublicKeys) -> ApprovalClaims:
     """The claims of an approval token signed by the reviewer it names (no case, time or rule checks:
     :func:`check_approval` applies those)."""
-    try:
-        unverified = jwt.decode(token, options={"verify_signature": False})
-        subject = str(unverified.get("sub", ""))
-    except (InvalidTokenError, AttributeError):
-        raise _refuse("malformed_token", "The credential is not a signed token.") from None
+    subject = claimed_subject(token)
+    if subject is None:
+        raise _refuse("malformed_token", "The credential is not a signed token.")
     raw = _verified(token, keys, audience=APPROVAL_AUDIENCE, expected_kid=reviewer_kid(subject))
     try:
         return ApprovalClaims.model_validate(raw)

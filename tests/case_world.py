@@ -24,9 +24,10 @@ from activities.model_settings import ModelSettings, load_model_settings
 from case_client import CaseClient
 from commerce_server.db import OrderRow, RefundRow, TicketRow, make_engine
 from commerce_server.seed import seed_fixture
-from contracts.case import CaseView
+from contracts.case import CaseEvent, CaseView
 from contracts.identity import resolve_profile
 from contracts.knowledge import Language
+from contracts.names import QueryName
 from tests.credentials_support import applicant_token, install_signing_keys
 from worker import Cleanup, build_worker
 
@@ -87,6 +88,12 @@ async def open_world(
         model_settings=model_settings or load_model_settings({}),
     )
     return CaseWorld(client, state_dir, task_queue, engine), worker, cleanup
+
+
+async def event_details(handle: WorkflowHandle, kind: str) -> list[str]:
+    """The details of a case's events of ``kind``, in order (the workflow's ``events`` query)."""
+    events = await handle.query(QueryName.EVENTS, result_type=list[CaseEvent])
+    return [event.detail for event in events if event.kind == kind]
 
 
 def history_text(history) -> str:

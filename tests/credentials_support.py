@@ -11,15 +11,25 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
+import uuid
+from datetime import UTC, datetime
 from functools import cache
 from pathlib import Path
 
 from commerce_server.tokens import PUBLIC_KEYS_ENV as COMMERCE_PUBLIC_KEYS_ENV
 from commerce_server.tokens import SIGNING_KEY_ENV as COMMERCE_SIGNING_KEY_ENV
 from contracts.case import Decision
-from contracts.credentials import COMMERCE_KID, SignedReview
+from contracts.credentials import COMMERCE_KID, SignedReview, approval_claims, reviewer_kid, sign
 from contracts.identity import Identity, resolve_profile
-from keystore import DEMO_SIGNERS, PUBLIC_KEYS_ENV, create_demo_keys, keys_dir, private_key_path, public_keys_location
+from keystore import (
+    DEMO_SIGNERS,
+    PUBLIC_KEYS_ENV,
+    create_demo_keys,
+    keys_dir,
+    load_private_key,
+    private_key_path,
+    public_keys_location,
+)
 from keystore.signers import KeyFileSigner
 
 
@@ -57,3 +67,22 @@ def install_signing_keys(state_dir: Path) -> None:
     for kid in DEMO_SIGNERS:
         if kid != COMMERCE_KID and not private_key_path(state_dir, kid).exists():
             shutil.copy2(private_key_path(source, kid), private_key_path(state_dir, kid))
+
+
+def forged_approval_token(
+    claimed: str, signer_kid: str, case_id: str, digest: str, *, now: datetime | None = None
+) -> str:
+    """An approval of exactly this proposal that claims ``claimed`` as reviewer (kid
+    ``reviewer:<claimed>``) but is signed with the key of ``signer_kid``: what a thief of that key, or
+    someone impersonating ``claimed``, can produce. No workflow or commerce server may accept it."""
+    signer = use_test_keys()
+    claims = approval_claims(
+        resolve_profile(claimed),
+        case_id=case_id,
+        digest=digest,
+        decision=Decision.APPROVE.value,
+        now=now or datetime.now(UTC),
+        jti=uuid.uuid4().hex,
+    )
+    key = load_private_key(private_key_path(signer.state_dir, signer_kid))
+    return sign(claims, key, kid=reviewer_kid(claimed))

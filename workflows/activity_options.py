@@ -42,6 +42,17 @@ class ActivityOptions:
         }
 
 
+def _retry(*, maximum_interval: timedelta, maximum_attempts: int) -> RetryPolicy:
+    """First retry after 1 s, doubling up to ``maximum_interval``; only transient failures are retried."""
+    return RetryPolicy(
+        initial_interval=timedelta(seconds=1),
+        backoff_coefficient=2.0,
+        maximum_interval=maximum_interval,
+        maximum_attempts=maximum_attempts,
+        non_retryable_error_types=NON_RETRYABLE_TYPES,
+    )
+
+
 MODEL_ATTEMPTS_PER_CALL = 3
 
 
@@ -49,56 +60,27 @@ def model_options(maximum_attempts: int) -> ActivityOptions:
     """Model calls: 40 s provider timeout plus validation; attempts bounded by what is left of the budget."""
     return ActivityOptions(
         start_to_close=timedelta(seconds=60),
-        retry=RetryPolicy(
-            initial_interval=timedelta(seconds=1),
-            backoff_coefficient=2.0,
-            maximum_interval=timedelta(seconds=20),
-            maximum_attempts=maximum_attempts,
-            non_retryable_error_types=NON_RETRYABLE_TYPES,
-        ),
+        retry=_retry(maximum_interval=timedelta(seconds=20), maximum_attempts=maximum_attempts),
     )
 
 
 VERIFY = ActivityOptions(
     start_to_close=timedelta(seconds=15),
-    retry=RetryPolicy(
-        initial_interval=timedelta(seconds=1),
-        backoff_coefficient=2.0,
-        maximum_interval=timedelta(seconds=5),
-        maximum_attempts=3,
-        non_retryable_error_types=NON_RETRYABLE_TYPES,
-    ),
+    retry=_retry(maximum_interval=timedelta(seconds=5), maximum_attempts=3),
 )
 """Verifying the applicant's credential: a file read and a signature check."""
 
 TOOL = ActivityOptions(
     start_to_close=timedelta(seconds=30),
-    retry=RetryPolicy(
-        initial_interval=timedelta(seconds=1),
-        backoff_coefficient=2.0,
-        maximum_interval=timedelta(seconds=10),
-        maximum_attempts=4,
-        non_retryable_error_types=NON_RETRYABLE_TYPES,
-    ),
+    retry=_retry(maximum_interval=timedelta(seconds=10), maximum_attempts=4),
 )
 
 SETTLE = ActivityOptions(
     start_to_close=timedelta(seconds=30),
-    retry=RetryPolicy(
-        initial_interval=timedelta(seconds=1),
-        backoff_coefficient=2.0,
-        maximum_interval=timedelta(seconds=30),
-        maximum_attempts=10,
-        non_retryable_error_types=NON_RETRYABLE_TYPES,
-    ),
+    retry=_retry(maximum_interval=timedelta(seconds=30), maximum_attempts=10),
 )
 
 RECORD = ActivityOptions(
     start_to_close=timedelta(seconds=15),
-    retry=RetryPolicy(
-        initial_interval=timedelta(seconds=1),
-        maximum_interval=timedelta(seconds=10),
-        maximum_attempts=5,
-        non_retryable_error_types=NON_RETRYABLE_TYPES,
-    ),
+    retry=_retry(maximum_interval=timedelta(seconds=10), maximum_attempts=5),
 )

@@ -14,14 +14,19 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-import jwt
 from pydantic import ValidationError
 from temporalio.api.common.v1 import Payload
 from temporalio.converter import PayloadConverter
 
 from contracts.case import CaseStatus, Decision, ReviewDecision
 from contracts.commerce import RefundProposal
-from contracts.credentials import CredentialRefused, SignedReview, check_approval, verify_approval_token
+from contracts.credentials import (
+    CredentialRefused,
+    SignedReview,
+    check_approval,
+    claimed_subject,
+    verify_approval_token,
+)
 from contracts.errors import bounded
 from contracts.identity import PROFILES, Identity, Role
 from contracts.names import ReviewRefusal
@@ -88,7 +93,7 @@ def judge_review(review: ReviewDecision | SignedReview, state: CaseState, *, now
         return ReviewVerdict(review.reviewer[:40], None if refusal else review, refusal.value if refusal else None)
     if isinstance(review, ReviewDecision):
         return ReviewVerdict(f"{review.reviewer[:40]} (claimed)", refusal=ReviewRefusal.SIGNATURE_REQUIRED.value)
-    claimed = f"{_claimed_subject(review.approval_token)} (claimed)"
+    claimed = f"{(claimed_subject(review.approval_token) or '?')[:40]} (claimed)"
     if status is not CaseStatus.WAITING_APPROVAL or state.proposal is None or state.digest is None:
         return ReviewVerdict(claimed, refusal=ReviewRefusal.CASE_NOT_WAITING_FOR_REVIEW.value)
     if state.decision is not None:
@@ -114,14 +119,6 @@ def judge_review(review: ReviewDecision | SignedReview, state: CaseState, *, now
         return ReviewVerdict(claims.sub, refusal=ReviewRefusal.APPROVAL_REUSED.value)
     decision = ReviewDecision(reviewer=claims.sub, digest=claims.digest, decision=Decision(claims.decision))
     return ReviewVerdict(claims.sub, decision, approval_token=review.approval_token, token_id=claims.jti)
-
-
-def _claimed_subject(token: str) -> str:
-    """The ``sub`` a token claims, unverified (for the record only), or ``?``."""
-    try:
-        return str(jwt.decode(token, options={"verify_signature": False}).get("sub", "?"))[:40]
-    except Exception:  # anything a sender can put in a token is refused later, never raised here
-        return "?"
 
 
 def decode_review(

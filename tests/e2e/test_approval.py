@@ -18,6 +18,7 @@ from contracts.case import AnswerSource, CaseStatus, CaseView, Decision, ReviewD
 from contracts.credentials import SignedReview
 from contracts.knowledge import Language
 from temporal_dev import temporal_cli
+from tests.case_world import event_details
 from tests.credentials_support import signed_review
 from workflows.customer_notice import receipt_notice, status_notice
 
@@ -35,10 +36,6 @@ def _signed(
     """``reviewer``'s own signed decision on this case, over ``digest`` (default: the proposal's)."""
     assert view.digest is not None
     return signed_review(reviewer, view.case_id, digest or view.digest, decision)
-
-
-async def _events(handle, kind: str) -> list[str]:
-    return [e["detail"] for e in await handle.query("events") if e["kind"] == kind]
 
 
 async def test_only_a_same_tenant_reviewer_with_the_digest_can_approve_and_it_pays_once(world, temporal_server) -> None:
@@ -85,7 +82,7 @@ async def test_only_a_same_tenant_reviewer_with_the_digest_can_approve_and_it_pa
         await handle.execute_update("review", _signed("chen", view, "not-a-digest"), result_type=ReviewOutcome)
 
     view = await world.wait_for(handle, lambda v: True)
-    refused = await _events(handle, "review_refused")
+    refused = await event_details(handle, "review_refused")
     assert len(refused) == 7 and sum("via signal" in r for r in refused) == 1
     assert view.status is CaseStatus.WAITING_APPROVAL and view.receipt is None
     assert world.refund_records() == []
@@ -105,7 +102,7 @@ async def test_only_a_same_tenant_reviewer_with_the_digest_can_approve_and_it_pa
     assert final.status is CaseStatus.COMPLETED
     assert final.receipt is not None and final.receipt.receipt_id.startswith("SIM-")
     assert final.receipt.amount_cents == 12900
-    assert len(await _events(handle, "review_accepted")) == 1
+    assert len(await event_details(handle, "review_accepted")) == 1
     # After settlement the customer reads the receipt, stated by code, not the pre-approval draft.
     assert view.answer_source is AnswerSource.MODEL_DRAFT and "no money has moved" in view.answer
     assert (final.answer, final.answer_source) == (receipt_notice(final.receipt, Language.EN), AnswerSource.RECEIPT)
@@ -190,7 +187,7 @@ async def test_malformed_and_refused_reviews_from_the_temporal_cli_are_recorded_
     # well formed, but only a claim of a name: refused (a case with signed credentials takes signatures only)
     assert refused.returncode != 0 and "signature_required" in refused.stdout + refused.stderr
 
-    events = await _events(handle, "review_refused")
+    events = await event_details(handle, "review_refused")
     malformed = [e for e in events if e.startswith("malformed payload")]
     assert len(malformed) == 2 * len(MALFORMED_REVIEWS), events
     assert (

@@ -33,7 +33,7 @@ from activities.commerce_sessions import CommerceCheck, CommerceGateway
 from activities.model_settings import load_model_settings
 from commerce_server.db import make_engine
 from commerce_server.seed import seed_fixture
-from contracts.case import CaseEvent, CaseInput, CaseStatus, CaseView, ReviewOutcome
+from contracts.case import CaseInput, CaseStatus, CaseView, ReviewOutcome
 from contracts.credentials import (
     ISSUER_KID,
     SignedReview,
@@ -48,9 +48,9 @@ from contracts.knowledge import Language
 from contracts.names import WORKFLOW_NAME, ActivityName, EventKind, QueryName, workflow_id
 from keystore import load_private_key, load_public_keys, private_key_path
 from temporal_dev import temporal_cli
-from tests.case_world import CaseWorld
+from tests.case_world import CaseWorld, event_details
 from tests.conftest import DemoKeys
-from tests.credentials_support import applicant_token, signed_review, use_test_keys
+from tests.credentials_support import applicant_token, forged_approval_token, signed_review, use_test_keys
 from worker import build_worker, commerce_gateway
 
 REFUND_QUESTION = "Please refund QH-1001 and explain the amount and the policy"
@@ -79,16 +79,11 @@ def _token_of(reviewer: Identity, case_id: str, digest: str, *, now: datetime | 
     return use_test_keys().approval_token(reviewer, case_id=case_id, digest=digest, decision="approve", now=now)
 
 
-async def _events(handle: WorkflowHandle, kind: EventKind) -> list[str]:
-    events = await handle.query(QueryName.EVENTS, result_type=list[CaseEvent])
-    return [event.detail for event in events if event.kind == kind.value]
-
-
 async def _until_events(handle: WorkflowHandle, kind: EventKind, count: int, timeout: float = 30) -> list[str]:
     """The case's events of ``kind`` once there are ``count`` of them (a signal is judged asynchronously)."""
     deadline = time.monotonic() + timeout
     while True:
-        found = await _events(handle, kind)
+        found = await event_details(handle, kind)
         if len(found) >= count:
             return found
         if time.monotonic() > deadline:
@@ -152,11 +147,11 @@ async def test_a_review_that_only_names_chen_is_refused_from_the_temporal_cli_an
     assert updated.returncode != 0, updated.stdout  # a refused update fails for the caller
     assert "signature_required" in updated.stdout + updated.stderr
 
-    assert await _events(handle, EventKind.REVIEW_REFUSED) == [
+    assert await event_details(handle, EventKind.REVIEW_REFUSED) == [
         "chen (claimed) via signal: signature_required",
         "chen (claimed) via update: signature_required",
     ]
-    assert await _events(handle, EventKind.REVIEW_ACCEPTED) == []
+    assert await event_details(handle, EventKind.REVIEW_ACCEPTED) == []
     still = await handle.query(QueryName.STATUS, result_type=CaseView)
     assert (still.status, still.digest, still.receipt) == (CaseStatus.WAITING_APPROVAL, view.digest, None)
     assert (await handle.describe()).status is WorkflowExecutionStatus.RUNNING
@@ -187,11 +182,10 @@ async def test_forged_and_misused_approvals_are_refused_and_recorded_then_chens_
     before = _order_state(world, "QH-1001")
     assert before == (0, 1)
 
-    chen_claims = _approval(CHEN, case_id, digest)
     forgeries: dict[str, tuple[str, str, str]] = {
         # name: (token, who the record names: the signer once the signature verifies, else the claim, the refusal)
         "mei's key signing as chen": (
-            sign(chen_claims, _private_key(reviewer_kid("mei")), kid=reviewer_kid("chen")),
+            forged_approval_token("chen", reviewer_kid("mei"), case_id, digest),
             "chen (claimed)",
             "bad_signature",
         ),
@@ -217,7 +211,7 @@ async def test_forged_and_misused_approvals_are_refused_and_recorded_then_chens_
             "wrong_algorithm",
         ),
         "the issuer key signing as chen": (
-            sign(_approval(CHEN, case_id, digest), _private_key(ISSUER_KID), kid=reviewer_kid("chen")),
+            forged_approval_token("chen", ISSUER_KID, case_id, digest),
             "chen (claimed)",
             "bad_signature",
         ),
@@ -232,11 +226,11 @@ async def test_forged_and_misused_approvals_are_refused_and_recorded_then_chens_
         assert await _until_events(target, EventKind.REVIEW_REFUSED, len(expected)) == expected, name
         assert await _refused_update(target, review) == refusal, name  # the update fails with the reason
         expected.append(f"{who} via update: {refusal}")
-        assert await _events(target, EventKind.REVIEW_REFUSED) == expected, name
+        assert await event_details(target, EventKind.REVIEW_REFUSED) == expected, name
 
     assert len(expected) == 2 * len(forgeries)
     # Nothing changed: the case waits on the same proposal, nothing was accepted or paid for it.
-    assert await _events(target, EventKind.REVIEW_ACCEPTED) == []
+    assert await event_details(target, EventKind.REVIEW_ACCEPTED) == []
     still = await target.query(QueryName.STATUS, result_type=CaseView)
     assert (still.status, still.digest, still.proposal, still.receipt) == (
         CaseStatus.WAITING_APPROVAL,
@@ -253,7 +247,7 @@ async def test_forged_and_misused_approvals_are_refused_and_recorded_then_chens_
     assert outcome.accepted and outcome.reason == "approve"
     final = await target.result()
     assert final.status is CaseStatus.COMPLETED and final.reason == "refund_settled"
-    assert await _events(target, EventKind.REVIEW_ACCEPTED) == ["chen via update: approve (signed)"]
+    assert await event_details(target, EventKind.REVIEW_ACCEPTED) == ["chen via update: approve (signed)"]
     receipt = final.receipt
     assert receipt is not None and receipt.signature is not None
     assert (receipt.order_id, receipt.amount_cents, receipt.digest) == ("QH-1001", 12900, digest)
@@ -367,8 +361,8 @@ async def test_a_case_without_a_valid_applicant_token_reads_nothing_and_ends_wit
             ActivityName.VERIFY_APPLICANT.value,
             ActivityName.WRITE_CASE_RECORD.value,
         ], name
-        assert await _events(handle, EventKind.APPLICANT_VERIFIED) == [], name
-        assert await _events(handle, EventKind.CASE_FINISHED) == [f"failed: {reason}"], name
+        assert await event_details(handle, EventKind.APPLICANT_VERIFIED) == [], name
+        assert await event_details(handle, EventKind.CASE_FINISHED) == [f"failed: {reason}"], name
     assert commerce.calls == []  # no order (and nothing else) was read for any of them
     assert world.refund_records() == []
 
@@ -376,5 +370,5 @@ async def test_a_case_without_a_valid_applicant_token_reads_nothing_and_ends_wit
     control = await world.start("Where is QH-1005?")
     view = await world.settled(control)
     assert view.status is CaseStatus.COMPLETED, (view.status, view.reason)
-    assert await _events(control, EventKind.APPLICANT_VERIFIED) == ["alice (qinghe), signed by the issuer"]
+    assert await event_details(control, EventKind.APPLICANT_VERIFIED) == ["alice (qinghe), signed by the issuer"]
     assert commerce.calls and {(case, who) for case, who, _ in commerce.calls} == {(view.case_id, "alice")}

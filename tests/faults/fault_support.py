@@ -31,10 +31,9 @@ from case_client import TemporalTarget
 from case_client import connect as connect_to
 from commerce_server.db import make_engine
 from commerce_server.seed import seed_fixture
-from contracts.case import TERMINAL_STATUSES, CaseEvent, CaseStatus, CaseView, Decision
+from contracts.case import TERMINAL_STATUSES, CaseStatus, CaseView, Decision
 from contracts.credentials import SignedReview
 from contracts.errors import TransientError
-from contracts.names import QueryName
 from tests.case_world import CaseWorld
 from tests.credentials_support import install_signing_keys, signed_review
 
@@ -310,7 +309,3 @@ async def activity_runs(handle: WorkflowHandle) -> list[ActivityRun]:
 
 def scheduled_counts(runs: list[ActivityRun]) -> Counter[str]:
     return Counter(run.tool or run.name for run in runs)
-
-
-async def events_of(handle: WorkflowHandle, kind: str) -> list[str]:
-    return [e.detail for e in await handle.query(QueryName.EVENTS, result_type=list[CaseEvent]) if e.kind == kind]

@@ -15,7 +15,8 @@ from temporalio.exceptions import ApplicationError
 from temporalio.service import RPCError
 
 from contracts.case import CaseStatus, CaseView, ReviewOutcome
-from tests.faults.fault_support import REFUND_QUESTION, activity_runs, approval, events_of
+from tests.case_world import event_details
+from tests.faults.fault_support import REFUND_QUESTION, activity_runs, approval
 
 pytestmark = pytest.mark.slow
 
@@ -54,8 +55,8 @@ async def test_fifty_simultaneous_approvals_are_accepted_once_and_pay_once(in_pr
     }, rpc_errors
     updates = [r for r in results if isinstance(r, ReviewOutcome)]
     accepted_updates = [r for r in updates if r.accepted]
-    accepted = await events_of(handle, "review_accepted")
-    refused = await events_of(handle, "review_refused")
+    accepted = await event_details(handle, "review_accepted")
+    refused = await event_details(handle, "review_refused")
     assert len(accepted) == 1 and len(accepted_updates) <= 1
     # Every approval that reached the workflow is visible: one accepted, the others refused.
     delivered = APPROVALS - sum(isinstance(r, RPCError) for r in results)
@@ -102,7 +103,7 @@ async def test_two_cases_refunding_one_order_pay_once_and_the_second_is_refused(
     assert paid.receipt is not None and refused.receipt is None
     assert refused.reason == "settlement_refused:quote_changed"
     refused_handle = first if refused.case_id == views[0].case_id else second
-    assert await events_of(refused_handle, "settlement_failed") == ["business: quote_changed"]
+    assert await event_details(refused_handle, "settlement_failed") == ["business: quote_changed"]
 
     rows = world.refund_records()
     assert [(r.case_id, r.receipt_id, r.amount_cents) for r in rows] == [(paid.case_id, paid.receipt.receipt_id, 12900)]

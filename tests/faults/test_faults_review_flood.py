@@ -16,7 +16,8 @@ import time
 import pytest
 
 from contracts.case import CaseStatus, CaseView
-from tests.faults.fault_support import REFUND_QUESTION, approval, events_of
+from tests.case_world import event_details
+from tests.faults.fault_support import REFUND_QUESTION, approval
 
 pytestmark = pytest.mark.slow
 
@@ -44,7 +45,7 @@ async def test_a_flood_of_huge_review_signals_is_survived_by_continuing_as_new(i
     sent_in = time.monotonic() - started
 
     async def refused_all() -> list[str]:
-        return [e for e in await events_of(handle, "review_refused") if e.startswith("malformed payload")]
+        return [e for e in await event_details(handle, "review_refused") if e.startswith("malformed payload")]
 
     deadline = time.monotonic() + 120
     while len(await refused_all()) < SIGNALS:
@@ -54,7 +55,7 @@ async def test_a_flood_of_huge_review_signals_is_survived_by_continuing_as_new(i
     description = await handle.describe()
     assert description.status is not None and description.status.name == "RUNNING"
     assert description.run_id != first_run  # it continued as new at least once
-    continued = await events_of(handle, "continued_as_new")
+    continued = await event_details(handle, "continued_as_new")
     assert continued, "no continued_as_new event"
     view = await handle.query("status", result_type=CaseView)
     assert view.status is CaseStatus.WAITING_APPROVAL

@@ -19,7 +19,6 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-import uuid
 from datetime import UTC, datetime, timedelta
 
 import jwt
@@ -32,21 +31,18 @@ from contracts.credentials import (
     ISSUER_KID,
     SETTLE_WINDOW,
     SignedReview,
-    approval_claims,
     reviewer_kid,
-    sign,
     verify_receipt,
 )
-from contracts.identity import PROFILES
-from keystore import load_private_key, load_public_keys, private_key_path
-from tests.credentials_support import signed_review, use_test_keys
+from keystore import load_public_keys
+from tests.case_world import event_details
+from tests.credentials_support import forged_approval_token, signed_review
 from tests.faults.fault_support import (
     PAUSED_WORKER_SCRIPT,
     REFUND_QUESTION,
     WorkerProcess,
     activity_runs,
     alive,
-    events_of,
     scheduled_counts,
     wait_until,
 )
@@ -137,9 +133,9 @@ async def test_a_timely_signed_approval_survives_a_worker_kill_and_pays_once_aft
     assert settle.attempt is not None and settle.attempt >= 2 and settle.outcome == "completed"
     assert "timeout" in settle.last_failure.lower(), settle.last_failure
     assert str(paused.pid) not in settle.worker
-    assert await events_of(handle, "review_accepted") == ["chen via update: approve (signed)"]
-    assert len(await events_of(handle, "settled")) == 1
-    assert await events_of(handle, "settlement_failed") == []
+    assert await event_details(handle, "review_accepted") == ["chen via update: approve (signed)"]
+    assert len(await event_details(handle, "settled")) == 1
+    assert await event_details(handle, "settlement_failed") == []
     print(
         f"approved {(proposal.expires_at - approved_at).total_seconds():.0f}s before expiry; paid "
         f"{(paid_at - proposal.expires_at).total_seconds():.0f}s "
@@ -148,20 +144,6 @@ async def test_a_timely_signed_approval_survives_a_worker_kill_and_pays_once_aft
 
 
 # --- a forged signature at a fresh worker process ------------------------------------------------
-
-
-def _forged_as_chen(signer_kid: str, case_id: str, digest: str) -> SignedReview:
-    """chen's approval claims for this very proposal, signed with another key (``signer_kid``'s)."""
-    claims = approval_claims(
-        PROFILES["chen"],
-        case_id=case_id,
-        digest=digest,
-        decision="approve",
-        now=datetime.now(UTC),
-        jti=uuid.uuid4().hex,
-    )
-    key = load_private_key(private_key_path(use_test_keys().state_dir, signer_kid))
-    return SignedReview(approval_token=sign(claims, key, kid=reviewer_kid("chen")))
 
 
 async def _recorded_while_alive(
@@ -177,7 +159,7 @@ async def _recorded_while_alive(
                 f"the worker process died (exit {worker.process.returncode}) judging a forged approval: {last}"
             )
         try:
-            if detail in await asyncio.wait_for(events_of(handle, "review_refused"), timeout=5):
+            if detail in await asyncio.wait_for(event_details(handle, "review_refused"), timeout=5):
                 return
         except TimeoutError:
             pass
@@ -194,14 +176,14 @@ async def test_a_forged_approval_signature_is_refused_by_a_fresh_worker_process_
     view = await fault_world.waiting_for_approval(handle)
 
     for signer in (reviewer_kid("mei"), ISSUER_KID):
-        forged = _forged_as_chen(signer, view.case_id, view.digest)
+        forged = SignedReview(approval_token=forged_approval_token("chen", signer, view.case_id, view.digest))
         await handle.signal("review", forged)
         await _recorded_while_alive(worker, handle, "chen (claimed) via signal: bad_signature")
         with pytest.raises(WorkflowUpdateFailedError) as failed:
             await asyncio.wait_for(handle.execute_update("review", forged, result_type=ReviewOutcome), timeout=60)
         assert isinstance(failed.value.cause, ApplicationError)
         assert (failed.value.cause.type, failed.value.cause.message) == ("review_refused", "bad_signature")
-    assert await events_of(handle, "review_refused") == [
+    assert await event_details(handle, "review_refused") == [
         f"chen (claimed) via {via}: bad_signature" for _ in range(2) for via in ("signal", "update")
     ]
     assert not worker.exited()

@@ -14,13 +14,13 @@ import json
 import pytest
 
 from contracts.case import CaseStatus, Phase, ReviewOutcome
+from tests.case_world import event_details
 from tests.faults.fault_support import (
     PAUSED_WORKER_SCRIPT,
     REFUND_QUESTION,
     activity_runs,
     alive,
     approval,
-    events_of,
     scheduled_counts,
     wait_until,
 )
@@ -83,8 +83,8 @@ async def test_worker_killed_after_the_refund_committed_finishes_with_the_origin
     settle = runs["execute_refund"]
     assert len(settle) == 1 and settle[0].outcome == "completed"
     assert settle[0].attempt == 2 and "timeout" in settle[0].last_failure.lower()
-    assert len(await events_of(handle, "settled")) == 1
-    assert len(await events_of(handle, "review_accepted")) == 1
+    assert len(await event_details(handle, "settled")) == 1
+    assert len(await event_details(handle, "review_accepted")) == 1
     print(
         f"receipt {row.receipt_id} committed before the kill; final receipt {final.receipt.receipt_id}; "
         f"execute_refund attempt {settle[0].attempt} after: {settle[0].last_failure}"
@@ -168,7 +168,7 @@ async def test_worker_killed_while_waiting_for_approval_loses_nothing(fault_worl
     runs = await activity_runs(handle)
     assert all(run.attempt == 1 and run.outcome == "completed" for run in runs)
     assert scheduled_counts(runs)["execute_refund"] == 1
-    assert len(await events_of(handle, "proposal_created")) == 1
+    assert len(await event_details(handle, "proposal_created")) == 1
     print(
         f"killed worker {first.pid} (commerce server {orphans} exited by itself); worker {second.pid} "
         f"settled with receipt {final.receipt.receipt_id}; activities: {dict(scheduled_counts(runs))}"
