@@ -22,11 +22,13 @@ from case_client._rules import (
     listing_query,
     may_list,
     new_case,
+    static_details,
+    static_summary,
 )
 from contracts import search_attributes as sa
 from contracts.case import Budgets, CaseEvent, CaseInput, CaseStatus, CaseView, ReviewDecision, ReviewOutcome
-from contracts.commerce import RefundProposal
 from contracts.credentials import SignedReview
+from contracts.effect_card import ProposalForReview
 from contracts.errors import BusinessError
 from contracts.identity import Identity, Role
 from contracts.knowledge import Language
@@ -81,9 +83,9 @@ class CaseHandle:
         """The ``status`` query: the case as the workflow sees it now."""
         return await _reading.query_status(self.workflow)
 
-    async def proposal(self) -> RefundProposal | None:
-        """The ``proposal`` query: the refund waiting for a reviewer, if any."""
-        return await self.workflow.query(QueryName.PROPOSAL, result_type=RefundProposal | None)  # type: ignore[arg-type]
+    async def proposal(self) -> ProposalForReview | None:
+        """The ``proposal`` query: the refund waiting for a reviewer, its digest and computed effect."""
+        return await self.workflow.query(QueryName.PROPOSAL, result_type=ProposalForReview | None)  # type: ignore[arg-type]
 
     async def events(self) -> list[CaseEvent]:
         """The ``events`` query: what happened, refusals included, with reasons."""
@@ -230,6 +232,8 @@ class CaseClient:
                 id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE,
                 id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
                 memo={"applicant": case.applicant.subject, "fictional": True},
+                static_summary=static_summary(case),
+                static_details=static_details(case),
                 result_type=CaseView,
             )
         except WorkflowAlreadyStartedError:

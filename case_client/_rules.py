@@ -15,6 +15,7 @@ from contracts.case import (
     CaseStatus,
     CaseView,
 )
+from contracts.effect_card import markdown_text
 from contracts.errors import ContractError
 from contracts.identity import Identity, Role
 from contracts.knowledge import Language
@@ -105,4 +106,26 @@ def new_case(
         language=language or Language.EN,
         applicant=applicant,
         options=CaseOptions(approval_ttl_seconds=ttl),
+    )
+
+
+def static_summary(case: CaseInput) -> str:
+    """The Web UI's one-line summary of a case: who asks what. Markdown-escaped: the question is the
+    customer's text and must never render as a link or an image."""
+    who = f"{markdown_text(case.applicant.subject, limit=40)} ({markdown_text(case.applicant.tenant, limit=40)})"
+    return f"{who} asks: {markdown_text(case.question, limit=120)}"
+
+
+def static_details(case: CaseInput) -> str:
+    """The Web UI's details of a case as it started (markdown, escaped; the token is never shown)."""
+    return "\n".join(
+        [
+            f"**Applicant:** {markdown_text(case.applicant.subject, limit=60)} "
+            f"(tenant {markdown_text(case.applicant.tenant, limit=60)}; to be verified from the signed "
+            "applicant token before anything is read)",
+            f"**Language:** {case.language.value}",
+            f"**Question:** {markdown_text(case.question, limit=600)}",
+            "",
+            "FICTIONAL data; any payment is SIMULATED. The current details show the case as it moves.",
+        ]
     )

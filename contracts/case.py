@@ -13,6 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from contracts.commerce import RefundProposal, RefundQuote, RefundReceipt
 from contracts.credentials import PublicKeys
+from contracts.effect_card import EffectCard
 from contracts.identity import Identity
 from contracts.knowledge import Language, Passage
 
@@ -339,6 +340,7 @@ class CaseView(_Model):
     quote: RefundQuote | None = None
     proposal: RefundProposal | None = None
     digest: str | None = None
+    effect: EffectCard | None = None
     receipt: RefundReceipt | None = None
     reason: str | None = None
     record_path: str | None = None

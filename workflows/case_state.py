@@ -31,6 +31,7 @@ from contracts.case import (
 )
 from contracts.commerce import RefundProposal, RefundQuote, RefundReceipt
 from contracts.credentials import PublicKeys
+from contracts.effect_card import EffectCard, effect_card
 from contracts.knowledge import Passage
 from contracts.names import EventKind
 from workflows.customer_notice import receipt_notice, status_notice
@@ -221,6 +222,19 @@ class CaseState:
         notice = status_notice(status, self.case.language)
         return (notice, AnswerSource.STATUS_NOTICE) if notice else (None, None)
 
+    def effect_card(self) -> EffectCard | None:
+        """The pending or settled proposal's computed effect, from the quote and the records read."""
+        if self.proposal is None or self.digest is None or self.quote is None:
+            return None
+        order = self.facts.get("order")
+        return effect_card(
+            self.proposal,
+            self.digest,
+            self.quote,
+            order=order if isinstance(order, dict) else None,
+            evidence=self.evidence,
+        )
+
     def view(self) -> CaseView:
         answer, answer_source = self.customer_answer()
         return CaseView(
@@ -241,6 +255,7 @@ class CaseState:
             quote=self.quote,
             proposal=self.proposal,
             digest=self.digest,
+            effect=self.effect_card(),
             receipt=self.receipt,
             reason=self.reason,
             record_path=self.record_path,

@@ -31,13 +31,15 @@ class ModelCalls:
         self._s = state
         self._record = record
 
-    async def compose(self, previous: ComposedAnswer | None, problems: list[str]) -> ComposedAnswer:
+    async def compose(self, previous: ComposedAnswer | None, problems: list[str], *, summary: str) -> ComposedAnswer:
         """One draft; a draft that breaks the answer contract is recorded and raised as ContractViolation."""
         s = self._s
         assert s.plan is not None
         request = requests.compose_request(s, previous, problems)
         try:
-            result = await self.call(ActivityName.COMPOSE_ANSWER, request, ComposeResult, contract_ok=True)
+            result = await self.call(
+                ActivityName.COMPOSE_ANSWER, request, ComposeResult, summary=summary, contract_ok=True
+            )
         except ContractViolation as violation:
             self._record(EventKind.DRAFT_REFUSED, violation.code)
             raise
@@ -48,16 +50,27 @@ class ModelCalls:
         return answer
 
     async def call(
-        self, activity: ActivityName, request: Any, result_type: type[ResultT], *, contract_ok: bool = False
+        self,
+        activity: ActivityName,
+        request: Any,
+        result_type: type[ResultT],
+        *,
+        summary: str,
+        contract_ok: bool = False,
     ) -> ResultT:
-        """Call a model activity within the model budget; a failure ends the case by its error class."""
+        """Call a model activity within the model budget; a failure ends the case by its error class.
+        ``summary`` names the step on the Web UI's timeline ("plan", "investigate turn 2")."""
         remaining = self._s.budgets.max_model_requests - self._s.budgets.model_requests
         if remaining <= 0:
             raise CaseStopped(CaseStatus.NEEDS_HUMAN, StopCode.MODEL_BUDGET_EXHAUSTED)
         attempts = min(options.MODEL_ATTEMPTS_PER_CALL, remaining)
         try:
             result = await workflow.execute_activity(
-                activity, request, result_type=result_type, **options.model_options(attempts).kwargs()
+                activity,
+                request,
+                result_type=result_type,
+                summary=summary,
+                **options.model_options(attempts).kwargs(),
             )
         except ActivityError as error:
             failure = decode_activity_failure(error)

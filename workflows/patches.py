@@ -26,3 +26,8 @@ SIGNED_CREDENTIALS = "signed-credentials"
 """The applicant's signed token is verified (by an activity, recorded) before the case reads anything,
 and only a reviewer-signed approval token decides a proposal; a review that only names a reviewer is
 refused. Cases started before it keep the name-based rules they started with."""
+
+CASE_METADATA = "case-metadata"
+"""The case's memo carries the pending proposal (amount, order, digest, expiry) and, after settlement,
+the receipt, so that ``temporal workflow describe`` and the Web UI show them without a worker. (The
+step summaries and current details need no patch: neither is a command that replay compares.)"""

@@ -34,8 +34,9 @@ with workflow.unsafe.imports_passed_through():
         TranscriptEntry,
         Verdict,
     )
-    from contracts.commerce import RefundProposal, RefundReceipt, order_ids_in
-    from contracts.credentials import ApplicantCheck, SignedReview, VerifiedApplicant
+    from contracts.commerce import RefundReceipt, order_ids_in
+    from contracts.credentials import SignedReview
+    from contracts.effect_card import ProposalForReview, proposal_memo
     from contracts.errors import ErrorClass, decode_activity_failure
     from contracts.names import (
         REVIEW,
@@ -49,7 +50,8 @@ with workflow.unsafe.imports_passed_through():
         stop_reason,
     )
     from workflows import activity_options as options
-    from workflows import patches, requests
+    from workflows import case_details, patches, requests
+    from workflows.applicant_check import verify_applicant
     from workflows.approval_gate import decode_review, judge_review
     from workflows.case_state import CaseState
     from workflows.deliver_gate import decide_delivery
@@ -74,10 +76,11 @@ class SupportCaseWorkflow:
     @workflow.run
     async def run(self, case: CaseInput) -> CaseView:
         try:
+            self._show()
             if case.carried is None:
                 self._event(EventKind.CASE_STARTED, f"question from {case.applicant.subject} ({case.language.value})")
                 if workflow.patched(patches.SIGNED_CREDENTIALS):
-                    await self._verify_applicant()
+                    await verify_applicant(self._s, self._event)
                 await self._plan_case()
                 await self._investigate()
                 await self._draft_and_review()
@@ -94,32 +97,13 @@ class SupportCaseWorkflow:
 
     # --- phases ----------------------------------------------------------------------------------
 
-    async def _verify_applicant(self) -> None:
-        """Nothing is read for a case whose applicant token does not verify (an activity, recorded)."""
-        case = self._s.case
-        check = ApplicantCheck(case_id=case.case_id, applicant_token=case.applicant_token)
-        try:
-            verified = await workflow.execute_activity(
-                ActivityName.VERIFY_APPLICANT, check, result_type=VerifiedApplicant, **options.VERIFY.kwargs()
-            )
-        except ActivityError as error:
-            raise CaseStopped(
-                CaseStatus.FAILED, StopCode.APPLICANT_UNVERIFIED, decode_activity_failure(error).code
-            ) from None
-        if verified.identity != case.applicant:
-            raise CaseStopped(CaseStatus.FAILED, StopCode.APPLICANT_UNVERIFIED, "applicant_mismatch")
-        self._s.public_keys = verified.public_keys
-        self._event(
-            EventKind.APPLICANT_VERIFIED,
-            f"{verified.identity.subject} ({verified.identity.tenant}), signed by the issuer",
-        )
-
     async def _plan_case(self) -> None:
         case = self._s.case
         ids = order_ids_in(case.question, before_cjk_patch=not workflow.patched(patches.ORDER_IDS_BESIDE_CJK))
         if len(ids) > 1:
             raise CaseStopped(CaseStatus.NEEDS_INPUT, StopCode.ONE_ORDER_PER_CASE, ",".join(sorted(ids)))
-        plan = (await self._model.call(ActivityName.PLAN_CASE, requests.plan_request(self._s), PlanResult)).plan
+        request = requests.plan_request(self._s)
+        plan = (await self._model.call(ActivityName.PLAN_CASE, request, PlanResult, summary="plan")).plan
         if plan.order_id is not None and plan.order_id not in ids:
             raise CaseStopped(CaseStatus.NEEDS_HUMAN, StopCode.PLAN_NAMES_ORDER_NOT_IN_QUESTION)
         self._s.plan = plan
@@ -139,7 +123,8 @@ class SupportCaseWorkflow:
                 raise CaseStopped(CaseStatus.NEEDS_HUMAN, StopCode.TURN_BUDGET_EXHAUSTED)
             turn = s.budgets.turns + 1
             request = requests.investigate_request(s, transcript, turn)
-            result = await self._model.call(ActivityName.INVESTIGATE_TURN, request, InvestigateResult)
+            summary = f"investigate turn {turn}{case_details.finding_summary(s)}"
+            result = await self._model.call(ActivityName.INVESTIGATE_TURN, request, InvestigateResult, summary=summary)
             s.budgets = s.budgets.model_copy(update={"turns": turn})
             if not result.calls:
                 self._event(EventKind.INVESTIGATION_DONE, f"model stopped after {turn} turn(s)")
@@ -158,14 +143,17 @@ class SupportCaseWorkflow:
         refused_draft: str | None = None
         for attempt in (1, 2):
             try:
-                candidate = await self._model.compose(previous, problems)
+                summary = f"compose answer, draft {attempt}{case_details.finding_summary(s)}"
+                candidate = await self._model.compose(previous, problems, summary=summary)
             except ContractViolation as violation:
                 refused_draft = violation.code
                 problems = [f"the draft violated the answer contract ({violation.code})"]
                 continue
             refused_draft = None
             request = requests.review_request(s, candidate)
-            verdict = (await self._model.call(ActivityName.REVIEW_ANSWER, request, ReviewResult)).verdict
+            summary = f"independent review of draft {attempt}"
+            reviewed = await self._model.call(ActivityName.REVIEW_ANSWER, request, ReviewResult, summary=summary)
+            verdict = reviewed.verdict
             self._event(
                 EventKind.REVIEWED, f"draft {attempt}: {verdict.verdict.value} {'; '.join(verdict.problems)}".strip()
             )
@@ -199,18 +187,25 @@ class SupportCaseWorkflow:
             f"digest {s.digest}, expires {s.proposal.expires_at.isoformat()}",
         )
         self._upsert_attributes()
+        card = s.effect_card()
+        if card is not None and workflow.patched(patches.CASE_METADATA):
+            workflow.upsert_memo({"proposal": proposal_memo(card)})
+        self._show()
         await self._write_record()
         return True
 
     async def _await_review(self) -> None:
         """Wait for a decision or the expiry timer; continue as new if a flood grows the history."""
         s = self._s
-        assert s.proposal is not None
+        card = s.effect_card()
+        assert s.proposal is not None and card is not None
         while s.decision is None:
             remaining = (s.proposal.expires_at - workflow.now()).total_seconds()
             try:
                 await workflow.wait_condition(
-                    self._decided_or_history_too_long, timeout=timedelta(seconds=max(remaining, 0.001))
+                    self._decided_or_history_too_long,
+                    timeout=timedelta(seconds=max(remaining, 0.001)),
+                    timeout_summary=case_details.approval_timer_summary(card),
                 )
             except TimeoutError:
                 raise CaseStopped(CaseStatus.EXPIRED, StopCode.PROPOSAL_EXPIRED_WITHOUT_DECISION) from None
@@ -228,9 +223,14 @@ class SupportCaseWorkflow:
         self._move(Phase.SETTLE)
         self._upsert_attributes()
         request = requests.settle_request(s)
+        summary = case_details.settle_summary(request.approval_id, request.proposal)
         try:
             receipt = await workflow.execute_activity(
-                ActivityName.EXECUTE_REFUND, request, result_type=RefundReceipt, **options.SETTLE.kwargs()
+                ActivityName.EXECUTE_REFUND,
+                request,
+                result_type=RefundReceipt,
+                summary=summary,
+                **options.SETTLE.kwargs(),
             )
         except ActivityError as error:
             failure = decode_activity_failure(error)
@@ -242,12 +242,14 @@ class SupportCaseWorkflow:
                 settlement_failure(failure, configuration_fails_case=configuration_fails_case)
             ) from None
         s.receipt = receipt
+        if workflow.patched(patches.CASE_METADATA):
+            workflow.upsert_memo({"receipt": f"{receipt.receipt_id}: {receipt.amount_cents} cents (SIMULATED)"})
         self._event(EventKind.SETTLED, f"receipt {receipt.receipt_id} for {receipt.amount_cents} cents (SIMULATED)")
         self._finish(CaseStatus.COMPLETED, stop_reason(StopCode.REFUND_SETTLED))
 
     # --- approval --------------------------------------------------------------------------------
 
-    @workflow.signal(name=REVIEW)
+    @workflow.signal(name=REVIEW, description=case_details.REVIEW_SIGNAL_HELP)
     def review_signal(self, payload: RawValue) -> None:
         """Approve or reject by signal (Temporal CLI `workflow signal`, Web UI).
 
@@ -258,7 +260,7 @@ class SupportCaseWorkflow:
         if decision is not None:
             self._review(decision, via="signal")
 
-    @workflow.update(name=REVIEW)
+    @workflow.update(name=REVIEW, description=case_details.REVIEW_UPDATE_HELP)
     def review_update(self, payload: RawValue) -> ReviewOutcome:
         """Approve or reject with a synchronous answer (starter.py review, `workflow update execute`).
 
@@ -289,6 +291,7 @@ class SupportCaseWorkflow:
         verdict = judge_review(review, s, now=workflow.now())
         if verdict.decision is None:
             self._event(EventKind.REVIEW_REFUSED, f"{verdict.who} via {via}: {verdict.refusal}")
+            self._show()
             return ReviewOutcome(accepted=False, status=status, reason=str(verdict.refusal))
         decision = verdict.decision
         s.decision, s.decided_at, s.approval_token = decision, workflow.now(), verdict.approval_token
@@ -297,6 +300,7 @@ class SupportCaseWorkflow:
         signed = " (signed)" if verdict.approval_token else ""
         note = f" ({decision.note[:200]})" if decision.note else ""
         self._event(EventKind.REVIEW_ACCEPTED, f"{verdict.who} via {via}: {decision.decision.value}{signed}{note}")
+        self._show()
         return ReviewOutcome(accepted=True, status=status, reason=decision.decision.value)
 
     # --- continue-as-new -------------------------------------------------------------------------
@@ -322,19 +326,25 @@ class SupportCaseWorkflow:
 
     # --- queries ---------------------------------------------------------------------------------
 
-    @workflow.query(name=QueryName.STATUS)
+    @workflow.query(name=QueryName.STATUS, description="The case as its applicant or reviewer sees it (JSON).")
     def status(self) -> CaseView:
         return self._s.view()
 
-    @workflow.query(name=QueryName.PROPOSAL)
-    def proposal(self) -> RefundProposal | None:
-        return self._s.proposal
+    @workflow.query(
+        name=QueryName.PROPOSAL,
+        description="The pending refund proposal, the digest an approval must name, and its computed effect.",
+    )
+    def proposal(self) -> ProposalForReview | None:
+        s = self._s
+        if s.proposal is None or s.digest is None:
+            return None
+        return ProposalForReview(proposal=s.proposal, digest=s.digest, effect=s.effect_card())
 
-    @workflow.query(name=QueryName.EVENTS)
+    @workflow.query(name=QueryName.EVENTS, description="The case's events: every step, refusal and decision.")
     def events(self) -> list[CaseEvent]:
         return list(self._s.log.events)
 
-    @workflow.query(name=QueryName.BUDGETS)
+    @workflow.query(name=QueryName.BUDGETS, description="Model, tool and turn budgets used and allowed.")
     def budgets(self) -> Budgets:
         return self._s.budgets
 
@@ -343,6 +353,7 @@ class SupportCaseWorkflow:
     def _move(self, phase: Phase) -> None:
         self._s.lifecycle.enter(phase)
         self._upsert_attributes()
+        self._show()
 
     def _finish(self, status: CaseStatus, reason: str) -> None:
         self._s.lifecycle.finish(status)
@@ -351,6 +362,11 @@ class SupportCaseWorkflow:
             self._event(EventKind.EVENTS_DROPPED, f"{self._s.log.dropped} refused attempts were counted, not listed")
         self._event(EventKind.CASE_FINISHED, f"{status.value}: {reason}")
         self._upsert_attributes()
+        self._show()
+
+    def _show(self) -> None:
+        """The Web UI's current details (markdown; no command, so no replay concern)."""
+        workflow.set_current_details(case_details.current_details(self._s, workflow.now()))
 
     def _event(self, kind: EventKind, detail: str) -> None:
         self._s.log.add(workflow.now(), kind, detail)
@@ -364,7 +380,11 @@ class SupportCaseWorkflow:
         record = CaseRecord(case=s.view(), events=list(s.log.events), notes=list(s.notes))
         try:
             s.record_path = await workflow.execute_activity(
-                ActivityName.WRITE_CASE_RECORD, record, result_type=str, **options.RECORD.kwargs()
+                ActivityName.WRITE_CASE_RECORD,
+                record,
+                result_type=str,
+                summary=case_details.record_summary(s),
+                **options.RECORD.kwargs(),
             )
         except ActivityError as error:
             s.record_error = decode_activity_failure(error).code

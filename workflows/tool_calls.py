@@ -20,6 +20,7 @@ with workflow.unsafe.imports_passed_through():
     from contracts.tools import INVESTIGATION_TOOLS
     from workflows import activity_options as options
     from workflows import patches, requests
+    from workflows.case_details import tool_summary
     from workflows.case_state import CaseState
     from workflows.evidence import fold_observation
     from workflows.outcomes import CaseStopped
@@ -60,7 +61,11 @@ class ToolCalls:
         request = requests.tool_request(s, call)
         try:
             observation = await workflow.execute_activity(
-                ActivityName.RUN_INVESTIGATION_TOOL, request, result_type=ToolObservation, **options.TOOL.kwargs()
+                ActivityName.RUN_INVESTIGATION_TOOL,
+                request,
+                result_type=ToolObservation,
+                summary=tool_summary(call.name, call.arguments),
+                **options.TOOL.kwargs(),
             )
         except ActivityError as error:
             failure = decode_activity_failure(error)

@@ -1,0 +1,138 @@
+"""The computed effect of a refund proposal: what a reviewer approves, stated by code from the records.
+
+Seed 002's rule: the person confirming a mutation is shown the server's computed effect, never the
+model's description of it. Every line here comes from the refund quote (the executable rule's
+result), the order as the commerce server returned it, the policy passages the quote cites and the
+proposal with its digest. No model text, and nothing the customer typed, reaches a card.
+
+One card, three renderings: the workflow's current details in the Temporal Web UI (markdown,
+:mod:`workflows.case_details`), the terminal (``ask``, ``status``, ``review-info``) and ``audit``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from datetime import datetime
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+from contracts.commerce import RefundProposal, RefundQuote
+from contracts.knowledge import Passage
+
+
+class CitedPage(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    page_id: str
+    title: str
+
+
+class EffectCard(BaseModel):
+    """What approving this proposal does, and why the rule allows it (see the module docstring)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    order_id: str
+    item: str | None
+    """The order's SKU, quantity and category, from the commerce record (None if it was not read)."""
+    amount_cents: int
+    currency: str
+    rule_version: str
+    quote_id: str
+    reasons: list[str]
+    """Why the rule admits the refund, one fact per line, from the quote."""
+    cited_pages: list[CitedPage]
+    digest: str
+    expires_at: datetime
+
+    @property
+    def amount(self) -> str:
+        """``12900 cents (CNY 129.00)``."""
+        return f"{self.amount_cents} cents ({money(self.amount_cents, self.currency)})"
+
+
+def money(cents: int, currency: str) -> str:
+    """``CNY 129.00`` for 12900 cents: integer arithmetic, never a float."""
+    sign = "-" if cents < 0 else ""
+    whole, part = divmod(abs(cents), 100)
+    return f"{currency} {sign}{whole}.{part:02d}"
+
+
+def eligibility_reasons(quote: RefundQuote) -> list[str]:
+    """The quote's own facts, as sentences written here."""
+    reasons = [f"rule {quote.rule_version}: {quote.reason} (quote {quote.quote_id}, as of {quote.as_of.isoformat()})"]
+    if quote.delivered_on is not None and quote.days_since_delivery is not None:
+        window = f", window {quote.window_days} days" if quote.window_days is not None else ""
+        reasons.append(f"delivered {quote.delivered_on.isoformat()}, {quote.days_since_delivery} days ago{window}")
+    reasons.append(
+        f"paid items {money(quote.paid_items_cents, quote.currency)}, already refunded "
+        f"{money(quote.refunded_cents, quote.currency)}, freight {money(quote.freight_cents, quote.currency)} "
+        "not refunded"
+    )
+    return reasons
+
+
+def order_item(order: Mapping[str, Any] | None, order_id: str) -> str | None:
+    """``SKU × quantity (category)`` of the order record read for this case, if it is the proposal's order."""
+    if not order or order.get("order_id") != order_id or "sku" not in order:
+        return None
+    return f"{order['sku']} × {order.get('quantity', '?')} ({order.get('category', '?')})"
+
+
+def effect_card(
+    proposal: RefundProposal,
+    digest: str,
+    quote: RefundQuote,
+    *,
+    order: Mapping[str, Any] | None,
+    evidence: Mapping[str, Passage],
+) -> EffectCard:
+    """The card for a proposal; ``order`` is the case's ``get_order`` fact, ``evidence`` its passages
+    by passage id (the quote cites pages; a page's title is that of any of its passages read)."""
+    titles = {passage.page_id: passage.page_title for passage in evidence.values()}
+    pages = [CitedPage(page_id=page, title=titles.get(page, "(not read in this case)")) for page in quote.citations]
+    return EffectCard(
+        order_id=proposal.order_id,
+        item=order_item(order, proposal.order_id),
+        amount_cents=proposal.amount_cents,
+        currency=proposal.currency,
+        rule_version=proposal.rule_version,
+        quote_id=proposal.quote_id,
+        reasons=eligibility_reasons(quote),
+        cited_pages=pages,
+        digest=digest,
+        expires_at=proposal.expires_at,
+    )
+
+
+_MARKDOWN_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+!|<>~&:.])")
+"""What can make a link, an image, HTML, emphasis, code or a table of plain text, and the ``:`` and
+``.`` of bare URLs that GFM turns into links (a ``-`` or a digit only starts a list at the start of a
+line, and data never starts one here: it always follows a label)."""
+
+
+def markdown_text(text: str, *, limit: int = 200) -> str:
+    """``text`` as literal markdown: one line, at most ``limit`` characters, every character that
+    could make markup escaped, so that data (a question, a title, a claimed name) never renders as a link, an image,
+    HTML or emphasis in the Web UI."""
+    flat = " ".join(str(text).split())
+    if len(flat) > limit:
+        flat = flat[: limit - 1] + "…"
+    return _MARKDOWN_SPECIAL.sub(r"\\\1", flat)
+
+
+class ProposalForReview(BaseModel):
+    """What the ``proposal`` query returns: the proposal, the digest an approval must name, and its effect."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    proposal: RefundProposal
+    digest: str
+    effect: EffectCard | None = None
+
+
+def proposal_memo(card: EffectCard) -> str:
+    """The memo line of a waiting case (``temporal workflow describe`` shows it without a worker)."""
+    return f"{card.amount} for {card.order_id}; digest {card.digest}; expires {card.expires_at.isoformat()}"

@@ -1,0 +1,110 @@
+"""The computed-effect card: figures from the quote and the records, data escaped for markdown."""
+
+from __future__ import annotations
+
+import re
+from datetime import UTC, date, datetime, timedelta
+
+import pytest
+
+from contracts.commerce import RefundProposal, RefundQuote
+from contracts.effect_card import effect_card, eligibility_reasons, markdown_text, money, order_item
+from contracts.knowledge import Language, Passage
+
+QUOTE = RefundQuote(
+    quote_id="Q-0123456789abcdef",
+    order_id="QH-1001",
+    order_version=1,
+    tenant="qinghe",
+    rule_version="returns-2026-09",
+    as_of=date(2026, 9, 20),
+    eligible=True,
+    reason="eligible",
+    amount_cents=12900,
+    currency="CNY",
+    paid_items_cents=12900,
+    freight_cents=1200,
+    refunded_cents=0,
+    delivered_on=date(2026, 9, 10),
+    days_since_delivery=10,
+    window_days=30,
+    citations=["RETURNS:p02", "RETURNS:p03"],
+    explanation_en="-",
+    explanation_zh="-",
+)
+NOW = datetime(2026, 12, 1, 10, 0, tzinfo=UTC)
+PROPOSAL = RefundProposal(
+    case_id="c1",
+    applicant="alice",
+    tenant="qinghe",
+    order_id="QH-1001",
+    order_version=1,
+    rule_version="returns-2026-09",
+    amount_cents=12900,
+    currency="CNY",
+    quote_id=QUOTE.quote_id,
+    created_at=NOW,
+    expires_at=NOW + timedelta(minutes=15),
+)
+
+
+@pytest.mark.parametrize(
+    ("cents", "shown"), [(12900, "CNY 129.00"), (5, "CNY 0.05"), (0, "CNY 0.00"), (-250, "CNY -2.50")]
+)
+def test_money_is_integer_arithmetic(cents: int, shown: str) -> None:
+    assert money(cents, "CNY") == shown
+
+
+def test_the_card_states_the_quote_and_the_order_record() -> None:
+    passage = Passage(
+        passage_id="RETURNS:p02:en:0",
+        page_id="RETURNS:p02",
+        doc_id="RETURNS",
+        doc_version="2026-09",
+        tenant="qinghe",
+        language=Language.EN,
+        page_title="Refund window",
+        text="...",
+    )
+    order = {"order_id": "QH-1001", "sku": "TEA-SET-01", "quantity": 1, "category": "home"}
+    card = effect_card(PROPOSAL, "d" * 64, QUOTE, order=order, evidence={passage.passage_id: passage})
+    assert card.amount == "12900 cents (CNY 129.00)"
+    assert card.item == "TEA-SET-01 × 1 (home)"
+    assert [(p.page_id, p.title) for p in card.cited_pages] == [
+        ("RETURNS:p02", "Refund window"),
+        ("RETURNS:p03", "(not read in this case)"),
+    ]
+    assert card.reasons[1] == "delivered 2026-09-10, 10 days ago, window 30 days"
+    assert "freight CNY 12.00 not refunded" in card.reasons[2]
+
+
+def test_another_orders_record_never_names_the_item() -> None:
+    assert order_item({"order_id": "QH-2001", "sku": "X"}, "QH-1001") is None
+    assert order_item(None, "QH-1001") is None
+
+
+def test_an_ineligible_quote_says_why() -> None:
+    quote = QUOTE.model_copy(update={"eligible": False, "reason": "outside_window", "amount_cents": 0})
+    assert eligibility_reasons(quote)[0].startswith("rule returns-2026-09: outside_window")
+
+
+@pytest.mark.parametrize(
+    "hostile",
+    [
+        "[click](http://evil.example)",
+        "![x](http://evil.example/x.png)",
+        "<img src=x onerror=alert(1)>",
+        "**bold** _em_ `code`",
+        "see www.evil.example now",
+        "line one\n# heading\n| a | b |",
+    ],
+)
+def test_data_never_becomes_markup(hostile: str) -> None:
+    shown = markdown_text(hostile)
+    assert "\n" not in shown
+    assert re.search(r"(?<!\\)[\[\]()<>*`!_:.#|]", shown) is None  # every markup character is escaped
+    assert shown.replace("\\", "") == " ".join(hostile.split())
+
+
+def test_long_text_is_cut() -> None:
+    assert len(markdown_text("a" * 500, limit=50)) == 50

@@ -1,0 +1,47 @@
+"""The first step of a case with signed credentials: its applicant token is verified, by an activity.
+
+Workflow code (it schedules an activity), kept apart from the workflow class so that the class reads
+as the case's lifecycle. Nothing is read for a case whose token does not verify; the public keys the
+activity read are recorded in the state, and from then on only reviewer-signed approvals decide.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from temporalio import workflow
+from temporalio.exceptions import ActivityError
+
+with workflow.unsafe.imports_passed_through():
+    from contracts.case import CaseStatus
+    from contracts.credentials import ApplicantCheck, VerifiedApplicant
+    from contracts.effect_card import markdown_text
+    from contracts.errors import decode_activity_failure
+    from contracts.names import ActivityName, EventKind, StopCode
+    from workflows import activity_options as options
+    from workflows.case_state import CaseState
+    from workflows.outcomes import CaseStopped
+
+
+async def verify_applicant(s: CaseState, record: Callable[[EventKind, str], None]) -> None:
+    """Verify the case's applicant token, or stop the case ``failed`` (``applicant_unverified``)."""
+    case = s.case
+    check = ApplicantCheck(case_id=case.case_id, applicant_token=case.applicant_token)
+    try:
+        verified = await workflow.execute_activity(
+            ActivityName.VERIFY_APPLICANT,
+            check,
+            result_type=VerifiedApplicant,
+            summary=f"verify applicant token ({markdown_text(case.applicant.subject, limit=40)})",
+            **options.VERIFY.kwargs(),
+        )
+    except ActivityError as error:
+        raise CaseStopped(
+            CaseStatus.FAILED, StopCode.APPLICANT_UNVERIFIED, decode_activity_failure(error).code
+        ) from None
+    if verified.identity != case.applicant:
+        raise CaseStopped(CaseStatus.FAILED, StopCode.APPLICANT_UNVERIFIED, "applicant_mismatch")
+    s.public_keys = verified.public_keys
+    record(
+        EventKind.APPLICANT_VERIFIED, f"{verified.identity.subject} ({verified.identity.tenant}), signed by the issuer"
+    )

@@ -1,0 +1,165 @@
+"""What the Temporal Web UI shows of a case: its current details (markdown) and one-line step summaries.
+
+Pure and deterministic: the workflow passes its state and ``workflow.now()``. Amounts, the order,
+the reasons and the digest come from :class:`contracts.effect_card.EffectCard` (code, from the
+records); anything a customer, a model or a would-be reviewer wrote goes through
+:func:`contracts.effect_card.markdown_text`, so it is shown as text, never rendered. No token, key or
+secret is ever part of the details: the approve command prints a token for the reviewer to paste.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from contracts.case import CaseStatus, Phase
+from contracts.commerce import RefundProposal, RefundReceipt
+from contracts.effect_card import EffectCard, markdown_text, money
+from contracts.errors import AuthorizationError
+from contracts.identity import reviewer_for
+from contracts.names import REVIEW, EventKind, workflow_id
+from workflows.case_state import CaseState
+
+_PHASE_HEADINGS = {
+    Phase.PLAN: "Planning",
+    Phase.INVESTIGATE: "Investigating with the case's tools",
+    Phase.REVIEW: "Drafting an answer and reviewing it independently",
+    Phase.DELIVER: "Checking the reviewed answer at the deliver gate",
+    Phase.WAITING_APPROVAL: "Waiting for the tenant's reviewer",
+    Phase.SETTLE: "Paying the approved refund (simulated)",
+}
+
+
+def utc(moment: datetime) -> str:
+    """``2026-12-01 10:42Z``: minutes are enough for a person; the card gives the exact ISO time."""
+    return moment.strftime("%Y-%m-%d %H:%MZ")
+
+
+def current_details(s: CaseState, now: datetime) -> str:
+    """The case as of ``now``, in markdown: phase, the proposal card while it waits, the receipt after."""
+    status = s.lifecycle.status
+    lines = [f"### {_heading(s)}", ""]
+    if s.plan is not None:
+        lines.append(f"- **Intent:** {s.plan.intent.value}; **order:** {s.plan.order_id or 'none named'}")
+    lines.append(
+        f"- **Budgets used:** model {s.budgets.model_requests}/{s.budgets.max_model_requests}, "
+        f"tools {s.budgets.tool_requests}/{s.budgets.max_tool_requests}, turns {s.budgets.turns}"
+    )
+    card = s.effect_card()
+    if card is not None:
+        lines += ["", *effect_markdown(card, now, waiting=status is CaseStatus.WAITING_APPROVAL)]
+        if status is CaseStatus.WAITING_APPROVAL:
+            lines += ["", *review_instructions(s.case.case_id, s.case.applicant.tenant)]
+        lines += ["", *refusals_markdown(s)]
+    if s.receipt is not None:
+        lines += ["", *receipt_markdown(s.receipt)]
+    if s.lifecycle.outcome is not None:
+        lines += ["", f"**Ended:** {status.value} ({markdown_text(s.reason or '', limit=200)})"]
+    return "\n".join(lines)
+
+
+def effect_markdown(card: EffectCard, now: datetime, *, waiting: bool) -> list[str]:
+    """The computed effect: every figure from the quote and the records, never from model text."""
+    left = int((card.expires_at - now).total_seconds() // 60)
+    expiry = f"{utc(card.expires_at)}" + (f" ({max(left, 0)} min left at {utc(now)})" if waiting else "")
+    return [
+        f"**Refund {card.amount} for {card.order_id}** (computed by the refund rule; SIMULATED payment)",
+        "",
+        f"- **Order:** {card.order_id}" + (f", item {markdown_text(card.item, limit=80)}" if card.item else ""),
+        f"- **Amount:** {card.amount_cents} cents = {money(card.amount_cents, card.currency)}",
+        f"- **Rule:** {markdown_text(card.rule_version, limit=40)}, quote {card.quote_id}",
+        *(f"- **Why eligible:** {markdown_text(reason, limit=160)}" for reason in card.reasons),
+        *(f"- **Cited policy:** {page.page_id}, {markdown_text(page.title, limit=80)}" for page in card.cited_pages),
+        f"- **Digest:** `{card.digest}`",
+        f"- **Expires:** {expiry}",
+    ]
+
+
+def review_instructions(case_id: str, tenant: str) -> list[str]:
+    """How the tenant's reviewer decides: a signed token, pasted once (the token is never shown here)."""
+    try:
+        profile = reviewer_for(tenant).subject
+    except AuthorizationError:
+        profile = "REVIEWER"
+    payload = '{"approval_token": "<the token review-info prints>"}'
+    return [
+        "**To decide**, the tenant's reviewer signs with their own key (a name alone is refused):",
+        "",
+        f"- Terminal: `python starter.py --profile {profile} review {case_id} --digest <digest> --approve` "
+        "(or `--reject`)",
+        f"- Temporal CLI or Web UI: `python starter.py --profile {profile} review-info {case_id} --approve` "
+        f"(or `--reject`) prints a token; send it once as update (or signal) `{REVIEW}` to "
+        f"`{workflow_id(case_id)}` with `{payload}`",
+    ]
+
+
+def refusals_markdown(s: CaseState) -> list[str]:
+    refused = [event for event in s.log.events if event.kind == EventKind.REVIEW_REFUSED]
+    total = len(refused) + s.log.dropped
+    lines = [f"**Refused review attempts so far:** {total}"]
+    for event in refused[-3:]:
+        lines.append(f"- {utc(event.at)}: {markdown_text(event.detail, limit=160)}")
+    return lines
+
+
+def receipt_markdown(receipt: RefundReceipt) -> list[str]:
+    return [
+        f"**Paid (SIMULATED):** receipt `{receipt.receipt_id}`, {receipt.amount_cents} cents = "
+        f"{money(receipt.amount_cents, receipt.currency)} for {receipt.order_id}, approval `{receipt.approval_id}`",
+    ]
+
+
+def _heading(s: CaseState) -> str:
+    if s.lifecycle.outcome is not None:
+        return f"Case {s.lifecycle.status.value}"
+    return _PHASE_HEADINGS[s.lifecycle.phase]
+
+
+# --- one-line summaries of the steps (Temporal shows them on the timeline and in the history) --------
+
+
+def tool_summary(name: str, arguments: dict[str, object] | None) -> str:
+    """``get_order QH-1001``: an admitted call (its name is one of ours; its arguments are the model's,
+    so they are escaped)."""
+    shown = ", ".join(markdown_text(str(value), limit=40) for value in (arguments or {}).values())
+    return f"{name} {shown}".strip()[:160]
+
+
+def approval_timer_summary(card: EffectCard) -> str:
+    return f"approval window: {card.amount} for {card.order_id}, expires {utc(card.expires_at)}"
+
+
+def record_summary(s: CaseState) -> str:
+    """The record activity's summary tells the story so far: the state it writes and what it proves."""
+    view = f"write case record: {s.lifecycle.status.value}"
+    if s.receipt is not None:
+        return f"{view}, receipt {s.receipt.receipt_id} ({s.receipt.amount_cents} cents, SIMULATED)"
+    card = s.effect_card()
+    if card is not None and s.lifecycle.status is CaseStatus.WAITING_APPROVAL:
+        return f"{view}, proposal {card.amount} for {card.order_id}, digest {card.digest[:12]}…"
+    return view
+
+
+def finding_summary(s: CaseState) -> str:
+    """What the investigation has established so far, for the next step's summary (results are only
+    known after a step is scheduled, so each step names what the previous ones found)."""
+    quote = s.quote
+    if quote is None:
+        return ""
+    outcome = f"{quote.amount_cents} eligible" if quote.eligible else f"not eligible ({quote.reason})"
+    return f" (calculate_refund {quote.order_id} → {outcome})"
+
+
+REVIEW_SIGNAL_HELP = (
+    'Approve or reject the pending refund, fire and forget: {"approval_token": "<token>"} where the token is '
+    "what `starter.py --profile REVIEWER review-info CASE --approve` (or --reject) prints. A name alone is "
+    "refused; the outcome is in the case events."
+)
+REVIEW_UPDATE_HELP = (
+    'Approve or reject the pending refund and get the answer: {"approval_token": "<token>"} where the token is '
+    "what `starter.py --profile REVIEWER review-info CASE --approve` (or --reject) prints. A refused, "
+    "expired, reused or malformed attempt fails the update and is recorded."
+)
+
+
+def settle_summary(approval_id: str, proposal: RefundProposal) -> str:
+    return f"execute_refund {approval_id[:16]}…: {proposal.amount_cents} cents for {proposal.order_id}"
