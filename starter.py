@@ -39,12 +39,12 @@ from case_client import (
 )
 from case_client.exit_codes import ExitCode, exit_code_for, exit_code_for_error
 from case_client.render import (
-    case_card,
     cases_table,
     console,
     errors,
     grid,
     one_line,
+    print_case_card,
     settle_with_progress,
     show_case,
     worker_command,
@@ -136,7 +136,7 @@ def status(
         if as_json:
             print(view.model_dump_json(indent=2))
         else:
-            console.print(case_card(view))
+            print_case_card(view)
         return view
 
     raise typer.Exit(exit_code_for(asyncio.run(run()).status))

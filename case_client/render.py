@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import sys
+import textwrap
 from collections.abc import Iterable, Sequence
 from datetime import datetime
 from pathlib import Path
@@ -23,6 +24,7 @@ from case_client import CaseHandle, CaseSummary, TemporalTarget, workflow_id
 from case_client.verify import LINK_NAMES, SIGNED_DECISION, ChainReport
 from contracts.case import AnswerSource, CaseStatus, CaseView, Decision
 from contracts.commerce import RefundQuote
+from contracts.effect_card import EffectCard, effect_rows
 from contracts.identity import Identity, reviewer_for
 from contracts.names import REVIEW
 from temporal_dev import shell_path, temporal_cli_for_display
@@ -93,48 +95,79 @@ def chain_lines(report: ChainReport, source: str, keys_location: str) -> list[st
     return lines
 
 
-def case_card(view: CaseView) -> Table:
-    table = Table(title=f"case {view.case_id} (fictional data; model: {view.model})", show_header=False)
-    table.add_column("field", no_wrap=True)
-    table.add_column("value", overflow="fold")
+CARD_WIDTH = 80
+"""Every line of the case card fits 80 columns; a case id, a digest or a receipt id is never broken."""
+_LABEL = 10
+
+
+def card_line(label: str, text: str, *, width: int = CARD_WIDTH) -> list[str]:
+    """``  label     text``, the text wrapped at spaces only. An id or a digest always fits; a single
+    token too long for the value column (a file path) goes whole on a line of its own."""
+    indent = " " * (_LABEL + 4)
+    flat = " ".join(str(text).split()) or "-"
+    if " " not in flat and len(indent) + len(flat) > width:  # a long path: whole, on a line of its own
+        return [f"  {label}", f"    {flat}"]
+    return textwrap.wrap(
+        flat,
+        width=width,
+        initial_indent=f"  {label:<{_LABEL}}  ",
+        subsequent_indent=indent,
+        break_long_words=False,
+        break_on_hyphens=False,
+    )
+
+
+def effect_card_lines(card: EffectCard) -> list[str]:
+    """The computed effect a reviewer approves: the same rows as the Web UI's current details."""
+    lines = ["  what approving does (computed by the refund rule from the records):"]
+    for row in effect_rows(card):
+        lines += card_line(row.label, row.text)
+    return lines
+
+
+def case_card_lines(view: CaseView) -> list[str]:
+    """The case card as plain lines (``ask``, ``status``, ``review-info``), at most 80 columns."""
+    lines = [f"case {view.case_id}", f"  (fictional data; model: {view.model})"]
     rows = [
         ("status", view.status.value + (f" ({view.reason})" if view.reason else "")),
         ("phase", view.phase.value),
         ("applicant", f"{view.applicant} ({view.tenant})"),
-        ("intent / order", f"{view.intent.value if view.intent else '-'} / {view.order_id or '-'}"),
+        ("intent", f"{view.intent.value if view.intent else '-'}, order {view.order_id or '-'}"),
         ("answer", view.answer or "-"),
         ("written by", ANSWER_AUTHORS[view.answer_source] if view.answer_source else "-"),
         ("citations", ", ".join(view.citations) or "-"),
     ]
-    if view.proposal:
-        rows += [
-            (
-                "proposed refund",
-                f"{view.proposal.amount_cents} cents for {view.proposal.order_id} "
-                f"(order v{view.proposal.order_version}, rule {view.proposal.rule_version})",
-            ),
-            ("expires at", view.proposal.expires_at.isoformat()),
-            ("digest", view.digest or "-"),
-        ]
-    if view.receipt:
-        rows.append(("receipt", f"{view.receipt.receipt_id}: {view.receipt.amount_cents} cents (SIMULATED)"))
-    rows += [
-        (
-            "budgets",
-            f"model {view.budgets.model_requests}/{view.budgets.max_model_requests}, tools "
-            f"{view.budgets.tool_requests}/{view.budgets.max_tool_requests}, turns {view.budgets.turns}",
-        ),
-        ("tokens", view.tokens),
-        ("case record", view.record_path or (f"not written: {view.record_error}" if view.record_error else "-")),
-    ]
     for label, value in rows:
-        table.add_row(label, value)
-    return table
+        lines += card_line(label, value)
+    if view.effect is not None:
+        lines += effect_card_lines(view.effect)
+    elif view.proposal is not None:  # a case recorded before the card existed
+        lines += card_line("refund", f"{view.proposal.amount_cents} cents for {view.proposal.order_id}")
+        lines += card_line("digest", view.digest or "-")
+    if view.receipt:
+        lines += card_line("receipt", f"{view.receipt.receipt_id}: {view.receipt.amount_cents} cents (SIMULATED)")
+    budgets = view.budgets
+    lines += card_line(
+        "budgets",
+        f"model {budgets.model_requests}/{budgets.max_model_requests}, tools "
+        f"{budgets.tool_requests}/{budgets.max_tool_requests}, turns {budgets.turns}",
+    )
+    lines += card_line("tokens", view.tokens)
+    lines += card_line(
+        "record", view.record_path or (f"not written: {view.record_error}" if view.record_error else "-")
+    )
+    return lines
+
+
+def print_case_card(view: CaseView) -> None:
+    """Plain print: nothing in a case is read as markup, and nothing is wrapped again by Rich."""
+    for line in case_card_lines(view):
+        print(line)
 
 
 def show_case(view: CaseView, state_dir: Path, *, with_review_commands: bool = True) -> None:
     """The case card, then (for a case waiting for a reviewer) the exact review commands."""
-    console.print(case_card(view))
+    print_case_card(view)
     if with_review_commands and view.status is CaseStatus.WAITING_APPROVAL:
         approve, reject, info = review_commands(view, state_dir)
         console.print("A reviewer of the tenant decides, signing with their own key (an update):")

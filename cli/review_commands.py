@@ -18,7 +18,14 @@ import typer
 
 from case_client import CaseClient, TemporalTarget, workflow_id
 from case_client.exit_codes import exit_code_for
-from case_client.render import case_card, console, settle_with_progress, show_case, signed_review_forms, worker_command
+from case_client.render import (
+    console,
+    print_case_card,
+    settle_with_progress,
+    show_case,
+    signed_review_forms,
+    worker_command,
+)
 from cli.app import WAIT_SECONDS, app, settings_of
 from contracts.case import CaseStatus, CaseView, Decision
 from contracts.credentials import APPROVAL_TOKEN_TTL
@@ -78,7 +85,7 @@ def review(
         outcome = await case.review(signed)
         console.print(f"review accepted: {outcome.reason} (signed by {reviewer.subject})")
         view = await settle_with_progress(case, plain_id, settings.identity, settings.state_dir, timeout=WAIT_SECONDS)
-        console.print(case_card(view))
+        print_case_card(view)
         return view
 
     raise typer.Exit(exit_code_for(asyncio.run(run()).status))

@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from datetime import datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 from pydantic import BaseModel, ConfigDict
 
@@ -51,6 +51,28 @@ class EffectCard(BaseModel):
     def amount(self) -> str:
         """``12900 cents (CNY 129.00)``."""
         return f"{self.amount_cents} cents ({money(self.amount_cents, self.currency)})"
+
+
+class CardRow(NamedTuple):
+    """One line of the card: ``label``, ``text``, and whether the text came from records (``data``:
+    escaped where markdown renders it) or was composed here from numbers and ids."""
+
+    label: str
+    text: str
+    data: bool = False
+
+
+def effect_rows(card: EffectCard) -> list[CardRow]:
+    """The card's lines, in the order every rendering shows them (Web UI, terminal, audit)."""
+    return [
+        CardRow("refund", f"{card.amount} for {card.order_id}, SIMULATED payment"),
+        *([CardRow("item", card.item, data=True)] if card.item else []),
+        CardRow("rule", f"{card.rule_version}, quote {card.quote_id}", data=True),
+        *(CardRow("why", reason, data=True) for reason in card.reasons),
+        *(CardRow("policy", f"{page.page_id} {page.title}", data=True) for page in card.cited_pages),
+        CardRow("digest", card.digest),
+        CardRow("expires", card.expires_at.isoformat(timespec="seconds")),
+    ]
 
 
 def money(cents: int, currency: str) -> str:

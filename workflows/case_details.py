@@ -13,7 +13,7 @@ from datetime import datetime
 
 from contracts.case import CaseStatus, Phase
 from contracts.commerce import RefundProposal, RefundReceipt
-from contracts.effect_card import EffectCard, markdown_text, money
+from contracts.effect_card import EffectCard, effect_rows, markdown_text, money
 from contracts.errors import AuthorizationError
 from contracts.identity import reviewer_for
 from contracts.names import REVIEW, EventKind, workflow_id
@@ -59,19 +59,17 @@ def current_details(s: CaseState, now: datetime) -> str:
 
 def effect_markdown(card: EffectCard, now: datetime, *, waiting: bool) -> list[str]:
     """The computed effect: every figure from the quote and the records, never from model text."""
-    left = int((card.expires_at - now).total_seconds() // 60)
-    expiry = f"{utc(card.expires_at)}" + (f" ({max(left, 0)} min left at {utc(now)})" if waiting else "")
-    return [
-        f"**Refund {card.amount} for {card.order_id}** (computed by the refund rule; SIMULATED payment)",
-        "",
-        f"- **Order:** {card.order_id}" + (f", item {markdown_text(card.item, limit=80)}" if card.item else ""),
-        f"- **Amount:** {card.amount_cents} cents = {money(card.amount_cents, card.currency)}",
-        f"- **Rule:** {markdown_text(card.rule_version, limit=40)}, quote {card.quote_id}",
-        *(f"- **Why eligible:** {markdown_text(reason, limit=160)}" for reason in card.reasons),
-        *(f"- **Cited policy:** {page.page_id}, {markdown_text(page.title, limit=80)}" for page in card.cited_pages),
-        f"- **Digest:** `{card.digest}`",
-        f"- **Expires:** {expiry}",
-    ]
+    lines = [f"**Refund {card.amount} for {card.order_id}** (computed by the refund rule; SIMULATED payment)", ""]
+    for row in effect_rows(card):
+        if row.label == "digest":
+            text = f"`{row.text}`"
+        elif row.label == "expires" and waiting:
+            left = max(int((card.expires_at - now).total_seconds() // 60), 0)
+            text = f"{utc(card.expires_at)} ({left} min left at {utc(now)})"
+        else:
+            text = markdown_text(row.text, limit=200) if row.data else row.text
+        lines.append(f"- **{row.label}:** {text}")
+    return lines
 
 
 def review_instructions(case_id: str, tenant: str) -> list[str]:

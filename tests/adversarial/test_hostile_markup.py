@@ -39,6 +39,11 @@ async def _starter(adversary: ScriptedWorld, address: str, *args: str) -> subpro
     return await asyncio.to_thread(subprocess.run, command, capture_output=True, text=True, timeout=120, env=env)
 
 
+def _unwrapped(stdout: str) -> str:
+    """The card wraps a long answer at spaces (80 columns): read it back as one line."""
+    return " ".join(stdout.split())
+
+
 async def test_markup_in_an_answer_is_printed_literally_by_ask_status_and_review_info(
     adversary: ScriptedWorld, temporal_server
 ) -> None:
@@ -48,14 +53,14 @@ async def test_markup_in_an_answer_is_printed_literally_by_ask_status_and_review
         adversary, temporal_server.address, "--profile", "alice", "ask", "Please refund QH-1001 and explain"
     )
     assert asked.returncode == 0, asked.stderr
-    assert "waiting_approval" in asked.stdout and MARKUP in asked.stdout
+    assert "waiting_approval" in asked.stdout and MARKUP in _unwrapped(asked.stdout)
     case_id = asked.stdout.split("case ", 1)[1].split()[0]
 
     status = await _starter(adversary, temporal_server.address, "--profile", "alice", "status", case_id)
     info = await _starter(adversary, temporal_server.address, "--profile", "chen", "review-info", case_id)
     for shown in (status, info):
         assert shown.returncode == 0, shown.stderr
-        assert MARKUP in shown.stdout, shown.stdout  # the link target is visible, nothing was interpreted
+        assert MARKUP in _unwrapped(shown.stdout), shown.stdout  # the link target is visible, nothing interpreted
         assert "Traceback" not in shown.stderr and "MarkupError" not in shown.stderr
     view = await adversary.world.client.get_workflow_handle(f"case-{case_id}").query("status")
     assert view["status"] == CaseStatus.WAITING_APPROVAL.value

@@ -68,7 +68,14 @@ async def test_a_waiting_case_shows_its_computed_effect_without_a_query(world, t
     assert "12900 cents (CNY 129.00) for QH-1001" in proposal_memo and digest in proposal_memo
 
     current = await _cli(temporal_server.address, "metadata", "--workflow-id", handle.id)
-    for expected in ("12900 cents = CNY 129.00", digest, "QH-1001", "returns-2026-09", "RETURNS:p02", "min left"):
+    for expected in (
+        "12900 cents (CNY 129.00) for QH-1001",
+        digest,
+        "QH-1001",
+        "returns-2026-09",
+        "RETURNS\\:p02 Refund window and warehouse receipt",
+        "min left",
+    ):
         assert expected in current, expected
     assert "approval_token" in current and "review-info" in current
     assert "eyJ" not in current  # no token (a JWT starts so) is ever part of the details

@@ -82,8 +82,28 @@ async def test_ask_prints_the_review_commands_and_a_wrong_reviewer_gets_one_line
     assert not [e for e in events if e["kind"] == "review_refused"]  # nothing was sent
 
     info = await _starter(shared_world, temporal_server, "--profile", "chen", "review-info", case_id)
-    assert info.returncode == 0 and digest in info.stdout.replace("\n", "")
+    assert info.returncode == 0
     assert "approval_token" not in info.stdout  # a token is printed only when asked for
+    # ask, status and review-info show the same computed-effect card, in 80 columns, the digest whole
+    status = await _starter(shared_world, temporal_server, "--profile", "alice", "status", case_id)
+    cards = [_card(out.stdout) for out in (asked, info, status)]
+    assert cards[0] == cards[1] == cards[2]
+    assert f"  digest      {digest}" in cards[0]
+    assert "  refund      17900 cents (CNY 179.00) for QH-1002, SIMULATED payment" in cards[0]
+    wide = [line for out in (asked, info, status) for line in _card_and_prose(out.stdout) if len(line) > 80]
+    assert wide == []
+
+
+def _card(stdout: str) -> list[str]:
+    """The computed-effect rows of a printed case card."""
+    lines = stdout.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("  what approving does"))
+    return lines[start : next(i for i, line in enumerate(lines) if line.startswith("  expires")) + 1]
+
+
+def _card_and_prose(stdout: str) -> list[str]:
+    """Every printed line but the ready-to-run commands and lone paths (copied whole, never wrapped)."""
+    return [line for line in stdout.splitlines() if "starter.py" not in line and " " in line.strip()]
 
 
 async def test_review_info_prints_signed_temporal_cli_and_web_ui_forms_that_work(shared_world, temporal_server) -> None:
