@@ -50,6 +50,7 @@ from case_client.render import (
     worker_command,
 )
 from cli import (  # noqa: F401  (importing each module registers its commands on cli.app.app)
+    audit_command,
     local_commands,
     review_commands,
     verify_command,

@@ -18,9 +18,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
+import jwt
 from pydantic import ValidationError
 from temporalio.api.common.v1 import Payload, Payloads
 from temporalio.api.enums.v1 import EventType
+from temporalio.api.failure.v1 import Failure
 from temporalio.api.history.v1 import HistoryEvent
 from temporalio.client import WorkflowHistory
 from temporalio.contrib.pydantic import pydantic_data_converter
@@ -33,13 +35,13 @@ from contracts.names import REVIEW, ActivityName, EventKind
 
 T = TypeVar("T")
 _CONVERTER = pydantic_data_converter.payload_converter
-_ACTIVITY_ENDS = {
+ACTIVITY_ENDS = {
     EventType.EVENT_TYPE_ACTIVITY_TASK_COMPLETED: "completed",
     EventType.EVENT_TYPE_ACTIVITY_TASK_FAILED: "failed",
     EventType.EVENT_TYPE_ACTIVITY_TASK_TIMED_OUT: "timed out",
     EventType.EVENT_TYPE_ACTIVITY_TASK_CANCELED: "canceled",
 }
-_RUN_ENDS = {
+RUN_ENDS = {
     EventType.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED: "completed",
     EventType.EVENT_TYPE_WORKFLOW_EXECUTION_FAILED: "failed",
     EventType.EVENT_TYPE_WORKFLOW_EXECUTION_TIMED_OUT: "timed out",
@@ -125,12 +127,12 @@ def trail_from_history(history: WorkflowHistory) -> CaseTrail:
             name = attributes.activity_type.name
             if name == ActivityName.EXECUTE_REFUND:
                 request = decode(attributes.input, SettleRequest)
-                settlement = Settlement(event.event_id, _time(event), request, "pending")
+                settlement = Settlement(event.event_id, event_time(event), request, "pending")
             elif name == ActivityName.WRITE_CASE_RECORD:
                 record = decode(attributes.input, CaseRecord).value
                 if record is not None and record.case.proposal is not None:
                     proposal = record.case.proposal
-        elif kind in _ACTIVITY_ENDS:
+        elif kind in ACTIVITY_ENDS:
             settlement = _ended(settlement, event)
         elif kind == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED:
             signal = event.workflow_execution_signaled_event_attributes
@@ -140,13 +142,13 @@ def trail_from_history(history: WorkflowHistory) -> CaseTrail:
             update = event.workflow_execution_update_accepted_event_attributes.accepted_request.input
             if update.name == REVIEW:
                 tokens += _token(update.args)
-        elif kind in _RUN_ENDS:
-            run_end = _RUN_ENDS[kind]
+        elif kind in RUN_ENDS:
+            run_end = RUN_ENDS[kind]
             if kind == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED:
                 final = decode(event.workflow_execution_completed_event_attributes.result, CaseView).value
     return CaseTrail(
         workflow_id=history.workflow_id,
-        started_at=_case_started_at(case.value, _time(start)),
+        started_at=_case_started_at(case.value, event_time(start)),
         case=case,
         proposal=proposal,
         review_tokens=tokens,
@@ -181,20 +183,59 @@ def history_from_file(path: Path, workflow_id: str) -> WorkflowHistory:
 def _ended(settlement: Settlement | None, event: HistoryEvent) -> Settlement | None:
     """The settlement with the end of its activity, when ``event`` ends the last ``execute_refund``."""
     kind = event.event_type
-    scheduled_event_id = {
-        EventType.EVENT_TYPE_ACTIVITY_TASK_COMPLETED: event.activity_task_completed_event_attributes.scheduled_event_id,
-        EventType.EVENT_TYPE_ACTIVITY_TASK_FAILED: event.activity_task_failed_event_attributes.scheduled_event_id,
-        EventType.EVENT_TYPE_ACTIVITY_TASK_TIMED_OUT: event.activity_task_timed_out_event_attributes.scheduled_event_id,
-        EventType.EVENT_TYPE_ACTIVITY_TASK_CANCELED: event.activity_task_canceled_event_attributes.scheduled_event_id,
-    }[kind]
-    if settlement is None or scheduled_event_id != settlement.scheduled_event_id:
+    if settlement is None or scheduled_event_id(event) != settlement.scheduled_event_id:
         return settlement  # another activity, or an earlier settlement's end
     receipt: Decoded[RefundReceipt] = Decoded()
     if kind == EventType.EVENT_TYPE_ACTIVITY_TASK_COMPLETED:
         receipt = decode(event.activity_task_completed_event_attributes.result, RefundReceipt)
     return Settlement(
-        settlement.scheduled_event_id, settlement.scheduled_at, settlement.request, _ACTIVITY_ENDS[kind], receipt
+        settlement.scheduled_event_id, settlement.scheduled_at, settlement.request, ACTIVITY_ENDS[kind], receipt
     )
+
+
+def scheduled_event_id(end: HistoryEvent) -> int:
+    """The ``ActivityTaskScheduled`` event that ``end`` (one of :data:`ACTIVITY_ENDS`) ends."""
+    return {
+        EventType.EVENT_TYPE_ACTIVITY_TASK_COMPLETED: end.activity_task_completed_event_attributes.scheduled_event_id,
+        EventType.EVENT_TYPE_ACTIVITY_TASK_FAILED: end.activity_task_failed_event_attributes.scheduled_event_id,
+        EventType.EVENT_TYPE_ACTIVITY_TASK_TIMED_OUT: end.activity_task_timed_out_event_attributes.scheduled_event_id,
+        EventType.EVENT_TYPE_ACTIVITY_TASK_CANCELED: end.activity_task_canceled_event_attributes.scheduled_event_id,
+    }[end.event_type]
+
+
+def activity_failure(end: HistoryEvent) -> str | None:
+    """Why an activity failed or timed out, in one line; None for any other end."""
+    if end.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_FAILED:
+        return failure_text(end.activity_task_failed_event_attributes.failure)
+    if end.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_TIMED_OUT:
+        return failure_text(end.activity_task_timed_out_event_attributes.failure)
+    return None
+
+
+def failure_text(failure: Failure) -> str:
+    """A Temporal failure as one line: its application type (when it has one) and its message."""
+    kind = failure.application_failure_info.type if failure.HasField("application_failure_info") else ""
+    message = failure.message or (failure.cause.message if failure.HasField("cause") else "") or "no message"
+    return f"{kind}: {message}" if kind and not message.startswith(kind) else message
+
+
+def event_summary(event: HistoryEvent) -> str | None:
+    """The event's user-metadata summary (what the workflow said the step is), if it has one."""
+    if not event.HasField("user_metadata") or not event.user_metadata.HasField("summary"):
+        return None
+    summary = decode_payload(event.user_metadata.summary, str)
+    return summary.value if summary.value is not None else f"(summary not readable: {summary.problem})"
+
+
+def unverified_claims(token: str | None) -> dict[str, Any] | None:
+    """A token's claims read WITHOUT checking its signature: what it claims, never what it proves."""
+    if not token:
+        return None
+    try:
+        claims = jwt.decode(token, options={"verify_signature": False})
+    except Exception:  # anything a writer of the history put there: unreadable, never raised
+        return None
+    return claims if isinstance(claims, dict) else None
 
 
 def _token(payloads: Payloads) -> list[str]:
@@ -211,5 +252,6 @@ def _case_started_at(case: CaseInput | None, run_started: datetime) -> datetime:
     return run_started
 
 
-def _time(event: HistoryEvent) -> datetime:
+def event_time(event: HistoryEvent) -> datetime:
+    """When the history recorded ``event`` (UTC)."""
     return event.event_time.ToDatetime(tzinfo=UTC)

@@ -1,0 +1,319 @@
+"""A case as an auditor reads it from its workflow history alone (:func:`audit_from_history`, pure: no
+server, worker, database, keys or clock): who asked what, every model request and tool call, the
+evidence, the proposal, the review attempts (:mod:`case_client.audit_reviews`), what was paid and what
+the customer was told. Nothing is verified: tokens are decoded without checking their signatures.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from datetime import datetime
+from typing import Any
+
+from temporalio.api.common.v1 import Payload
+from temporalio.api.enums.v1 import EventType
+from temporalio.api.history.v1 import HistoryEvent
+from temporalio.client import WorkflowHistory
+
+from case_client.audit_reviews import ReviewAttempt, paired, review_attempt, update_answer
+from case_client.trail import (
+    ACTIVITY_ENDS,
+    CaseTrail,
+    activity_failure,
+    decode,
+    decode_payload,
+    event_summary,
+    event_time,
+    scheduled_event_id,
+    trail_from_history,
+    unverified_claims,
+)
+from contracts.case import (
+    CaseEvent,
+    CaseRecord,
+    CaseStatus,
+    CaseView,
+    ComposeResult,
+    InvestigateResult,
+    ModelCallMeta,
+    PlanResult,
+    ReviewResult,
+    ToolObservation,
+    ToolRequest,
+)
+from contracts.commerce import RefundProposal, RefundReceipt
+from contracts.credentials import VerifiedApplicant
+from contracts.names import REVIEW, ActivityName, EventKind
+
+MODEL_KINDS = frozenset(
+    {ActivityName.PLAN_CASE, ActivityName.INVESTIGATE_TURN, ActivityName.COMPOSE_ANSWER, ActivityName.REVIEW_ANSWER}
+)
+NOT_VERIFIED = "read from the workflow history alone; nothing here is verified"
+REFUSAL_KINDS = frozenset(
+    {
+        EventKind.TOOL_REFUSED,
+        EventKind.TOOL_FAILED,
+        EventKind.MODEL_FAILED,
+        EventKind.DRAFT_REFUSED,
+        EventKind.SETTLEMENT_FAILED,
+        EventKind.RECORD_WRITE_FAILED,
+        EventKind.EVENTS_DROPPED,
+    }
+)
+"""Case-log kinds shown on the timeline (review refusals are shown with their review attempts)."""
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    """A ``run_investigation_tool`` activity: what the workflow asked, and what came back."""
+
+    name: str
+    arguments: dict[str, Any]
+    call_id: str | None = None
+    ok: bool | None = None
+    """None when no observation came back (the activity failed, or is still running)."""
+    result: dict[str, Any] | None = None
+    error: str | None = None
+
+
+@dataclass(frozen=True)
+class ActivityCall:
+    """One activity of the run, in the order it was scheduled."""
+
+    event_id: int
+    at: datetime
+    kind: str
+    """The activity's name: ``plan_case``, ``run_investigation_tool``, ``execute_refund``, ..."""
+    outcome: str
+    """``completed``, ``failed``, ``timed out``, ``canceled`` or ``pending``."""
+    attempt: int = 1
+    failure: str | None = None
+    summary: str | None = None
+    """The user-metadata summary the workflow gave the activity, if any."""
+    model: ModelCallMeta | None = None
+    note: str | None = None
+    """What the result says, in a few words (the whole result is in the history)."""
+    tool: ToolCall | None = None
+
+    @property
+    def is_model_request(self) -> bool:
+        return self.kind in MODEL_KINDS or self.model is not None
+
+
+@dataclass(frozen=True)
+class Ending:
+    status: CaseStatus | None
+    reason: str | None
+    run_end: str | None
+    source: str
+    """Where status and reason were read: the workflow's result, the last case record, or nowhere."""
+
+    @property
+    def still_running(self) -> bool:
+        return self.run_end is None or self.run_end == "continued as new"
+
+
+@dataclass(frozen=True)
+class CaseAudit:
+    trail: CaseTrail
+    """What :func:`~case_client.trail.trail_from_history` read (the case input, the settlement, ...)."""
+    activities: list[ActivityCall]
+    reviews: list[ReviewAttempt]
+    events: list[CaseEvent]
+    """The case's own event log, from the last case record of the run."""
+    view: CaseView | None
+    """The workflow's result, else the last case record's view."""
+    proposal: RefundProposal | None
+    ending: Ending
+    applicant_claims: dict[str, Any] | None = None
+    continued: int = 0
+    problems: list[str] = field(default_factory=list)
+
+    @property
+    def case_id(self) -> str:
+        case = self.trail.case.value
+        return case.case_id if case else self.trail.workflow_id.removeprefix("case-")
+
+    @property
+    def model_requests(self) -> list[ActivityCall]:
+        return [call for call in self.activities if call.is_model_request]
+
+    @property
+    def tool_calls(self) -> list[ActivityCall]:
+        return [call for call in self.activities if call.tool is not None]
+
+    @property
+    def refusals(self) -> list[CaseEvent]:
+        return [event for event in self.events if event.kind in REFUSAL_KINDS]
+
+    @property
+    def answer_citations(self) -> list[str]:
+        return list(self.view.citations) if self.view else []
+
+    @property
+    def quote_citations(self) -> list[str]:
+        return list(self.view.quote.citations) if self.view and self.view.quote else []
+
+    @property
+    def recomputed_digest(self) -> str | None:
+        return self.proposal.digest() if self.proposal else None
+
+    @property
+    def receipt(self) -> RefundReceipt | None:
+        settlement = self.trail.settlement
+        return settlement.receipt.value if settlement else None
+
+
+def audit_from_history(history: WorkflowHistory) -> CaseAudit:
+    """Everything one run's history says about the case (see the module docstring)."""
+    trail = trail_from_history(history)
+    events: list[HistoryEvent] = list(history.events)
+    scheduled: dict[int, HistoryEvent] = {}
+    attempts: dict[int, int] = {}
+    ends: dict[int, HistoryEvent] = {}
+    reviews: list[ReviewAttempt] = []
+    update_ids: dict[int, str] = {}
+    answers: dict[str, str] = {}
+    record: CaseRecord | None = None
+    result: CaseView | None = None
+    problems: list[str] = []
+    signed = trail.case.value is not None and trail.case.value.applicant_token is not None
+    for event in events:
+        kind = event.event_type
+        if kind == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED:
+            scheduled[event.event_id] = event
+            attributes = event.activity_task_scheduled_event_attributes
+            if attributes.activity_type.name == ActivityName.WRITE_CASE_RECORD:
+                decoded = decode(attributes.input, CaseRecord)
+                record = decoded.value or record
+                if decoded.problem:
+                    problems.append(f"case record at event {event.event_id}: {decoded.problem}")
+        elif kind == EventType.EVENT_TYPE_ACTIVITY_TASK_STARTED:
+            started = event.activity_task_started_event_attributes
+            attempts[started.scheduled_event_id] = started.attempt
+        elif kind in ACTIVITY_ENDS:
+            ends[scheduled_event_id(event)] = event
+        elif kind == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED:
+            signal = event.workflow_execution_signaled_event_attributes
+            if signal.signal_name == REVIEW:
+                reviews.append(review_attempt(event, "signal", signal.identity, list(signal.input.payloads), signed))
+        elif kind == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_ACCEPTED:
+            accepted = event.workflow_execution_update_accepted_event_attributes.accepted_request
+            if accepted.input.name == REVIEW:
+                update_ids[event.event_id] = accepted.meta.update_id
+                reviews.append(
+                    review_attempt(event, "update", accepted.meta.identity, list(accepted.input.args.payloads), signed)
+                )
+        elif kind == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_COMPLETED:
+            completed = event.workflow_execution_update_completed_event_attributes
+            answers[completed.meta.update_id] = update_answer(completed.outcome)
+        elif kind == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED:
+            decoded_result = decode(event.workflow_execution_completed_event_attributes.result, CaseView)
+            result = decoded_result.value
+            if decoded_result.problem:
+                problems.append(f"the workflow's result: {decoded_result.problem}")
+    case = trail.case.value
+    carried = case.carried if case else None
+    log = list(record.events) if record else list(carried.events if carried else [])
+    own_events = log[len(carried.events) :] if carried and record else ([] if carried else log)
+    reviews = [
+        replace(review, answer=answers.get(update_ids[review.event_id])) if review.event_id in update_ids else review
+        for review in reviews
+    ]
+    view = result or (record.case if record else None)
+    proposal = (view.proposal if view else None) or trail.proposal or (carried.proposal if carried else None)
+    if trail.case.problem:
+        problems.insert(0, f"case input: {trail.case.problem}")
+    return CaseAudit(
+        trail=trail,
+        activities=[
+            _activity(event, attempts.get(event.event_id, 1), ends.get(event.event_id)) for event in scheduled.values()
+        ],
+        reviews=paired(reviews, own_events),
+        events=log,
+        view=view,
+        proposal=proposal,
+        ending=_ending(trail, result, record),
+        applicant_claims=unverified_claims(case.applicant_token if case else None),
+        continued=carried.continued if carried else 0,
+        problems=problems,
+    )
+
+
+# --- activities -----------------------------------------------------------------------------------
+
+
+def _activity(event: HistoryEvent, attempt: int, end: HistoryEvent | None) -> ActivityCall:
+    attributes = event.activity_task_scheduled_event_attributes
+    kind = attributes.activity_type.name
+    outcome = ACTIVITY_ENDS[end.event_type] if end is not None else "pending"
+    call = ActivityCall(event.event_id, event_time(event), kind, outcome, attempt, summary=event_summary(event))
+    result: Payload | None = None
+    if end is not None and end.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_COMPLETED:
+        payloads = end.activity_task_completed_event_attributes.result.payloads
+        result = payloads[0] if payloads else None
+    elif end is not None:
+        call = replace(call, failure=activity_failure(end))
+    if kind == ActivityName.RUN_INVESTIGATION_TOOL:
+        return replace(call, tool=_tool(decode(attributes.input, ToolRequest).value, result, call.failure))
+    if kind == ActivityName.WRITE_CASE_RECORD and (record := decode(attributes.input, CaseRecord).value):
+        return replace(call, note=f"the record of a {record.case.status.value} case, {len(record.events)} events")
+    if result is None:
+        return call
+    return replace(call, model=_meta(result), note=_note(kind, result))
+
+
+def _meta(result: Payload) -> ModelCallMeta | None:
+    """The model identity and usage of a result that carries them (every model request's does)."""
+    raw = decode_payload(result, dict[str, Any]).value
+    if not isinstance(raw, dict) or not isinstance(raw.get("meta"), dict):
+        return None
+    try:
+        return ModelCallMeta.model_validate(raw["meta"])
+    except ValueError:
+        return None
+
+
+def _note(kind: str, result: Payload) -> str | None:
+    """What a completed activity returned, in a few words."""
+    if kind == ActivityName.PLAN_CASE and (plan := decode_payload(result, PlanResult).value):
+        asked = "action requested" if plan.plan.action_requested else "no action requested"
+        return f"intent {plan.plan.intent.value}, order {plan.plan.order_id or '-'}, {asked}"
+    if kind == ActivityName.INVESTIGATE_TURN and (turn := decode_payload(result, InvestigateResult).value):
+        if turn.calls:
+            return "asks for " + ", ".join(call.name for call in turn.calls)
+        return f"asks for no tool (finish {turn.finish_reason or '-'})"
+    if kind == ActivityName.COMPOSE_ANSWER and (composed := decode_payload(result, ComposeResult).value):
+        cites = ", ".join(composed.answer.citations) or "nothing"
+        return f"draft: next action {composed.answer.next_action.value}; cites {cites}"
+    if kind == ActivityName.REVIEW_ANSWER and (review := decode_payload(result, ReviewResult).value):
+        problems = "; ".join(review.verdict.problems)
+        return f"verdict {review.verdict.verdict.value}" + (f": {problems}" if problems else "")
+    if kind == ActivityName.VERIFY_APPLICANT and (verified := decode_payload(result, VerifiedApplicant).value):
+        who = verified.identity
+        return f"the worker says it verified {who.subject} ({who.tenant}, {who.role.value})"
+    if kind == ActivityName.EXECUTE_REFUND and (receipt := decode_payload(result, RefundReceipt).value):
+        return f"receipt {receipt.receipt_id}: {receipt.amount_cents} cents {receipt.currency} (SIMULATED)"
+    return None
+
+
+def _tool(request: ToolRequest | None, result: Payload | None, failure: str | None) -> ToolCall:
+    if request is None:
+        return ToolCall(name="?", arguments={}, error="the tool request does not decode")
+    call = ToolCall(request.name, dict(request.arguments), request.call_id, error=failure)
+    observation = decode_payload(result, ToolObservation).value if result is not None else None
+    if observation is None:
+        return call
+    error = None if observation.ok else f"{observation.error_code or 'error'}: {observation.error_message or ''}"
+    return replace(call, ok=observation.ok, result=observation.result, error=error.rstrip(": ") if error else None)
+
+
+# --- the end --------------------------------------------------------------------------------------
+
+
+def _ending(trail: CaseTrail, result: CaseView | None, record: CaseRecord | None) -> Ending:
+    if result is not None:
+        return Ending(result.status, result.reason, trail.run_end, "the workflow's result")
+    if record is not None:
+        return Ending(record.case.status, record.case.reason, trail.run_end, "the last case record")
+    return Ending(None, None, trail.run_end, "nothing recorded")
