@@ -6,7 +6,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STATE_DIR ?= .state/demo
 
-.PHONY: install test lint typecheck demo dev-server clean
+.PHONY: install browser test lint typecheck demo dev-server clean
 
 $(BIN)/.installed: pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Python 3.11 or newer is required (set PYTHON=...)")'
@@ -24,7 +24,19 @@ lint: install
 typecheck: install
 	$(BIN)/mypy
 
-test: lint typecheck
+# Debian's chromium for the Web UI test (tests/browser), which Playwright drives headless; Playwright
+# downloads no browser of its own. Installed with apt-get (root) when /usr/bin/chromium is missing.
+browser:
+	@test -x /usr/bin/chromium || { \
+		{ [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; } || \
+			{ echo "browser: /usr/bin/chromium is missing and apt-get needs root here: run 'sudo make browser' (or sudo apt-get install chromium)"; exit 1; }; \
+		echo "browser: installing Debian's chromium (apt-get install chromium) for the Web UI test in tests/browser"; \
+		export DEBIAN_FRONTEND=noninteractive; \
+		apt-get install -y -qq --no-install-recommends chromium >/dev/null 2>&1 || \
+			{ apt-get update -qq && apt-get install -y -qq --no-install-recommends chromium >/dev/null; }; \
+	}
+
+test: lint typecheck browser
 	$(BIN)/pytest
 
 demo: install

@@ -59,7 +59,7 @@ def current_details(s: CaseState, now: datetime) -> str:
 
 def effect_markdown(card: EffectCard, now: datetime, *, waiting: bool) -> list[str]:
     """The computed effect: every figure from the quote and the records, never from model text."""
-    lines = [f"**Refund {card.amount} for {card.order_id}** (computed by the refund rule; SIMULATED payment)", ""]
+    lines = ["**What approving does** (computed by the refund rule from the records, never by the model):", ""]
     for row in effect_rows(card):
         if row.label == "digest":
             text = f"`{row.text}`"
