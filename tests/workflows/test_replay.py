@@ -35,10 +35,35 @@ REQUIRED_SINCE_ISSUE_9 = {
 }
 
 
+REQUIRED_SINCE_ISSUE_10 = {name.replace("-2026-12-issue9", "-2026-12-issue10") for name in REQUIRED_SINCE_ISSUE_9}
+"""Recorded with the case's metadata: step summaries, current details, the proposal and receipt in the memo."""
+
+
 def test_histories_of_every_outcome_are_committed() -> None:
-    """The first generation (before any patch), the one recorded with issue 7's patches and the one
-    with signed credentials (issue 9)."""
-    assert {path.stem for path in HISTORIES} >= REQUIRED | REQUIRED_SINCE_ISSUE_7 | REQUIRED_SINCE_ISSUE_9
+    """The first generation (before any patch), the one recorded with issue 7's patches, the one with
+    signed credentials (issue 9) and the one with the case's metadata (issue 10)."""
+    expected = REQUIRED | REQUIRED_SINCE_ISSUE_7 | REQUIRED_SINCE_ISSUE_9 | REQUIRED_SINCE_ISSUE_10
+    assert {path.stem for path in HISTORIES} >= expected
+
+
+def test_the_metadata_generation_replays_the_patched_branch() -> None:
+    """The issue-10 refund history took the 'case-metadata' branch (memo with the proposal and the
+    receipt) and carries a summary on every scheduled activity, so replaying it tests that code."""
+    history = WorkflowHistory.from_json(
+        "approved", json.loads((HISTORIES[0].parent / "approved_refund-2026-12-issue10.json").read_text())
+    )
+    markers = [e for e in history.events if e.HasField("marker_recorded_event_attributes")]
+    patch_ids = {e.marker_recorded_event_attributes.details["patch-data"].payloads[0].data for e in markers}
+    assert any(b"case-metadata" in patch for patch in patch_ids)
+    memo_keys = {
+        key
+        for e in history.events
+        if e.HasField("workflow_properties_modified_event_attributes")
+        for key in e.workflow_properties_modified_event_attributes.upserted_memo.fields
+    }
+    assert {"proposal", "receipt"} <= memo_keys
+    scheduled = [e for e in history.events if e.HasField("activity_task_scheduled_event_attributes")]
+    assert scheduled and all(e.user_metadata.summary.data for e in scheduled)
 
 
 @pytest.mark.parametrize("path", HISTORIES, ids=[p.stem for p in HISTORIES])
