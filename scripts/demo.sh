@@ -6,7 +6,8 @@
 # waiting_approval, approves it as reviewer chen with `temporal workflow update execute` carrying an
 # approval token signed with chen's own key (the command `review-info --approve` prints), shows the
 # signed receipt and the number of history events, verifies the chain of proof offline
-# (`starter.py verify`), and stops what it started. The demo's own state dir
+# (`starter.py verify`), stops the worker and reads the case from its history alone
+# (`starter.py audit`), and stops what it started. The demo's own state dir
 # (.state/demo by default) is recreated on every run, so the demo can be run again and again.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -88,4 +89,8 @@ echo "workflow history of case-$CASE: $EVENTS events (temporal workflow show --w
 
 say "8. The chain of proof, checked offline from the workflow history and the public keys only"
 $BIN/python starter.py --state-dir "$STATE_DIR" --profile chen verify "$CASE"
+say "9. An auditor reads the whole case from its workflow history alone (the worker is stopped first)"
+kill "$WORKER" 2>/dev/null || true
+wait "$WORKER" 2>/dev/null || true
+$BIN/python starter.py --state-dir "$STATE_DIR" --profile chen audit "$CASE"
 say "Done: the receipt above is SIMULATED; no money moved. Stopping what the demo started."

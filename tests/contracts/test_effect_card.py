@@ -3,35 +3,17 @@
 from __future__ import annotations
 
 import re
-from datetime import UTC, date, datetime, timedelta
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from contracts.commerce import RefundProposal, RefundQuote
+from contracts.commerce import RefundProposal
 from contracts.effect_card import effect_card, eligibility_reasons, markdown_text, money, order_item
 from contracts.knowledge import Language, Passage
+from tests.knowledge.test_refund_quote import ORDERS, quote_packaged
 
-QUOTE = RefundQuote(
-    quote_id="Q-0123456789abcdef",
-    order_id="QH-1001",
-    order_version=1,
-    tenant="qinghe",
-    rule_version="returns-2026-09",
-    as_of=date(2026, 9, 20),
-    eligible=True,
-    reason="eligible",
-    amount_cents=12900,
-    currency="CNY",
-    paid_items_cents=12900,
-    freight_cents=1200,
-    refunded_cents=0,
-    delivered_on=date(2026, 9, 10),
-    days_since_delivery=10,
-    window_days=30,
-    citations=["RETURNS:p02", "RETURNS:p03"],
-    explanation_en="-",
-    explanation_zh="-",
-)
+ORDER = ORDERS["QH-1001"]
+QUOTE = quote_packaged(ORDER)
 NOW = datetime(2026, 12, 1, 10, 0, tzinfo=UTC)
 PROPOSAL = RefundProposal(
     case_id="c1",
@@ -66,15 +48,16 @@ def test_the_card_states_the_quote_and_the_order_record() -> None:
         page_title="Refund window",
         text="...",
     )
-    order = {"order_id": "QH-1001", "sku": "TEA-SET-01", "quantity": 1, "category": "home"}
+    order = ORDER.model_dump(mode="json")
     card = effect_card(PROPOSAL, "d" * 64, QUOTE, order=order, evidence={passage.passage_id: passage})
     assert card.amount == "12900 cents (CNY 129.00)"
-    assert card.item == "TEA-SET-01 × 1 (home)"
+    assert card.item == f"{ORDER.sku} × 1 ({ORDER.category.value})"
     assert [(p.page_id, p.title) for p in card.cited_pages] == [
         ("RETURNS:p02", "Refund window"),
         ("RETURNS:p03", "(not read in this case)"),
     ]
-    assert card.reasons[1] == "delivered 2026-09-10, 10 days ago, window 30 days"
+    assert card.reasons[0] == f"rule returns-2026-09: eligible (quote {QUOTE.quote_id}, as of {QUOTE.as_of})"
+    assert card.reasons[1] == f"delivered {ORDER.delivered_on}, {QUOTE.days_since_delivery} days ago, window 30 days"
     assert "freight CNY 12.00 not refunded" in card.reasons[2]
 
 
