@@ -1,10 +1,13 @@
 """The one adapter between the service and an OpenAI-compatible Chat Completions endpoint.
 
 ``ModelGateway`` builds the messages for the four request kinds, sends them through ``AsyncOpenAI``
-(``max_retries=0``: retries belong to Temporal; timeout 40 s) and validates every reply with
-:mod:`activities.model_validation`. The endpoint and key come from the settings; the HTTP client may
-be injected: the worker hands in the rehearsal model's in-process client when no provider is
-configured, so the stand-in runs through this same code and there is no second code path.
+(``max_retries=0``: retries belong to Temporal; timeout 40 s unless configured) in the dialect of the
+settings' provider profile (:mod:`activities.provider_profiles`: response format, ``tool_choice``,
+token limit, extra body fields) and validates every reply with :mod:`activities.model_validation`.
+Review requests go to the separate reviewer model when one is configured. The endpoint and key come
+from the settings; the HTTP client may be injected: the worker hands in the rehearsal model's
+in-process client when no provider is configured, so the stand-in runs through this same code and
+there is no second code path.
 
 Provider failures become the service's error classes (SPEC §8):
 
@@ -13,6 +16,7 @@ what happened                               error                               
 ==========================================  ============================================  ==========
 timeout, connection failure                 TransientError provider_timeout/_unreachable  yes
 HTTP 408, 409, 5xx                          TransientError provider_unavailable           yes
+HTTP 500 saying the request is invalid      ContractError provider_rejected_request       no
 HTTP 429                                    TransientError provider_rate_limited,         yes, after
                                             ``retry_after_seconds`` from Retry-After      that delay
 HTTP 401, 403                               ConfigurationError provider_auth_failed       no
@@ -25,14 +29,14 @@ a reply of the wrong shape
 
 A 4xx other than the above means the provider refused this request as built (an unsupported
 parameter, an oversized context): repeating it cannot help, and the workflow decides what follows.
-No error message ever contains the API key.
+No error message ever contains the API key. A failure after the provider answered carries the
+model's name and, when the provider reported it, the token usage (``SupportError.model``/``.usage``),
+so a refused reply is still counted.
 """
 
 from __future__ import annotations
 
-import email.utils
 import json
-import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -44,6 +48,8 @@ from openai.types.chat.chat_completion import Choice
 
 from activities import model_validation, prompts
 from activities.model_settings import KEYLESS_PLACEHOLDER_KEY, ModelSettings
+from activities.provider_profiles import map_provider_error, profile
+from activities.provider_profiles import retry_after_seconds as retry_after_seconds
 from contracts.case import (
     ComposeRequest,
     ComposeResult,
@@ -57,7 +63,7 @@ from contracts.case import (
     ReviewResult,
     TranscriptEntry,
 )
-from contracts.errors import ConfigurationError, ContractError, SupportError, TransientError
+from contracts.errors import ContractError, SupportError
 from contracts.knowledge import Passage
 from contracts.names import RequestKind
 from contracts.tools import INVESTIGATION_TOOLS
@@ -65,7 +71,6 @@ from contracts.tools import INVESTIGATION_TOOLS
 MAX_CONTEXT_CHARS = 36_000
 """Budget for the serialized messages of one request; older tool exchanges are dropped first."""
 MAX_TOOL_RESULT_CHARS = 8_000
-MAX_RETRY_AFTER_SECONDS = 600.0
 _NOT_EXECUTED = json.dumps(
     {"ok": False, "error_code": "not_executed", "error_message": "No result was recorded for this call."}
 )
@@ -75,8 +80,16 @@ class ModelGateway:
     """The four model requests on the provider ``settings`` name, through ``http_client`` when given
     (else the SDK's own ``httpx2`` client)."""
 
-    def __init__(self, settings: ModelSettings, http_client: httpx2.AsyncClient | None = None) -> None:
+    def __init__(
+        self,
+        settings: ModelSettings,
+        http_client: httpx2.AsyncClient | None = None,
+        *,
+        reviewer_http_client: httpx2.AsyncClient | None = None,
+    ) -> None:
         self.settings = settings
+        self.profile = profile(settings.profile)
+        self.reviewer = ModelGateway(settings.reviewer, reviewer_http_client) if settings.reviewer else None
         self._secret = settings.api_key.get_secret_value() if settings.api_key else None
         self._client = openai.AsyncOpenAI(
             base_url=settings.base_url,
@@ -88,11 +101,13 @@ class ModelGateway:
 
     async def aclose(self) -> None:
         await self._client.close()
+        if self.reviewer is not None:
+            await self.reviewer.aclose()
 
     async def plan(self, request: PlanRequest, *, attempt: int = 1) -> PlanResult:
         messages = _opening("plan", prompts.plan_payload(request))
-        completion = await self._complete(messages, json_mode=True)
-        with _reading_reply("plan"):
+        completion = await self._complete("plan", messages)
+        with self._reading_reply("plan", completion):
             data = self._json(completion, "plan")
             return PlanResult(
                 plan=model_validation.validate_plan(data, request.question), meta=self._meta(completion, attempt)
@@ -105,8 +120,8 @@ class ModelGateway:
         opening = _opening("investigate", prompts.investigate_payload(request))
         messages = opening + fit_transcript(request.transcript, MAX_CONTEXT_CHARS - _size(opening))
         tools = [INVESTIGATION_TOOLS[name].openai_schema() for name in request.tool_names]
-        completion = await self._complete(messages, tools=tools)
-        with _reading_reply("investigate"):
+        completion = await self._complete("investigate", messages, tools=tools)
+        with self._reading_reply("investigate", completion):
             choice = _first_choice(completion, "investigate")
             if choice.finish_reason == "length":
                 raise ContractError(
@@ -122,46 +137,62 @@ class ModelGateway:
     async def compose(self, request: ComposeRequest, *, attempt: int = 1) -> ComposeResult:
         evidence = _fit_evidence(lambda ev: prompts.compose_payload(request, ev), request.evidence)
         messages = _opening("compose", prompts.compose_payload(request, evidence))
-        completion = await self._complete(messages, json_mode=True)
+        completion = await self._complete("compose", messages)
         shown = {passage.passage_id for passage in evidence}
-        with _reading_reply("compose"):
+        with self._reading_reply("compose", completion):
             data = self._json(completion, "compose")
             return ComposeResult(
                 answer=model_validation.validate_composed(data, shown), meta=self._meta(completion, attempt)
             )
 
     async def review(self, request: ReviewRequest, *, attempt: int = 1) -> ReviewResult:
+        if self.reviewer is not None:
+            return await self.reviewer.review(request, attempt=attempt)
         evidence = _fit_evidence(lambda ev: prompts.review_payload(request, ev), request.evidence)
         messages = _opening("review", prompts.review_payload(request, evidence))
-        completion = await self._complete(messages, json_mode=True)
-        with _reading_reply("review"):
+        completion = await self._complete("review", messages)
+        with self._reading_reply("review", completion):
             data = self._json(completion, "review")
             return ReviewResult(verdict=model_validation.validate_review(data), meta=self._meta(completion, attempt))
 
     async def _complete(
         self,
+        kind: RequestKind,
         messages: list[ChatCompletionMessageParam],
         *,
-        json_mode: bool = False,
         tools: list[dict[str, Any]] | None = None,
     ) -> ChatCompletion:
-        options: dict[str, Any] = {}
-        if json_mode:
-            options["response_format"] = {"type": "json_object"}
-        if tools:
-            options["tools"] = tools
+        options = self.profile.request_options(kind, max_tokens=self.settings.max_tokens[kind], tools=tools)
         try:
             completion = await self._client.chat.completions.create(
-                model=self.settings.model, messages=messages, **options
+                model=self.settings.model, messages=messages, timeout=self.settings.timeout_seconds, **options
             )
         except openai.OpenAIError as exc:
-            raise self._map_error(exc) from None
+            error = self._map_error(exc)
+            if isinstance(exc, openai.APIStatusError):
+                error.model = self.settings.model  # the request reached the model's server
+            raise error from None
         except json.JSONDecodeError:
             # a 2xx whose body is not JSON at all (cut off, empty): the SDK raises the decoder's error
             raise ContractError("truncated_or_malformed", "The provider's reply is not valid JSON.") from None
         if not isinstance(completion, ChatCompletion):
             raise ContractError("truncated_or_malformed", "The provider's reply is not a chat completion.")
         return completion
+
+    @contextmanager
+    def _reading_reply(self, kind: str, completion: ChatCompletion) -> Iterator[None]:
+        """Read a reply; a refused reply keeps the model's name and the usage the provider reported."""
+        try:
+            with _reading_reply(kind):
+                yield
+        except SupportError as error:
+            error.model = completion.model if isinstance(completion.model, str) else self.settings.model
+            try:
+                usage = _usage(completion)
+            except (AttributeError, TypeError, ValueError):  # a usage object of the wrong shape
+                usage = None
+            error.usage = usage.model_dump() if usage else None
+            raise
 
     def _json(self, completion: ChatCompletion, kind: str) -> dict[str, Any]:
         choice = _first_choice(completion, kind)
@@ -176,69 +207,12 @@ class ModelGateway:
         )
 
     def _map_error(self, exc: openai.OpenAIError) -> SupportError:
-        provider, model = self.settings.provider, self.settings.model
-        if isinstance(exc, openai.APITimeoutError):
-            return TransientError("provider_timeout", f"The {provider} request timed out.")
-        if isinstance(exc, openai.APIConnectionError):
-            return TransientError("provider_unreachable", f"The {provider} endpoint could not be reached.")
-        if not isinstance(exc, openai.APIStatusError):
-            return ContractError("truncated_or_malformed", f"The {provider} reply could not be read.")
-        status = exc.status_code
-        if status == 429:
-            return TransientError(
-                "provider_rate_limited",
-                f"The {provider} endpoint is rate limiting requests (HTTP 429).",
-                retry_after_seconds=retry_after_seconds(exc.response.headers),
-            )
-        if status in (408, 409) or status >= 500:
-            return TransientError(
-                "provider_unavailable",
-                f"The {provider} endpoint is temporarily unavailable (HTTP {status}).",
-                retry_after_seconds=retry_after_seconds(exc.response.headers),
-            )
-        if status in (401, 403):
-            return ConfigurationError(
-                "provider_auth_failed",
-                f"The {provider} endpoint rejected the API key (HTTP {status}); check "
-                f"{'DEEPSEEK_API_KEY' if provider == 'deepseek' else 'OPENAI_API_KEY'}.",
-            )
-        if status == 402:
-            return ConfigurationError("provider_billing", f"The {provider} account cannot pay for requests (HTTP 402).")
-        if status == 404:
-            variable = "DEEPSEEK_MODEL" if provider == "deepseek" else "SUPPORT_MODEL or OPENAI_BASE_URL"
-            return ConfigurationError(
-                "model_not_found",
-                f"The {provider} endpoint has no model {model!r} (HTTP 404); check {variable}.",
-            )
-        return ContractError(
-            "provider_rejected_request",
-            f"The {provider} endpoint rejected the request (HTTP {status}): {self._redact(exc.message)}",
-        )
+        return map_provider_error(exc, self.settings.provider, self.settings.model, self._redact)
 
     def _redact(self, text: str) -> str:
         if self._secret:
             text = text.replace(self._secret, "[redacted]")
         return " ".join(text.split())[:300]
-
-
-def retry_after_seconds(headers: httpx2.Headers) -> float | None:
-    """Seconds to wait from ``retry-after-ms`` or ``retry-after`` (seconds or HTTP date), capped."""
-    seconds: float | None = None
-    try:
-        if "retry-after-ms" in headers:
-            seconds = float(headers["retry-after-ms"]) / 1000
-        elif "retry-after" in headers:
-            value = headers["retry-after"]
-            try:
-                seconds = float(value)
-            except ValueError:
-                parsed = email.utils.parsedate_to_datetime(value)
-                seconds = parsed.timestamp() - time.time()
-    except (ValueError, TypeError):
-        return None
-    if seconds is None or seconds <= 0:
-        return None
-    return min(seconds, MAX_RETRY_AFTER_SECONDS)
 
 
 def fit_transcript(transcript: list[TranscriptEntry], budget: int) -> list[ChatCompletionMessageParam]:
@@ -274,7 +248,7 @@ def _group_messages(group: tuple[TranscriptEntry, list[TranscriptEntry]]) -> lis
     messages: list[ChatCompletionMessageParam] = [
         {
             "role": "assistant",
-            "content": assistant.content or None,
+            "content": assistant.content or "",  # never null: llama-cpp-python answers that with HTTP 500
             "tool_calls": [
                 {
                     "id": call.call_id,

@@ -12,6 +12,19 @@ Resolution order:
 
 A configured provider never falls back to the rehearsal model. The API key is held as a
 :class:`~pydantic.SecretStr`, so it appears in no ``repr``, ``str``, log line or error message.
+
+Tuning (all optional; see :mod:`activities.provider_profiles`):
+
+- ``SUPPORT_MODEL_PROFILE``: the server's dialect (generic, openai, deepseek, vllm, ollama, llama.cpp,
+  llama-cpp-python); default ``deepseek`` with ``DEEPSEEK_API_KEY``, ``openai`` for api.openai.com,
+  else ``generic``.
+- ``SUPPORT_MODEL_TIMEOUT_SECONDS``: the per-request timeout (default 40, at most 55: the model
+  activity's start-to-close timeout is 60 s).
+- ``SUPPORT_MODEL_MAX_TOKENS`` (every kind) and ``SUPPORT_MODEL_MAX_TOKENS_<KIND>`` (PLAN,
+  INVESTIGATE, COMPOSE, REVIEW): completion-token limits.
+- ``SUPPORT_REVIEW_MODEL`` (with optional ``SUPPORT_REVIEW_BASE_URL``, ``SUPPORT_REVIEW_API_KEY``,
+  ``SUPPORT_REVIEW_PROFILE``): a separate reviewer model for ``review_answer``; only beside a
+  configured provider. Without them the main model reviews.
 """
 
 from __future__ import annotations
@@ -22,10 +35,12 @@ from collections.abc import Mapping
 from typing import Literal
 from urllib.parse import urlsplit
 
-from pydantic import BaseModel, ConfigDict, SecretStr
+from pydantic import BaseModel, ConfigDict, Field, SecretStr
 
+from activities.provider_profiles import DEFAULT_MAX_TOKENS, PROFILE_NAMES, ProfileName
 from contracts.case import REHEARSAL_LABEL
 from contracts.errors import ConfigurationError
+from contracts.names import REQUEST_KINDS, RequestKind
 
 Provider = Literal["deepseek", "openai-compatible", "rehearsal"]
 
@@ -38,6 +53,9 @@ REHEARSAL_BASE_URL = "http://rehearsal.invalid/v1"
 KEYLESS_PLACEHOLDER_KEY = REHEARSAL_LABEL
 """What the SDK is given for a provider without a key (the rehearsal model): it refuses to start with none."""
 REQUEST_TIMEOUT_SECONDS = 40.0
+MAX_REQUEST_TIMEOUT_SECONDS = 55.0
+"""Below the model activities' 60 s start-to-close timeout, so a slow reply is the gateway's timeout."""
+MAX_TOKENS_RANGE = (16, 32_768)
 
 
 class ModelSettings(BaseModel):
@@ -48,6 +66,10 @@ class ModelSettings(BaseModel):
     base_url: str
     api_key: SecretStr | None
     timeout_seconds: float = REQUEST_TIMEOUT_SECONDS
+    profile: ProfileName = "generic"
+    max_tokens: dict[RequestKind, int] = Field(default_factory=lambda: dict(DEFAULT_MAX_TOKENS))
+    reviewer: ModelSettings | None = None
+    """A separate model for review requests; None: the model above reviews too."""
 
     @property
     def is_rehearsal(self) -> bool:
@@ -56,12 +78,45 @@ class ModelSettings(BaseModel):
     def describe(self) -> str:
         """One loggable line: provider, model and endpoint (without any credentials)."""
         endpoint = "in-process" if self.is_rehearsal else _display_url(self.base_url)
-        return f"provider={self.provider} model={self.model} endpoint={endpoint}"
+        line = f"provider={self.provider} model={self.model} endpoint={endpoint}"
+        if not self.is_rehearsal:
+            line += f" profile={self.profile} timeout={self.timeout_seconds:g}s"
+        if self.reviewer is not None:
+            line += f"; reviewer: {self.reviewer.describe()}"
+        return line
 
 
 def load_model_settings(environ: Mapping[str, str] | None = None) -> ModelSettings:
     """Resolve the provider from ``environ`` (default: ``os.environ``); raise ConfigurationError."""
     env = os.environ if environ is None else environ
+    settings = _load_main(env)
+    if settings.is_rehearsal:
+        if any(_get(env, name) for name in REVIEW_VARIABLES):
+            raise ConfigurationError(
+                "reviewer_without_provider",
+                "SUPPORT_REVIEW_* is set but no model provider is configured; a separate reviewer is "
+                "only used beside DEEPSEEK_API_KEY or OPENAI_API_KEY/OPENAI_BASE_URL.",
+            )
+        return settings
+    tuned = settings.model_copy(
+        update={
+            "profile": _profile(env, "SUPPORT_MODEL_PROFILE", _detected_profile(settings.base_url)),
+            "timeout_seconds": _timeout(env),
+            "max_tokens": _max_tokens(env),
+        }
+    )
+    return tuned.model_copy(update={"reviewer": _reviewer(env, tuned)})
+
+
+REVIEW_VARIABLES = (
+    "SUPPORT_REVIEW_MODEL",
+    "SUPPORT_REVIEW_BASE_URL",
+    "SUPPORT_REVIEW_API_KEY",
+    "SUPPORT_REVIEW_PROFILE",
+)
+
+
+def _load_main(env: Mapping[str, str]) -> ModelSettings:
     deepseek_key = _get(env, "DEEPSEEK_API_KEY")
     openai_key = _get(env, "OPENAI_API_KEY")
     openai_url = _get(env, "OPENAI_BASE_URL")
@@ -74,7 +129,7 @@ def load_model_settings(environ: Mapping[str, str] | None = None) -> ModelSettin
             api_key=SecretStr(deepseek_key),
         )
     if openai_key or openai_url:
-        base_url = _checked_base_url(openai_url or OPENAI_DEFAULT_BASE_URL)
+        base_url = _checked_base_url(openai_url or OPENAI_DEFAULT_BASE_URL, "OPENAI_BASE_URL")
         if not openai_key:
             if not _is_loopback(base_url):
                 raise ConfigurationError(
@@ -101,7 +156,90 @@ def _get(env: Mapping[str, str], name: str) -> str | None:
     return value or None
 
 
-def _checked_base_url(url: str) -> str:
+def _reviewer(env: Mapping[str, str], main: ModelSettings) -> ModelSettings | None:
+    if not any(_get(env, name) for name in REVIEW_VARIABLES):
+        return None
+    model = _get(env, "SUPPORT_REVIEW_MODEL")
+    if not model:
+        raise ConfigurationError(
+            "model_not_configured", "SUPPORT_REVIEW_* is set but SUPPORT_REVIEW_MODEL is not: name the reviewer model."
+        )
+    url = _get(env, "SUPPORT_REVIEW_BASE_URL")
+    base_url = _checked_base_url(url, "SUPPORT_REVIEW_BASE_URL") if url else main.base_url
+    same_endpoint = base_url == main.base_url
+    key = _get(env, "SUPPORT_REVIEW_API_KEY")
+    api_key = SecretStr(key) if key else (main.api_key if same_endpoint else None)
+    if api_key is None:
+        if not _is_loopback(base_url):
+            raise ConfigurationError(
+                "api_key_missing",
+                "SUPPORT_REVIEW_BASE_URL points to another non-local endpoint but SUPPORT_REVIEW_API_KEY is not set.",
+            )
+        api_key = SecretStr(LOOPBACK_PLACEHOLDER_KEY)
+    detected = main.profile if same_endpoint else _detected_profile(base_url)
+    return ModelSettings(
+        provider="deepseek" if base_url == DEEPSEEK_BASE_URL else "openai-compatible",
+        model=model,
+        base_url=base_url,
+        api_key=api_key,
+        timeout_seconds=main.timeout_seconds,
+        profile=_profile(env, "SUPPORT_REVIEW_PROFILE", detected),
+        max_tokens=main.max_tokens,
+    )
+
+
+def _detected_profile(base_url: str) -> ProfileName:
+    host = urlsplit(base_url).hostname or ""
+    if base_url == DEEPSEEK_BASE_URL or host == "api.deepseek.com":
+        return "deepseek"
+    return "openai" if host == "api.openai.com" else "generic"
+
+
+def _profile(env: Mapping[str, str], name: str, default: ProfileName) -> ProfileName:
+    value = _get(env, name)
+    if value is None:
+        return default
+    for known in PROFILE_NAMES:
+        if value.lower() == known:
+            return known
+    raise ConfigurationError(
+        "invalid_model_profile", f"{name} must be one of {', '.join(PROFILE_NAMES)} (got {value[:40]!r})."
+    )
+
+
+def _timeout(env: Mapping[str, str]) -> float:
+    value = _get(env, "SUPPORT_MODEL_TIMEOUT_SECONDS")
+    if value is None:
+        return REQUEST_TIMEOUT_SECONDS
+    try:
+        seconds = float(value)
+    except ValueError:
+        seconds = 0.0
+    if not 1.0 <= seconds <= MAX_REQUEST_TIMEOUT_SECONDS:
+        raise ConfigurationError(
+            "invalid_model_timeout",
+            f"SUPPORT_MODEL_TIMEOUT_SECONDS must be a number of seconds from 1 to {MAX_REQUEST_TIMEOUT_SECONDS:g}.",
+        )
+    return seconds
+
+
+def _max_tokens(env: Mapping[str, str]) -> dict[RequestKind, int]:
+    limits = dict(DEFAULT_MAX_TOKENS)
+    low, high = MAX_TOKENS_RANGE
+    every = "SUPPORT_MODEL_MAX_TOKENS"
+    for kind in REQUEST_KINDS:
+        name = f"{every}_{kind.upper()}"
+        value = _get(env, name) or _get(env, every)
+        if value is None:
+            continue
+        if not value.isdigit() or not low <= int(value) <= high:
+            which = name if _get(env, name) else every
+            raise ConfigurationError("invalid_max_tokens", f"{which} must be a whole number from {low} to {high}.")
+        limits[kind] = int(value)
+    return limits
+
+
+def _checked_base_url(url: str, variable: str) -> str:
     """Accept an absolute http(s) URL with a host and no user-info; the URL is never echoed."""
     try:
         parts = urlsplit(url)
@@ -112,12 +250,12 @@ def _checked_base_url(url: str) -> str:
     if not valid or any(ch.isspace() for ch in url):
         raise ConfigurationError(
             "invalid_base_url",
-            "OPENAI_BASE_URL is not a valid absolute http(s) URL (expected e.g. http://localhost:8000/v1).",
+            f"{variable} is not a valid absolute http(s) URL (expected e.g. http://localhost:8000/v1).",
         )
     if parts.username is not None or parts.password is not None:
         raise ConfigurationError(
             "invalid_base_url",
-            "OPENAI_BASE_URL must not contain credentials; put the key in OPENAI_API_KEY instead.",
+            f"{variable} must not contain credentials; put the key in the matching *_API_KEY variable instead.",
         )
     return url.rstrip("/")
 

@@ -18,6 +18,10 @@ from pydantic import BaseModel, ConfigDict, Field
 ORDER_ID_FORMAT = r"^QH-\d{4}$"
 """What an order id looks like, whole."""
 
+ORDER_ID_SCHEMA_PATTERN = r"^QH-[0-9]{4}$"
+"""The same shape for JSON schemas sent to a model: ``[0-9]``, because grammar engines (llama.cpp)
+mistranslate ``\\d``. Python matching keeps :data:`ORDER_ID_FORMAT`."""
+
 ORDER_ID_IN_TEXT = re.compile(r"(?<![A-Za-z0-9_-])QH-[0-9]{4}(?![A-Za-z0-9_-])")
 """An order id standing on its own inside free text. Only ASCII letters, digits, ``_`` and ``-`` glue
 onto an id: ``QH-10012``, ``ABCQH-1001`` and ``QH-1001-EXTRA`` contain no id, while ``请退款QH-1001并``

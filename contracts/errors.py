@@ -31,6 +31,10 @@ class SupportError(Exception):
         self.code = code
         self.message = message
         self.retry_after_seconds = retry_after_seconds
+        self.model: str | None = None
+        """The model that was called, when the failure came after a provider request reached it."""
+        self.usage: dict[str, int] | None = None
+        """The token counts the provider reported for a reply that was then refused."""
 
     @property
     def retryable(self) -> bool:
@@ -120,7 +124,8 @@ def to_application_error(error: BaseException, *, attempt: int | None = None) ->
     """The one place where a failure becomes a Temporal ``ApplicationError`` and its retry behaviour.
 
     The result is bounded whatever ``error`` carried: a one-line message of at most
-    :data:`MAX_FAILURE_MESSAGE_CHARS` characters, details of three small fields, and no cause (raise
+    :data:`MAX_FAILURE_MESSAGE_CHARS` characters, details of a few small fields (code, class, attempt;
+    for a failed model request also ``model`` and ``usage`` when known), and no cause (raise
     it ``from None``). Temporal keeps an activity's last failure only up to a few kilobytes, so an
     error that dragged its whole cause chain along (an MCP/anyio exception group with tracebacks)
     would reach the workflow and the operator as "Failure exceeds size limit" instead of its reason.
@@ -147,6 +152,7 @@ def to_application_error(error: BaseException, *, attempt: int | None = None) ->
     details: dict[str, object] = {"code": code, "error_class": bounded(error_type, MAX_CODE_CHARS)}
     if attempt is not None:
         details["attempt"] = attempt
+    details.update(_model_details(error))
     return ApplicationError(
         bounded(f"{code}: {message}"),
         details,
@@ -154,6 +160,23 @@ def to_application_error(error: BaseException, *, attempt: int | None = None) ->
         non_retryable=not retryable,
         next_retry_delay=delay,
     )
+
+
+USAGE_FIELDS = ("prompt_tokens", "completion_tokens", "total_tokens")
+
+
+def _model_details(error: BaseException) -> dict[str, object]:
+    """``model`` and ``usage`` of a failed model request, when known: a bounded name, three integers."""
+    details: dict[str, object] = {}
+    model = getattr(error, "model", None) if isinstance(error, SupportError) else None
+    if isinstance(model, str) and model.strip():
+        details["model"] = bounded(model, MAX_CODE_CHARS)
+    usage = getattr(error, "usage", None) if isinstance(error, SupportError) else None
+    if isinstance(usage, dict):
+        counts = {name: usage.get(name) for name in USAGE_FIELDS}
+        if all(isinstance(c, int) and not isinstance(c, bool) and 0 <= c < 10**9 for c in counts.values()):
+            details["usage"] = counts
+    return details
 
 
 @dataclass(frozen=True)

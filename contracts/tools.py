@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict
 
-from contracts.commerce import ORDER_ID_FORMAT
+from contracts.commerce import ORDER_ID_SCHEMA_PATTERN
 
 MAX_ARGUMENT_CHARS = 1500
 
@@ -19,6 +19,8 @@ class ParamSpec(BaseModel):
 
     description: str
     pattern: str | None = None
+    """Anchored, and sent to the model in the tool schema: only constructs every grammar engine takes
+    (``[0-9]``, never ``\\d``, which llama.cpp mistranslates)."""
     max_length: int = MAX_ARGUMENT_CHARS
 
 
@@ -54,7 +56,7 @@ class ToolSpec(BaseModel):
 
 ORDER_ID = ParamSpec(
     description="An order id exactly as written in the question, e.g. QH-1001.",
-    pattern=ORDER_ID_FORMAT,
+    pattern=ORDER_ID_SCHEMA_PATTERN,
     max_length=7,
 )
 
@@ -89,7 +91,7 @@ INVESTIGATION_TOOLS: dict[str, ToolSpec] = {
             name="get_product",
             source="mcp",
             params={
-                "sku": ParamSpec(description="Product SKU, e.g. LAMP-02.", pattern=r"^[A-Z]+-\d{2}$", max_length=12)
+                "sku": ParamSpec(description="Product SKU, e.g. LAMP-02.", pattern=r"^[A-Z]+-[0-9]{2}$", max_length=12)
             },
             description="Read a product: name, category, warranty months.",
         ),
@@ -111,7 +113,7 @@ INVESTIGATION_TOOLS: dict[str, ToolSpec] = {
             params={
                 "passage_id": ParamSpec(
                     description="A passage id such as RETURNS:p02:en:0.",
-                    pattern=r"^[A-Z_]+:p\d{2}:(en|zh):\d+$",
+                    pattern=r"^[A-Z_]+:p[0-9]{2}:(en|zh):[0-9]+$",
                     max_length=40,
                 )
             },

@@ -12,15 +12,18 @@ import pytest
 from activities.model_gateway import ModelGateway, fit_transcript, retry_after_seconds
 from activities.model_settings import load_model_settings
 from contracts.case import (
+    ComposedAnswer,
     ComposeRequest,
     Intent,
     InvestigateRequest,
+    NextAction,
     Plan,
     PlanRequest,
     ProposedToolCall,
+    ReviewRequest,
     TranscriptEntry,
 )
-from contracts.errors import ConfigurationError, ContractError, SupportError, TransientError
+from contracts.errors import ConfigurationError, ContractError, SupportError, TransientError, to_application_error
 from contracts.knowledge import Language, Passage
 
 CANARY = "sk-canary-0c1d2e3f4a5b"
@@ -280,3 +283,87 @@ def test_retry_after_forms() -> None:
     assert retry_after_seconds(httpx2.Headers({"retry-after": "Wed, 21 Oct 2015 07:28:00 GMT"})) is None
     assert retry_after_seconds(httpx2.Headers({"retry-after": "soon"})) is None
     assert retry_after_seconds(httpx2.Headers({})) is None
+
+
+async def test_a_500_that_says_the_request_is_invalid_is_a_rejection_not_a_transient_error() -> None:
+    body = {"detail": [{"type": "string_type", "msg": "Input should be a valid string", "input": None}]}
+    endpoint = Endpoint(lambda request: httpx2.Response(500, json=body))
+    with pytest.raises(ContractError) as raised:
+        await endpoint.gateway().plan(PlanRequest(case_id="c-1", question=QUESTION, language=Language.EN))
+    assert raised.value.code == "provider_rejected_request" and not raised.value.retryable
+    assert raised.value.model == "m-1" and raised.value.usage is None
+    assert len(endpoint.requests) == 1
+
+
+async def test_a_refused_reply_carries_the_model_and_the_usage_across_the_activity_boundary() -> None:
+    endpoint = Endpoint(ok(completion(PLAN_JSON[:40], finish_reason="length")))
+    with pytest.raises(ContractError) as raised:
+        await endpoint.gateway().plan(PlanRequest(case_id="c-1", question=QUESTION, language=Language.EN))
+    error = raised.value
+    assert (error.code, error.model) == ("truncated_or_malformed", "m-1-2026")
+    assert error.usage == {"prompt_tokens": 120, "completion_tokens": 30, "total_tokens": 150}
+    details = to_application_error(error, attempt=2).details[0]
+    assert details["model"] == "m-1-2026" and details["usage"]["total_tokens"] == 150
+    assert details["attempt"] == 2 and details["code"] == "truncated_or_malformed"
+
+    unreachable = Endpoint(_unreachable)
+    with pytest.raises(TransientError) as raised_transient:
+        await unreachable.gateway().plan(PlanRequest(case_id="c-1", question=QUESTION, language=Language.EN))
+    assert raised_transient.value.model is None
+    assert {"model", "usage"}.isdisjoint(to_application_error(raised_transient.value).details[0])
+
+
+async def test_a_configured_reviewer_model_answers_review_requests_only() -> None:
+    main = Endpoint(ok(completion(PLAN_JSON)))
+    reviewer = Endpoint(ok(completion(json.dumps({"verdict": "revise", "problems": ["cite"]}))))
+    reviewer_key = "sk-reviewer-canary-99"
+    settings = load_model_settings(
+        {
+            "OPENAI_API_KEY": CANARY,
+            "OPENAI_BASE_URL": "https://llm.example.com/v1",
+            "SUPPORT_MODEL": "m-1",
+            "SUPPORT_REVIEW_MODEL": "judge-2",
+            "SUPPORT_REVIEW_BASE_URL": "https://judge.example.com/v1",
+            "SUPPORT_REVIEW_API_KEY": reviewer_key,
+            "SUPPORT_REVIEW_PROFILE": "vllm",
+        }
+    )
+    assert settings.reviewer is not None and settings.reviewer.profile == "vllm"
+    assert reviewer_key not in settings.describe() and reviewer_key not in repr(settings)
+    gateway = ModelGateway(
+        settings,
+        httpx2.AsyncClient(transport=httpx2.MockTransport(main)),
+        reviewer_http_client=httpx2.AsyncClient(transport=httpx2.MockTransport(reviewer)),
+    )
+    await gateway.plan(PlanRequest(case_id="c-1", question=QUESTION, language=Language.EN))
+    candidate = ComposedAnswer(answer="Thirty days.", citations=[], next_action=NextAction.ANSWER)
+    review = ReviewRequest(
+        case_id="c-1", question=QUESTION, language=Language.EN, facts={}, evidence=[], quote=None, candidate=candidate
+    )
+    result = await gateway.review(review, attempt=2)
+    assert [r["model"] for r in main.requests] == ["m-1"]
+    assert [r["model"] for r in reviewer.requests] == ["judge-2"]
+    assert reviewer.requests[0]["response_format"]["type"] == "json_schema"
+    assert (result.verdict.verdict.value, result.meta.model, result.meta.attempt) == ("revise", "m-1-2026", 2)
+
+
+def test_a_reviewer_needs_a_configured_provider_and_its_own_key_elsewhere() -> None:
+    with pytest.raises(ConfigurationError) as raised:
+        load_model_settings({"SUPPORT_REVIEW_MODEL": "judge"})
+    assert raised.value.code == "reviewer_without_provider"
+    main = {"OPENAI_API_KEY": CANARY, "OPENAI_BASE_URL": "https://llm.example.com/v1", "SUPPORT_MODEL": "m-1"}
+    with pytest.raises(ConfigurationError) as raised:
+        load_model_settings(main | {"SUPPORT_REVIEW_MODEL": "j", "SUPPORT_REVIEW_BASE_URL": "https://j.example.com/v1"})
+    assert raised.value.code == "api_key_missing" and CANARY not in str(raised.value)
+    same = load_model_settings(main | {"SUPPORT_REVIEW_MODEL": "j"})
+    assert same.reviewer is not None and same.reviewer.base_url == same.base_url
+    assert same.reviewer.api_key is not None and same.reviewer.api_key.get_secret_value() == CANARY
+    assert load_model_settings(main).reviewer is None
+
+
+async def test_a_refused_reply_with_a_usage_of_the_wrong_shape_is_still_a_contract_error() -> None:
+    body = completion(PLAN_JSON[:40], finish_reason="length") | {"usage": "lots", "model": None}
+    endpoint = Endpoint(ok(body))
+    with pytest.raises(ContractError) as raised:
+        await endpoint.gateway().plan(PlanRequest(case_id="c-1", question=QUESTION, language=Language.EN))
+    assert (raised.value.code, raised.value.model, raised.value.usage) == ("truncated_or_malformed", "m-1", None)

@@ -1,0 +1,235 @@
+"""The exact JSON the adapter sends, for every request kind under every provider profile.
+
+Each rule here is one a real server enforced (issue 11): tools without ``tool_choice`` are ignored by
+llama-cpp-python; ``\\d`` in a schema crashes llama.cpp's grammar; a replayed assistant turn with
+``"content": null`` is an HTTP 500; a request without a token limit ran to the context limit; DeepSeek
+needs thinking disabled explicitly; each server takes its own kind of ``response_format``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import httpx2
+import pytest
+
+from activities.model_gateway import ModelGateway
+from activities.model_settings import load_model_settings
+from activities.provider_profiles import DEFAULT_MAX_TOKENS, PROFILE_NAMES, RESPONSE_SCHEMAS
+from contracts.case import (
+    ComposedAnswer,
+    ComposeRequest,
+    Intent,
+    InvestigateRequest,
+    NextAction,
+    Plan,
+    PlanRequest,
+    ProposedToolCall,
+    ReviewRequest,
+    TranscriptEntry,
+)
+from contracts.knowledge import Language, Passage
+from contracts.names import REQUEST_KINDS, RequestKind
+from contracts.tools import INVESTIGATION_TOOLS
+
+QUESTION = "Please refund QH-1001 and explain the amount and the policy"
+PLAN = Plan(intent=Intent.REFUND, order_id="QH-1001", action_requested=True, queries=["refund"], milestones=[])
+PASSAGE = Passage(
+    passage_id="RETURNS:p02:en:0",
+    page_id="RETURNS:p02",
+    doc_id="RETURNS",
+    doc_version="2026-09",
+    tenant="qinghe",
+    language=Language.EN,
+    page_title="Window",
+    text="Thirty days.",
+)
+REPLIES: dict[str, dict[str, Any]] = {
+    "plan": {
+        "content": json.dumps(
+            {"intent": "refund", "order_id": "QH-1001", "action_requested": True, "queries": [], "milestones": []}
+        )
+    },
+    "investigate": {
+        "content": None,
+        "tool_calls": [
+            {"id": "c2", "type": "function", "function": {"name": "get_order", "arguments": '{"order_id": "QH-1001"}'}}
+        ],
+    },
+    "compose": {
+        "content": json.dumps({"answer": "Thirty days.", "citations": ["RETURNS:p02:en:0"], "next_action": "answer"})
+    },
+    "review": {"content": json.dumps({"verdict": "pass", "problems": []})},
+}
+TRANSCRIPT = [
+    TranscriptEntry(
+        role="assistant",
+        calls=[
+            ProposedToolCall(
+                call_id="c1",
+                name="get_order",
+                arguments={"order_id": "QH-1001"},
+                raw_arguments='{"order_id":"QH-1001"}',
+            )
+        ],
+    ),
+    TranscriptEntry(role="tool", call_id="c1", content='{"ok": true}'),
+    TranscriptEntry(role="assistant", content=""),
+]
+
+
+class Capture:
+    """A MockTransport handler: records each body and timeout, answers the kind's valid reply."""
+
+    def __init__(self) -> None:
+        self.bodies: list[dict[str, Any]] = []
+        self.timeouts: list[dict[str, Any]] = []
+
+    def __call__(self, request: httpx2.Request) -> httpx2.Response:
+        body = json.loads(request.content)
+        self.bodies.append(body)
+        self.timeouts.append(dict(request.extensions.get("timeout") or {}))
+        kind = body["messages"][0]["content"].split("]")[0].removeprefix("[kind: ")
+        message = {"role": "assistant"} | REPLIES[kind]
+        finish = "tool_calls" if "tool_calls" in message else "stop"
+        return httpx2.Response(
+            200,
+            json={
+                "id": "x",
+                "object": "chat.completion",
+                "created": 0,
+                "model": "m",
+                "choices": [{"index": 0, "message": message, "finish_reason": finish}],
+            },
+        )
+
+
+def _gateway(capture: Capture, env: dict[str, str]) -> ModelGateway:
+    base = {"OPENAI_BASE_URL": "http://127.0.0.1:8080/v1", "SUPPORT_MODEL": "m"}
+    settings = load_model_settings(base | env)
+    return ModelGateway(settings, httpx2.AsyncClient(transport=httpx2.MockTransport(capture)))
+
+
+def _call(gateway: ModelGateway, kind: str) -> Callable[[], Awaitable[object]]:
+    common: dict[str, Any] = {"case_id": "c-1", "question": QUESTION, "language": Language.EN}
+    if kind == "plan":
+        return lambda: gateway.plan(PlanRequest(**common))
+    if kind == "investigate":
+        request = InvestigateRequest(
+            **common, plan=PLAN, transcript=TRANSCRIPT, tool_names=list(INVESTIGATION_TOOLS), turn=2
+        )
+        return lambda: gateway.investigate(request)
+    if kind == "compose":
+        compose = ComposeRequest(**common, plan=PLAN, facts={}, evidence=[PASSAGE], quote=None)
+        return lambda: gateway.compose(compose)
+    candidate = ComposedAnswer(answer="Thirty days.", citations=["RETURNS:p02:en:0"], next_action=NextAction.ANSWER)
+    review = ReviewRequest(**common, facts={}, evidence=[PASSAGE], quote=None, candidate=candidate)
+    return lambda: gateway.review(review)
+
+
+def _nulls(value: Any, path: str = "$") -> list[str]:
+    if value is None:
+        return [path]
+    if isinstance(value, dict):
+        return [p for key, item in value.items() for p in _nulls(item, f"{path}.{key}")]
+    if isinstance(value, list):
+        return [p for index, item in enumerate(value) for p in _nulls(item, f"{path}[{index}]")]
+    return []
+
+
+EXPECTED_FORMAT = {
+    "generic": "json_object",
+    "deepseek": "json_object",
+    "llama-cpp-python": "json_object_with_schema",
+    "openai": "json_schema",
+    "vllm": "json_schema",
+    "ollama": "json_schema",
+    "llama.cpp": "json_schema",
+}
+
+
+@pytest.mark.parametrize("kind", REQUEST_KINDS)
+@pytest.mark.parametrize("profile", PROFILE_NAMES)
+async def test_every_request_kind_under_every_profile_follows_the_wire_rules(profile: str, kind: RequestKind) -> None:
+    capture = Capture()
+    gateway = _gateway(capture, {"SUPPORT_MODEL_PROFILE": profile, "SUPPORT_MODEL_TIMEOUT_SECONDS": "23"})
+    await _call(gateway, kind)()
+    (body,) = capture.bodies
+    text = json.dumps(body)
+
+    assert "\\\\d" not in text and "\\d" not in text, "no \\d anywhere: grammar engines mistranslate it"
+    assert _nulls(body) == [], "no null anywhere in a request (content null is an HTTP 500 on llama-cpp-python)"
+    assert all(isinstance(m.get("content"), str) for m in body["messages"])
+    limit_field = "max_completion_tokens" if profile == "openai" else "max_tokens"
+    assert body[limit_field] == DEFAULT_MAX_TOKENS[kind]
+    assert {"max_tokens", "max_completion_tokens"} & set(body) == {limit_field}
+    assert capture.timeouts[0]["read"] == 23.0
+    if profile == "deepseek":
+        assert body["thinking"] == {"type": "disabled"}
+    else:
+        assert "thinking" not in body
+
+    if kind == "investigate":
+        assert body["tool_choice"] == "auto"
+        assert [t["function"]["name"] for t in body["tools"]] == list(INVESTIGATION_TOOLS)
+        assert "response_format" not in body
+        assistants = [m for m in body["messages"] if m["role"] == "assistant"]
+        assert [m["content"] for m in assistants] == ["", ""]
+        return
+    assert "tools" not in body and "tool_choice" not in body
+    response_format = body["response_format"]
+    expected = EXPECTED_FORMAT[profile]
+    if expected == "json_object":
+        assert response_format == {"type": "json_object"}
+    elif expected == "json_object_with_schema":
+        assert response_format == {"type": "json_object", "schema": RESPONSE_SCHEMAS[kind]}
+    else:
+        assert response_format == {
+            "type": "json_schema",
+            "json_schema": {"name": f"{kind}_reply", "strict": True, "schema": RESPONSE_SCHEMAS[kind]},
+        }
+
+
+def test_profiles_are_detected_and_a_wrong_name_is_a_configuration_error() -> None:
+    from contracts.errors import ConfigurationError
+
+    assert load_model_settings({"DEEPSEEK_API_KEY": "k"}).profile == "deepseek"
+    assert load_model_settings({"OPENAI_API_KEY": "k", "SUPPORT_MODEL": "gpt-4o-mini"}).profile == "openai"
+    local = {"OPENAI_BASE_URL": "http://127.0.0.1:8080/v1", "SUPPORT_MODEL": "m"}
+    assert load_model_settings(local).profile == "generic"
+    assert load_model_settings(local | {"SUPPORT_MODEL_PROFILE": "LLAMA-CPP-PYTHON"}).profile == "llama-cpp-python"
+    with pytest.raises(ConfigurationError) as raised:
+        load_model_settings(local | {"SUPPORT_MODEL_PROFILE": "gpt5"})
+    assert raised.value.code == "invalid_model_profile"
+
+
+def test_token_limits_and_timeout_are_configurable_within_bounds() -> None:
+    from contracts.errors import ConfigurationError
+
+    local = {"OPENAI_BASE_URL": "http://127.0.0.1:8080/v1", "SUPPORT_MODEL": "m"}
+    settings = load_model_settings(
+        local | {"SUPPORT_MODEL_MAX_TOKENS": "300", "SUPPORT_MODEL_MAX_TOKENS_COMPOSE": "900"}
+    )
+    assert settings.max_tokens == {"plan": 300, "investigate": 300, "compose": 900, "review": 300}
+    assert load_model_settings(local).timeout_seconds == 40.0
+    for bad in ({"SUPPORT_MODEL_MAX_TOKENS": "lots"}, {"SUPPORT_MODEL_MAX_TOKENS_PLAN": "0"}):
+        with pytest.raises(ConfigurationError):
+            load_model_settings(local | bad)
+    for seconds in ("0", "61", "soon"):
+        with pytest.raises(ConfigurationError):
+            load_model_settings(local | {"SUPPORT_MODEL_TIMEOUT_SECONDS": seconds})
+
+
+def test_response_and_tool_schemas_use_only_portable_constructs() -> None:
+    schemas = [*RESPONSE_SCHEMAS.values(), *(spec.openai_schema() for spec in INVESTIGATION_TOOLS.values())]
+    text = json.dumps(schemas)
+    assert "\\d" not in text and "\\w" not in text and "\\s" not in text
+    patterns = [
+        prop["pattern"]
+        for spec in INVESTIGATION_TOOLS.values()
+        for prop in spec.openai_schema()["function"]["parameters"]["properties"].values()
+        if "pattern" in prop
+    ]
+    assert len(patterns) == 7 and all(p.startswith("^") and p.endswith("$") for p in patterns)
