@@ -142,7 +142,7 @@ class ModelGateway:
         with self._reading_reply("compose", completion):
             data = self._json(completion, "compose")
             return ComposeResult(
-                answer=model_validation.validate_composed(data, shown), meta=self._meta(completion, attempt)
+                answer=model_validation.validate_composed(data, shown, request), meta=self._meta(completion, attempt)
             )
 
     async def review(self, request: ReviewRequest, *, attempt: int = 1) -> ReviewResult:

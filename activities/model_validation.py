@@ -8,7 +8,10 @@ exactly the contract's fields, of the right types, lengths and enum values, or a
 - ``contract_violation``: a missing, extra, duplicated, mistyped, over-long or out-of-enum field;
 - ``order_id_not_in_question``: a plan order id the customer never wrote;
 - ``duplicate_citations`` / ``citation_not_in_context``: compose citations that repeat, or that name
-  a passage the model was not shown.
+  a passage the model was not shown;
+- ``draft_names_other_order``, ``draft_contradicts_quote``, ``draft_amount_not_in_records``,
+  ``draft_language_mismatch``: the code checks of :mod:`activities.draft_checks` on a compose answer,
+  run when the compose request is given.
 
 Tool calls are not judged here: each is passed on with its arguments parsed (or None), and the
 workflow decides what a bad call means.
@@ -24,6 +27,7 @@ from typing import Any, TypeVar
 
 from openai.types.chat import ChatCompletionMessageToolCallUnion
 
+from activities.draft_checks import DraftContext, check_draft
 from contracts.case import (
     MAX_ANSWER_CHARS,
     MAX_CITATIONS,
@@ -35,6 +39,7 @@ from contracts.case import (
     MAX_QUERY_CHARS,
     MAX_RAW_ARGUMENT_CHARS,
     ComposedAnswer,
+    ComposeRequest,
     Intent,
     NextAction,
     Plan,
@@ -93,8 +98,11 @@ def validate_plan(data: dict[str, Any], question: str) -> Plan:
     )
 
 
-def validate_composed(data: dict[str, Any], evidence_ids: Collection[str]) -> ComposedAnswer:
-    """``evidence_ids`` are the passage ids the model was actually shown."""
+def validate_composed(
+    data: dict[str, Any], evidence_ids: Collection[str], request: ComposeRequest | None = None
+) -> ComposedAnswer:
+    """``evidence_ids`` are the passage ids the model was actually shown. With the ``request`` the draft
+    was composed for, the answer must also pass the code checks of :mod:`activities.draft_checks`."""
     _exact_fields(data, "compose", COMPOSE_FIELDS)
     answer = _text(data, "compose", "answer", max_chars=MAX_ANSWER_CHARS)
     citations = _text_list(data, "compose", "citations", max_items=MAX_CITATIONS, max_chars=80)
@@ -108,6 +116,10 @@ def validate_composed(data: dict[str, Any], evidence_ids: Collection[str]) -> Co
             f"compose.citations names passages that were not in the evidence: {', '.join(unknown)}.",
         )
     next_action = _enum(data, "compose", "next_action", NextAction)
+    if request is not None:
+        shown = tuple(passage for passage in request.evidence if passage.passage_id in evidence_ids)
+        context = DraftContext(request.language, request.plan.order_id, request.facts, request.quote, shown)
+        check_draft(answer, context)
     return ComposedAnswer(answer=answer, citations=citations, next_action=next_action)
 
 
