@@ -171,6 +171,7 @@ class ModelGateway:
             error = self._map_error(exc)
             if isinstance(exc, openai.APIStatusError):
                 error.model = self.settings.model  # the request reached the model's server
+                error.provider = self.settings.provider
             raise error from None
         except json.JSONDecodeError:
             # a 2xx whose body is not JSON at all (cut off, empty): the SDK raises the decoder's error
@@ -187,6 +188,7 @@ class ModelGateway:
                 yield
         except SupportError as error:
             error.model = completion.model if isinstance(completion.model, str) else self.settings.model
+            error.provider = self.settings.provider
             try:
                 usage = _usage(completion)
             except (AttributeError, TypeError, ValueError):  # a usage object of the wrong shape

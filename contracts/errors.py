@@ -33,6 +33,8 @@ class SupportError(Exception):
         self.retry_after_seconds = retry_after_seconds
         self.model: str | None = None
         """The model that was called, when the failure came after a provider request reached it."""
+        self.provider: str | None = None
+        """The provider of that model (``deepseek``, ``openai-compatible``), when ``model`` is set."""
         self.usage: dict[str, int] | None = None
         """The token counts the provider reported for a reply that was then refused."""
 
@@ -171,6 +173,9 @@ def _model_details(error: BaseException) -> dict[str, object]:
     model = getattr(error, "model", None) if isinstance(error, SupportError) else None
     if isinstance(model, str) and model.strip():
         details["model"] = bounded(model, MAX_CODE_CHARS)
+        provider = getattr(error, "provider", None)
+        if isinstance(provider, str) and provider.strip():
+            details["provider"] = bounded(provider, MAX_CODE_CHARS)
     usage = getattr(error, "usage", None) if isinstance(error, SupportError) else None
     if isinstance(usage, dict):
         counts = {name: usage.get(name) for name in USAGE_FIELDS}
@@ -189,6 +194,11 @@ class ActivityFailure:
     message: str
     attempt: int | None
     """The attempt that failed, when the activity reported it."""
+    provider: str | None = None
+    model: str | None = None
+    """Set when a model request reached the provider and its reply was refused."""
+    usage: dict[str, int] | None = None
+    """The tokens the provider reported for that reply (``prompt_tokens``, ``completion_tokens``, ``total_tokens``)."""
 
 
 def decode_activity_failure(error: ActivityError) -> ActivityFailure:
@@ -202,9 +212,15 @@ def decode_activity_failure(error: ActivityError) -> ActivityFailure:
     if not message.startswith(f"{code}:"):
         message = bounded(f"{code}: {message}")
     attempt = details.get("attempt")
+    model, provider, usage = details.get("model"), details.get("provider"), details.get("usage")
+    counts = {name: usage.get(name) for name in USAGE_FIELDS} if isinstance(usage, dict) else {}
+    reported = {name: c for name, c in counts.items() if isinstance(c, int) and c >= 0}
     return ActivityFailure(
         code=code,
         error_class=cause.type or ErrorClass.TRANSIENT.value,
         message=message,
         attempt=attempt if isinstance(attempt, int) and attempt > 0 else None,
+        provider=bounded(provider, MAX_CODE_CHARS) if isinstance(provider, str) else None,
+        model=bounded(model, MAX_CODE_CHARS) if isinstance(model, str) else None,
+        usage=reported if len(reported) == len(USAGE_FIELDS) else None,
     )

@@ -14,11 +14,11 @@ from temporalio import workflow
 from temporalio.exceptions import ActivityError
 
 with workflow.unsafe.imports_passed_through():
-    from contracts.case import CaseStatus, ComposedAnswer, ComposeResult, ModelCallMeta
-    from contracts.errors import ErrorClass, decode_activity_failure
+    from contracts.case import CaseStatus, ComposedAnswer, ComposeResult, ModelCallMeta, ModelUsage
+    from contracts.errors import ActivityFailure, ErrorClass, decode_activity_failure
     from contracts.names import ActivityName, EventKind, StopCode
     from workflows import activity_options as options
-    from workflows import requests
+    from workflows import patches, requests
     from workflows.case_state import CaseState
     from workflows.outcomes import CaseStopped, ContractViolation, model_failure
     from workflows.requests import ResultT
@@ -74,13 +74,26 @@ class ModelCalls:
             )
         except ActivityError as error:
             failure = decode_activity_failure(error)
-            self._charge_model(failure.attempt or attempts, None)
+            self._charge_model(failure.attempt or attempts, self._failed_call_meta(failure, attempts))
             self._record(EventKind.MODEL_FAILED, f"{activity}: {failure.error_class}: {failure.code}")
             if failure.error_class == ErrorClass.CONTRACT and contract_ok:
                 raise ContractViolation(failure.code) from None
             raise CaseStopped.after(model_failure(failure)) from None
         self._charge_model(result.meta.attempt, result.meta)
         return result
+
+    @staticmethod
+    def _failed_call_meta(failure: ActivityFailure, attempts: int) -> ModelCallMeta | None:
+        """What a refused reply says of the model and its cost (cases started before the patch: nothing)."""
+        if failure.model is None or not workflow.patched(patches.FAILED_MODEL_CALLS_COUNTED):
+            return None
+        usage = ModelUsage.model_validate(failure.usage) if failure.usage else None
+        return ModelCallMeta(
+            provider=failure.provider or "unknown",
+            model=failure.model,
+            attempt=failure.attempt or attempts,
+            usage=usage,
+        )
 
     def _charge_model(self, count: int, meta: ModelCallMeta | None) -> None:
         budgets = self._s.budgets

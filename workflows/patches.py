@@ -31,3 +31,7 @@ CASE_METADATA = "case-metadata"
 """The case's memo carries the pending proposal (amount, order, digest, expiry) and, after settlement,
 the receipt, so that ``temporal workflow describe`` and the Web UI show them without a worker. (The
 step summaries and current details need no patch: neither is a command that replay compares.)"""
+
+FAILED_MODEL_CALLS_COUNTED = "failed-model-calls-counted"
+"""A model request whose reply was refused still names the model and counts the tokens the provider
+reported (from the failure's details), so a case whose every reply failed never says "not yet called"."""

@@ -117,3 +117,17 @@ async def test_a_truncated_reply_carries_its_model_and_usage(provider: ScriptedP
     (sent,) = [r.body for r in provider.requests]
     assert sent["response_format"]["type"] == "json_object" and "schema" in sent["response_format"]
     assert sent["max_tokens"] == 600
+
+
+async def test_a_case_whose_every_reply_failed_names_the_model_and_counts_its_tokens(adversary: ScriptedWorld) -> None:
+    """Before this, such a case said "model: not yet called" and "tokens: unknown" although the server
+    had answered and reported 482 tokens."""
+    cut = Reply(content='{"intent": "refund", "order_id": "QH-', finish_reason="length", usage=USAGE)
+    adversary.provider.default("plan", cut)
+
+    handle, view = await adversary.run(REFUND)
+
+    assert view.status is CaseStatus.NEEDS_HUMAN and adversary.provider.count() == 1
+    assert view.model == f"openai-compatible:{adversary.provider.model}"
+    assert view.tokens == "482"
+    adversary.assert_no_commerce_writes()
