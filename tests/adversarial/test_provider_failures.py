@@ -125,7 +125,7 @@ async def test_a_case_whose_every_reply_failed_names_the_model_and_counts_its_to
     cut = Reply(content='{"intent": "refund", "order_id": "QH-', finish_reason="length", usage=USAGE)
     adversary.provider.default("plan", cut)
 
-    handle, view = await adversary.run(REFUND)
+    _handle, view = await adversary.run(REFUND)
 
     assert view.status is CaseStatus.NEEDS_HUMAN and adversary.provider.count() == 1
     assert view.model == f"openai-compatible:{adversary.provider.model}"
