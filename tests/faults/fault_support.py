@@ -205,13 +205,17 @@ def spawn_worker(
     name: str,
     script: Path = WORKER_SCRIPT,
     env: dict[str, str] | None = None,
+    cwd: Path = PROJECT_ROOT,
 ) -> WorkerProcess:
-    """Start ``script`` (worker.py or the paused launcher) in a new process group; output to a log."""
+    """Start ``script`` (worker.py or the paused launcher) in a new process group; output to a log.
+
+    ``cwd`` is this checkout unless a test runs another tree's worker (an earlier version of the
+    project, ``tests/deploy_upgrade``): then it is that tree, as is the script's folder."""
     log_path = state_dir.parent / f"{name}.log"
     with log_path.open("ab") as log:
         process = subprocess.Popen(
             [sys.executable, str(script), "--state-dir", str(state_dir), "--task-queue", task_queue],
-            cwd=PROJECT_ROOT,
+            cwd=cwd,
             env=worker_env(address, **(env or {})),
             stdin=subprocess.DEVNULL,
             stdout=log,
