@@ -38,11 +38,18 @@ REQUIRED_SINCE_ISSUE_9 = {
 REQUIRED_SINCE_ISSUE_10 = {name.replace("-2026-12-issue9", "-2026-12-issue10") for name in REQUIRED_SINCE_ISSUE_9}
 """Recorded with the case's metadata: step summaries, current details, the proposal and receipt in the memo."""
 
+REQUIRED_SINCE_ISSUE_12 = {"deployed_while_waiting-2026-12-issue12"}
+"""A refund that waited on the code before the ``case-metadata`` patch and settled on a later worker
+(tests/deploy_upgrade): one history with both versions in it."""
+
 
 def test_histories_of_every_outcome_are_committed() -> None:
     """The first generation (before any patch), the one recorded with issue 7's patches, the one with
-    signed credentials (issue 9) and the one with the case's metadata (issue 10)."""
-    expected = REQUIRED | REQUIRED_SINCE_ISSUE_7 | REQUIRED_SINCE_ISSUE_9 | REQUIRED_SINCE_ISSUE_10
+    signed credentials (issue 9), the one with the case's metadata (issue 10), and a case deployed
+    across versions while it waited (issue 12)."""
+    expected = (
+        REQUIRED | REQUIRED_SINCE_ISSUE_7 | REQUIRED_SINCE_ISSUE_9 | REQUIRED_SINCE_ISSUE_10 | REQUIRED_SINCE_ISSUE_12
+    )
     assert {path.stem for path in HISTORIES} >= expected
 
 
