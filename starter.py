@@ -49,6 +49,7 @@ from case_client.render import (
     show_case,
     worker_command,
 )
+from case_tracing import flush_process_tracing
 from cli import (  # noqa: F401  (importing each module registers its commands on cli.app.app)
     audit_command,
     local_commands,
@@ -241,6 +242,7 @@ def run() -> None:
             raise
         errors.print(f"error: unexpected {type(error).__name__}: {error} (SUPPORT_DEBUG=1 shows the traceback)")
         code = ExitCode.UNEXPECTED
+    flush_process_tracing()  # os._exit skips the exporter's own shutdown
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(int(code))

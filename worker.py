@@ -14,7 +14,9 @@ Environment: ``TEMPORAL_ADDRESS`` (default localhost:7233), ``TEMPORAL_NAMESPACE
 applicant tokens and approvals; default: the state dir's keys/public-keys.json) and the model
 provider variables (see activities/model_settings.py; none set means the rehearsal model). A
 configuration error prints one line and exits 2; an unreachable Temporal server prints one line and
-exits 1. SIGINT or SIGTERM stops the worker and closes its commerce sessions.
+exits 1. SIGINT or SIGTERM stops the worker and closes its commerce sessions. Tracing is off unless
+the standard OpenTelemetry variables turn it on (``OTEL_TRACES_EXPORTER``, ``OTEL_EXPORTER_OTLP_ENDPOINT``;
+see case_tracing.py and docs/tracing.md); a bad tracing setting is a configuration error too.
 """
 
 from __future__ import annotations
@@ -38,7 +40,7 @@ from temporalio.worker import Worker
 from activities.boundary import ActivityBoundary
 from activities.case_records import CaseRecords
 from activities.commerce_http import CommerceHttpCaller
-from activities.commerce_sessions import CommerceGateway, CommerceSessionPool
+from activities.commerce_sessions import CommerceGateway, CommerceSessionPool, TracedCommerce
 from activities.credential_activities import CredentialActivities
 from activities.model_activities import ModelActivities
 from activities.model_gateway import ModelGateway
@@ -48,6 +50,7 @@ from activities.settlement import SettlementActivities
 from activities.startup_checks import ensure_search_attributes, refuse_another_ledger, worker_identity
 from activities.tool_activities import ToolActivities
 from case_client import TemporalTarget, connect
+from case_tracing import flush_process_tracing, process_tracing, tracer_of
 from contracts.case import REHEARSAL_LABEL
 from contracts.errors import ConfigurationError, SupportError
 from contracts.names import TASK_QUEUE
@@ -90,7 +93,8 @@ def build_worker(
     the environment (rehearsal when nothing is configured); the commerce gateway from ``commerce``, else
     :func:`commerce_gateway`; the public key set that verifies credentials from ``public_keys`` (a JWKS
     path or https URL), else ``SUPPORT_PUBLIC_KEYS``, else the state dir's. ``worker_options`` go to
-    ``Worker``.
+    ``Worker``. Tracing comes with the client: when it carries Temporal's ``TracingInterceptor`` (see
+    :func:`case_client.connect`), Temporal runs it in this worker too and every commerce call gets a span.
     Raises :class:`ConfigurationError` for a client with another converter or a bad model setting.
     """
     if not issubclass(client.data_converter.payload_converter_class, PydanticPayloadConverter):
@@ -102,6 +106,9 @@ def build_worker(
     state_dir.mkdir(parents=True, exist_ok=True)
     gateway = model_gateway or model_gateway_for(model_settings or load_model_settings())
     pool = commerce or commerce_gateway(state_dir, database_url)
+    tracer = tracer_of(client)
+    if tracer is not None:
+        pool = TracedCommerce(pool, tracer)
     tools = ToolActivities(pool, knowledge or default_knowledge_base(), LanguagePreferences(state_dir))
     settlement = SettlementActivities(pool)
     records = CaseRecords(state_dir)
@@ -180,6 +187,7 @@ async def main(argv: list[str] | None = None) -> int:
     print(f"worker: model {settings.describe()}{label}", flush=True)
 
     try:
+        process_tracing("qinghe-support-worker")
         target = TemporalTarget.from_env()
     except SupportError as error:
         print(f"worker: configuration error: {error}", file=sys.stderr)
@@ -241,11 +249,12 @@ async def main(argv: list[str] | None = None) -> int:
 def run(argv: list[str] | None = None) -> None:
     """Entry point: run :func:`main` and end the process with its exit status.
 
-    The process ends with ``os._exit`` after flushing: the Temporal client's native runtime threads can
-    otherwise crash the interpreter while it finalizes (an abort instead of the status), which turned a
-    one-line refusal into a core dump.
+    The process ends with ``os._exit`` after flushing (buffered spans too): the Temporal client's native
+    runtime threads can otherwise crash the interpreter while it finalizes (an abort instead of the
+    status), which turned a one-line refusal into a core dump.
     """
     code = asyncio.run(main(argv))
+    flush_process_tracing()
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(code)

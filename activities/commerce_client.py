@@ -111,7 +111,8 @@ async def open_stdio_client(
 
     The database URL travels in the environment (``COMMERCE_DATABASE_URL``), not on the command
     line, so a password in it never shows up in a process listing; so do the locations of the
-    server's own public key set and receipt signing key when they are set.
+    server's own public key set and receipt signing key when they are set, and the OpenTelemetry
+    variables, so the server traces when the worker does.
     """
     env: dict[str, str] = {}
     url = database_url or os.environ.get(DATABASE_URL_ENV)
@@ -120,6 +121,7 @@ async def open_stdio_client(
     for name in (PUBLIC_KEYS_ENV, SIGNING_KEY_ENV):
         if os.environ.get(name):
             env[name] = os.environ[name]
+    env.update({name: value for name, value in os.environ.items() if name.startswith("OTEL_")})  # docs/tracing.md
     params = StdioServerParameters(
         command=sys.executable,
         args=["-m", "commerce_server", "--profile", profile, "--state-dir", str(Path(state_dir).resolve())],

@@ -28,6 +28,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
+from opentelemetry.trace import SpanKind, Tracer
+
 from activities.commerce_client import CALL_TIMEOUT_SECONDS
 from contracts.commerce import SCOPE_RESOURCE_URI
 from contracts.errors import AuthorizationError, ConfigurationError, SupportError, TransientError
@@ -259,6 +261,34 @@ class CommerceSessionPool:
         from activities.commerce_client import open_stdio_client
 
         return open_stdio_client(profile, self.state_dir, database_url=self.database_url)
+
+
+class TracedCommerce:
+    """A commerce gateway whose every tool call is an OpenTelemetry CLIENT span ``commerce <tool>``.
+
+    worker.py wraps its gateway in one only when tracing is on (see case_tracing.py). The MCP SDK
+    carries the span's context to the commerce server in the request's ``_meta`` (``traceparent``).
+    """
+
+    def __init__(self, gateway: CommerceGateway, tracer: Tracer) -> None:
+        self.gateway = gateway
+        self._tracer = tracer
+
+    async def call(self, identity: Identity, tool: str, arguments: dict[str, Any], *, case_id: str) -> dict[str, Any]:
+        attributes = {"mcp.method.name": "tools/call", "gen_ai.tool.name": tool, "support.case_id": case_id}
+        name = f"commerce {tool}"
+        with self._tracer.start_as_current_span(name, kind=SpanKind.CLIENT, attributes=attributes) as span:
+            try:
+                return await self.gateway.call(identity, tool, arguments, case_id=case_id)
+            except SupportError as error:
+                span.set_attribute("error.type", error.code)
+                raise
+
+    async def check(self) -> CommerceCheck:
+        return await self.gateway.check()
+
+    async def aclose(self) -> None:
+        await self.gateway.aclose()
 
 
 def _trusted_profile(identity: Identity) -> str:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import os
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
@@ -13,11 +13,12 @@ from typing import Any
 from temporalio.api.enums.v1 import TaskQueueType
 from temporalio.api.taskqueue.v1 import TaskQueue
 from temporalio.api.workflowservice.v1 import DescribeTaskQueueRequest
-from temporalio.client import Client
+from temporalio.client import Client, Interceptor
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.envconfig import ClientConfig
 from temporalio.service import RPCError
 
+from case_tracing import client_interceptors
 from contracts.errors import ConfigurationError, TransientError
 from contracts.names import TASK_QUEUE
 
@@ -68,16 +69,22 @@ class TemporalTarget:
         )
 
 
-async def connect(target: TemporalTarget) -> Client:
+async def connect(target: TemporalTarget, *, interceptors: Sequence[Interceptor] | None = None) -> Client:
     """A client with the pydantic data converter; an unreachable server is ``temporal_unavailable``.
 
     This is the one way the service connects to Temporal: the case client and worker.py use it.
+    ``interceptors`` default to :func:`case_tracing.client_interceptors`: Temporal's tracing interceptor
+    when the standard OTEL variables turn tracing on (docs/tracing.md), else none. A worker built on the
+    client runs them too. A tracing misconfiguration is a :class:`ConfigurationError`.
     """
+    if interceptors is None:
+        interceptors = client_interceptors()
     try:
         return await Client.connect(
             target.address,
             namespace=target.namespace,
             data_converter=pydantic_data_converter,
+            interceptors=interceptors,
             **target.connect_options,
         )
     except RuntimeError as error:

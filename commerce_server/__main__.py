@@ -26,6 +26,7 @@ import anyio
 from sqlalchemy import Engine
 from sqlalchemy.exc import SQLAlchemyError
 
+from case_tracing import flush_process_tracing, process_tracing
 from commerce_server.db import database_url, make_engine
 from commerce_server.keys import CommerceKeys
 from commerce_server.seed import seed_fixture
@@ -101,6 +102,7 @@ def main(argv: list[str] | None = None) -> int:
         stream=sys.stderr, level=args.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
     try:
+        process_tracing("qinghe-commerce")  # off unless the OTEL variables turn it on (docs/tracing.md)
         identity = None if args.http else resolve_profile(args.profile)
         secret = token_secret_from_env() if args.http else ""
         engine = open_database(args)
@@ -113,10 +115,13 @@ def main(argv: list[str] | None = None) -> int:
 
     # The keys are read on the first refund (a server that only answers reads needs none).
     keys = CommerceKeys.from_environment(args.state_dir)
-    if identity is None:
-        serve_http(engine, secret, keys, args)
-    else:
-        build_stdio_server(engine, identity, log_level=args.log_level, keys=keys).run("stdio")
+    try:
+        if identity is None:
+            serve_http(engine, secret, keys, args)
+        else:
+            build_stdio_server(engine, identity, log_level=args.log_level, keys=keys).run("stdio")
+    finally:
+        flush_process_tracing()
     return 0
 
 
