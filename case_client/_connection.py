@@ -48,12 +48,15 @@ class TemporalTarget:
     ) -> TemporalTarget:
         """Temporal's environment configuration (``temporalio.envconfig``: ``TEMPORAL_ADDRESS``,
         ``TEMPORAL_NAMESPACE``, ``TEMPORAL_API_KEY``, ``TEMPORAL_TLS*``, ``TEMPORAL_PROFILE`` and the
-        config file) plus ``SUPPORT_TASK_QUEUE``; what none of them sets keeps the defaults above."""
+        config file) plus ``SUPPORT_TASK_QUEUE``; what none of them sets keeps the defaults above.
+
+        An empty ``TEMPORAL_*`` variable counts as unset: envconfig would read an empty
+        ``TEMPORAL_API_KEY`` as "use TLS" and an empty certificate path as a directory, and a compose
+        file or an env file passes empty values through."""
+        given = {name: value for name, value in environ.items() if value != "" or not name.startswith("TEMPORAL_")}
         try:
             config = dict(
-                ClientConfig.load_client_connect_config(
-                    profile, config_file=config_file, override_env_vars=dict(environ)
-                )
+                ClientConfig.load_client_connect_config(profile, config_file=config_file, override_env_vars=given)
             )
         except RuntimeError as error:  # the bridge's ConfigError: an unknown profile, a malformed file
             raise ConfigurationError(
