@@ -1,0 +1,1 @@
+"""The deployment files (docker-compose.yml, Dockerfile, .env.example), checked without Docker."""
