@@ -16,10 +16,8 @@ from __future__ import annotations
 
 import contextlib
 import os
-import secrets
 import signal
 import subprocess
-import sys
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -33,10 +31,12 @@ from sqlmodel import Session
 from activities.commerce_http import COMMERCE_URL_ENV
 from commerce_server.seed import fixture_rows, load_fixture, seed_fixture
 from commerce_server.tokens import TOKEN_SECRET_ENV
+from contracts.errors import ConfigurationError
 from keystore import PUBLIC_KEYS_ENV
-from temporal_dev import DevServer, free_port, wait_for_port
+from temporal_dev import DevServer
+from tests.commerce_service import start_http_commerce
 from tests.conftest import DemoKeys, postgres_schema_engine, postgres_test_url
-from tests.faults.fault_support import PROJECT_ROOT, WorkerProcess, kill_group, spawn_worker
+from tests.faults.fault_support import WorkerProcess, kill_group, spawn_worker
 
 
 @dataclass(frozen=True)
@@ -125,45 +125,24 @@ def commerce_service(commerce_schema: CommerceSchema, tmp_path: Path) -> Iterato
 
     def start() -> CommerceService:
         state_dir = tmp_path / "commerce-service"
-        state_dir.mkdir()
-        port, token_secret = free_port(), secrets.token_urlsafe(32)
-        env = {k: v for k, v in os.environ.items() if k != "COMMERCE_DATABASE_URL"} | {TOKEN_SECRET_ENV: token_secret}
         log_path = tmp_path / "commerce-service.log"
         with log_path.open("ab") as log:
-            process = subprocess.Popen(
-                [
-                    sys.executable,
-                    "-m",
-                    "commerce_server",
-                    "--http",
-                    "--host",
-                    "127.0.0.1",
-                    "--port",
-                    str(port),
-                    "--state-dir",
-                    str(state_dir),
-                    "--database-url",
-                    commerce_schema.url,
-                    "--log-level",
-                    "WARNING",
-                ],
-                cwd=PROJECT_ROOT,
-                env=env,
-                stdin=subprocess.DEVNULL,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-            )
-        started.append(process)
-        try:
-            wait_for_port("127.0.0.1", port, timeout=60, process=process)
-        except Exception as error:
-            raise AssertionError(
-                f"the commerce service did not start: {error}\n{log_path.read_text()[-3000:]}"
-            ) from None
+            try:
+                service = start_http_commerce(
+                    state_dir,
+                    database_url=commerce_schema.url,
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                    new_session=True,
+                )
+            except ConfigurationError as error:
+                raise AssertionError(
+                    f"the commerce service did not start: {error}\n{log_path.read_text()[-3000:]}"
+                ) from None
+        started.append(service.process)
         # Nothing of it was written outside its own schema: the state dir holds no SQLite database.
         assert not (state_dir / "commerce.db").exists()
-        return CommerceService(process, f"http://127.0.0.1:{port}/mcp", token_secret, log_path)
+        return CommerceService(service.process, service.url, service.secret, log_path)
 
     yield start
     for process in started:

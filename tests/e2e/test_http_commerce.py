@@ -18,8 +18,8 @@ from commerce_server.db import make_engine
 from commerce_server.tokens import TOKEN_SECRET_ENV
 from contracts.case import CaseStatus, CaseView, ReviewOutcome
 from contracts.knowledge import Language
-from temporal_dev import free_port, wait_for_port
 from tests.case_world import CaseWorld
+from tests.commerce_service import start_http_commerce
 from tests.credentials_support import signed_review
 from worker import build_worker
 from workflows.customer_notice import status_notice
@@ -29,37 +29,12 @@ ROOT = Path(__file__).resolve().parents[2]
 
 @pytest.fixture
 def http_commerce(tmp_path: Path):
-    state_dir = tmp_path / "commerce-service"
-    state_dir.mkdir()
-    port, secret = free_port(), secrets.token_urlsafe(32)
-    env = {k: v for k, v in os.environ.items() if k != "COMMERCE_DATABASE_URL"} | {TOKEN_SECRET_ENV: secret}
-    process = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "commerce_server",
-            "--http",
-            "--host",
-            "127.0.0.1",
-            "--port",
-            str(port),
-            "--state-dir",
-            str(state_dir),
-            "--log-level",
-            "WARNING",
-        ],
-        cwd=ROOT,
-        env=env,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
+    service = start_http_commerce(tmp_path / "commerce-service")
     try:
-        wait_for_port("127.0.0.1", port, timeout=30, process=process)
-        yield f"http://127.0.0.1:{port}/mcp", secret, state_dir
+        yield service.url, service.secret, service.state_dir
     finally:
-        process.terminate()
-        process.wait(timeout=10)
+        service.process.terminate()
+        service.process.wait(timeout=10)
 
 
 async def test_a_refund_settles_through_the_http_commerce_service(

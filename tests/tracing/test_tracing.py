@@ -10,9 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import secrets
-import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -31,13 +28,12 @@ from activities.commerce_sessions import TracedCommerce
 from activities.model_settings import load_model_settings
 from case_client import TemporalTarget, connect
 from case_tracing import Tracing, tracer_of, tracing_from_env
-from commerce_server.tokens import TOKEN_SECRET_ENV
 from contracts.case import CaseStatus, CaseView, ReviewOutcome
 from contracts.errors import ConfigurationError
 from contracts.identity import PROFILES
 from contracts.names import WORKFLOW_NAME, ActivityName
-from temporal_dev import free_port, wait_for_port
 from tests.case_world import open_world
+from tests.commerce_service import start_http_commerce
 from tests.credentials_support import signed_review
 from worker import build_worker
 
@@ -175,28 +171,17 @@ async def test_a_refund_case_is_one_trace_from_start_to_the_commerce_calls(tempo
 
 @pytest.fixture
 def traced_http_commerce(tmp_path: Path) -> Iterator[tuple[str, str, Path]]:
-    """The HTTP commerce service, its process traced to a console exporter (stdout to a file)."""
-    state_dir, out = tmp_path / "commerce-service", tmp_path / "spans.jsonl"
-    state_dir.mkdir()
-    port, secret = free_port(), secrets.token_urlsafe(32)
-    env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_") and k != "COMMERCE_DATABASE_URL"}
-    env |= {TOKEN_SECRET_ENV: secret, "OTEL_TRACES_EXPORTER": "console", "OTEL_BSP_SCHEDULE_DELAY": "100"}
-    serve = (
-        "import sys, case_tracing, commerce_server.__main__ as m; "
-        "case_tracing.process_tracing('qinghe-commerce'); sys.exit(m.main(sys.argv[1:]))"
-    )
-    args = ["--http", "--host", "127.0.0.1", "--port", str(port), "--state-dir", str(state_dir)]
-    args += ["--log-level", "WARNING"]
+    """The HTTP commerce service, its process traced to a console exporter (stdout to a file): the
+    server turns tracing on itself from the OTEL variables, as it does in production."""
+    out = tmp_path / "spans.jsonl"
+    traced = {"OTEL_TRACES_EXPORTER": "console", "OTEL_BSP_SCHEDULE_DELAY": "100"}
     with out.open("w") as stdout:
-        process = subprocess.Popen(
-            [sys.executable, "-c", serve, *args], cwd=ROOT, env=env, stdin=subprocess.DEVNULL, stdout=stdout
-        )
+        service = start_http_commerce(tmp_path / "commerce-service", env=traced, stdout=stdout, stderr=None)
     try:
-        wait_for_port("127.0.0.1", port, timeout=30, process=process)
-        yield f"http://127.0.0.1:{port}/mcp", secret, out
+        yield service.url, service.secret, out
     finally:
-        process.terminate()
-        process.wait(timeout=10)
+        service.process.terminate()
+        service.process.wait(timeout=10)
 
 
 def _console_spans(path: Path) -> list[dict]:
