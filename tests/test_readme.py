@@ -24,6 +24,7 @@ import pytest
 
 from contracts.case import CaseStatus, CaseView
 from temporal_dev import free_port, wait_for_port
+from tests.faults.fault_support import descendants_of
 
 pytestmark = pytest.mark.slow
 
@@ -119,13 +120,22 @@ class Shell:
                 time.sleep(0.2)
 
     def stop(self) -> None:
+        """SIGTERM each job's group, as Ctrl-C would; then SIGKILL whatever it started and left behind.
+
+        The dev server runs in a session of its own (so a terminal's Ctrl-C reaches only the wrapper,
+        which stops it), so a group signal alone would leave it running if the wrapper died first.
+        """
         for job, _ in reversed(self.jobs):
+            started = descendants_of(job.pid)
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(job.pid, signal.SIGTERM)
             try:
                 job.wait(timeout=30)
             except subprocess.TimeoutExpired:
                 os.killpg(job.pid, signal.SIGKILL)
+            for pid in started:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
 
 
 @pytest.fixture
