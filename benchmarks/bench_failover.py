@@ -108,8 +108,10 @@ async def main(rounds: int) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         server = start_dev_server(Path(tmp) / "temporal")
         try:
-            print(f"machine: {platform.machine()}, {os.cpu_count()} CPUs, {platform.platform()}, Python "
-                  f"{platform.python_version()}")
+            print(
+                f"machine: {platform.machine()}, {os.cpu_count()} CPUs, {platform.platform()}, Python "
+                f"{platform.python_version()}"
+            )
             print(f"worker SIGKILL -> the case's next event, on a second worker, {rounds} kills each")
             for where in PAUSES:
                 rounds_seen = [

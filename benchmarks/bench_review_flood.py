@@ -20,6 +20,9 @@ import time
 import uuid
 from pathlib import Path
 
+from temporalio.client import Client
+from temporalio.contrib.pydantic import pydantic_data_converter
+
 from case_client import CaseHandle
 from contracts.case import CaseStatus
 from contracts.identity import resolve_profile
@@ -48,11 +51,16 @@ async def flood(stack: RehearsalStack, signals: int, size: int, pause: float) ->
     handle, workflow_id = case.workflow, case.workflow.id
     first_run = (await handle.describe()).run_id
     payload = {"reviewer": "chen", "digest": digest, "decision": "approve", "note": "x" * size}
+    # An attacker's client has no case codec: its payloads reach the history uncompressed.
+    attacker = Client(
+        stack.client.service_client, namespace=stack.client.namespace, data_converter=pydantic_data_converter
+    )
+    flooding = attacker.get_workflow_handle(workflow_id)
     started = time.perf_counter()
     sent = 0
     for _ in range(signals):
         try:
-            await handle.signal(REVIEW, payload)  # raw: a malformed review on purpose
+            await flooding.signal(REVIEW, payload)  # raw: a malformed review on purpose
         except Exception as error:  # the run was terminated mid-flood
             print(f"  signal {sent + 1} refused: {type(error).__name__}")
             break

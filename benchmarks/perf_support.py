@@ -11,7 +11,7 @@ import threading
 import time
 import uuid
 from collections import Counter
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -20,18 +20,18 @@ from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
-from google.protobuf.message import Message
-from temporalio.api.common.v1 import Payload
 from temporalio.api.enums.v1 import EventType
 from temporalio.api.history.v1 import History, HistoryEvent
 from temporalio.client import WorkflowHistory
-from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker import Replayer
 
 from activities.model_settings import ModelSettings
 from case_client import CaseClient
+from case_client.trail import local_activity
+from contracts.payload_codec import CASE_DATA_CONVERTER
 from keystore import public_keys_location
 from temporal_dev import RehearsalStack
+from tests.payloads.history_payloads import decoded_history, payloads_in
 from worker import support_worker
 from workflows.sandbox import workflow_runner
 from workflows.support_case import SupportCaseWorkflow
@@ -64,24 +64,6 @@ def ms(seconds: float) -> str:
 # --- history sizes ---------------------------------------------------------------------------------
 
 
-def _payloads(message: Message) -> Iterator[Payload]:
-    """Every Payload inside ``message`` (nested messages, repeated fields and maps)."""
-    for field, value in message.ListFields():
-        if field.message_type is None:
-            continue
-        if field.message_type.GetOptions().map_entry:
-            values = list(value.values())
-        elif field.is_repeated:
-            values = list(value)
-        else:
-            values = [value]
-        for item in values:
-            if isinstance(item, Payload):
-                yield item
-            elif isinstance(item, Message):
-                yield from _payloads(item)
-
-
 def _event_name(event: HistoryEvent, activities: dict[int, str]) -> str:
     """``TYPE #id`` and, for an activity's events, the activity's name."""
     name = f"{EventType.Name(event.event_type).removeprefix('EVENT_TYPE_')} #{event.event_id}"
@@ -95,20 +77,23 @@ def _event_name(event: HistoryEvent, activities: dict[int, str]) -> str:
 class HistorySize:
     events: int
     protobuf_bytes: int
+    uncompressed_bytes: int
+    """The same history with every compressed payload replaced by its original (as without the codec)."""
     json_chars: int
     largest_payload: int
     largest_payload_event: str
     by_type: list[tuple[str, int, int]]
     """(event type, count, protobuf bytes) of the three types with the most bytes."""
     by_activity: list[tuple[str, int, int]]
-    """(activity, calls, bytes of its inputs and results) of the three activities with the most."""
+    """(activity, calls, bytes of its inputs and results, or of a local one's marker) of the three with the most."""
 
     def describe(self) -> str:
         top = ", ".join(f"{kind} x{count} {size / 1024:.1f} KiB" for kind, count, size in self.by_type)
         calls = ", ".join(f"{name} x{count} {size / 1024:.1f} KiB" for name, count, size in self.by_activity)
         return (
             f"{self.events} events, {self.protobuf_bytes / 1024:.1f} KiB protobuf "
-            f"({self.json_chars / 1024:.1f} KiB as fetch_history().to_json()); largest payload "
+            f"({self.uncompressed_bytes / 1024:.1f} KiB with its payloads uncompressed; "
+            f"{self.json_chars / 1024:.1f} KiB as fetch_history().to_json()); largest payload "
             f"{self.largest_payload / 1024:.1f} KiB in {self.largest_payload_event}\n"
             f"     most bytes by event type: {top}\n     activity input+result payloads: {calls}"
         )
@@ -121,6 +106,8 @@ def history_size(history: WorkflowHistory) -> HistorySize:
         for e in events
         if e.HasField("activity_task_scheduled_event_attributes")
     }
+    local = {e.event_id: marked.activity_type for e in events if (marked := local_activity(e)) is not None}
+    activities.update(local)  # a local activity's marker (result, no input) counts under its type
     largest, carrier = 0, "-"
     counts: Counter[str] = Counter()
     sizes: Counter[str] = Counter()
@@ -135,12 +122,16 @@ def history_size(history: WorkflowHistory) -> HistorySize:
         if event.HasField("activity_task_completed_event_attributes"):
             attributes = event.activity_task_completed_event_attributes
             call_bytes[activities.get(attributes.scheduled_event_id, "?")] += attributes.result.ByteSize()
-        for payload in _payloads(event):
+        if event.event_id in local:
+            details = event.marker_recorded_event_attributes.details.values()
+            call_bytes[local[event.event_id]] += sum(payloads.ByteSize() for payloads in details)
+        for payload in payloads_in(event):
             if payload.ByteSize() > largest:
                 largest, carrier = payload.ByteSize(), _event_name(event, activities)
     return HistorySize(
         events=len(events),
         protobuf_bytes=len(History(events=events).SerializeToString()),
+        uncompressed_bytes=len(History(events=decoded_history(history).events).SerializeToString()),
         json_chars=len(history.to_json()),
         largest_payload=largest,
         largest_payload_event=carrier,
@@ -237,7 +228,7 @@ async def replay_histories() -> tuple[int, float, float, str, int]:
     """Replay every committed history with the production sandboxed runner: (count, total s, max s, slowest
     history, failures). Reading and parsing the JSON is not timed."""
     replayer = Replayer(
-        workflows=[SupportCaseWorkflow], data_converter=pydantic_data_converter, workflow_runner=workflow_runner()
+        workflows=[SupportCaseWorkflow], data_converter=CASE_DATA_CONVERTER, workflow_runner=workflow_runner()
     )
     paths = sorted(HISTORIES.glob("*.json"))
     histories = [WorkflowHistory.from_json(p.stem, json.loads(p.read_text(encoding="utf-8"))) for p in paths]

@@ -180,7 +180,7 @@ class CaseClient:
 
     @classmethod
     def for_client(cls, client: Client, *, task_queue: str, issuer: ApplicantIssuer | None = None) -> CaseClient:
-        """Cases on an already connected client (it must use the pydantic data converter)."""
+        """Cases on an already connected client (it must use :data:`contracts.payload_codec.CASE_DATA_CONVERTER`)."""
         target = TemporalTarget(
             address=client.service_client.config.target_host, namespace=client.namespace, task_queue=task_queue
         )

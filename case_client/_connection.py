@@ -14,13 +14,13 @@ from temporalio.api.enums.v1 import TaskQueueType
 from temporalio.api.taskqueue.v1 import TaskQueue
 from temporalio.api.workflowservice.v1 import DescribeTaskQueueRequest
 from temporalio.client import Client, Interceptor
-from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.envconfig import ClientConfig
 from temporalio.service import RPCError
 
 from case_tracing import client_interceptors
 from contracts.errors import ConfigurationError, TransientError
 from contracts.names import TASK_QUEUE
+from contracts.payload_codec import CASE_DATA_CONVERTER
 
 RPC_TIMEOUT = timedelta(seconds=5)
 POLLER_FRESH_SECONDS = 90.0
@@ -73,7 +73,8 @@ class TemporalTarget:
 
 
 async def connect(target: TemporalTarget, *, interceptors: Sequence[Interceptor] | None = None) -> Client:
-    """A client with the pydantic data converter; an unreachable server is ``temporal_unavailable``.
+    """A client with the case data converter (pydantic JSON, large payloads compressed:
+    :data:`contracts.payload_codec.CASE_DATA_CONVERTER`); an unreachable server is ``temporal_unavailable``.
 
     This is the one way the service connects to Temporal: the case client and worker.py use it.
     ``interceptors`` default to :func:`case_tracing.client_interceptors`: Temporal's tracing interceptor
@@ -86,7 +87,7 @@ async def connect(target: TemporalTarget, *, interceptors: Sequence[Interceptor]
         return await Client.connect(
             target.address,
             namespace=target.namespace,
-            data_converter=pydantic_data_converter,
+            data_converter=CASE_DATA_CONVERTER,
             interceptors=interceptors,
             **target.connect_options,
         )

@@ -19,11 +19,14 @@ from case_client.audit_reviews import ReviewAttempt, paired, review_attempt, upd
 from case_client.trail import (
     ACTIVITY_ENDS,
     CaseTrail,
+    LocalActivity,
     activity_failure,
     decode,
     decode_payload,
     event_summary,
     event_time,
+    failure_text,
+    local_activity,
     scheduled_event_id,
     trail_from_history,
     unverified_claims,
@@ -37,13 +40,14 @@ from contracts.case import (
     InvestigateResult,
     ModelCallMeta,
     PlanResult,
+    ProposedToolCall,
     ReviewResult,
     ToolObservation,
     ToolRequest,
 )
 from contracts.commerce import RefundProposal, RefundReceipt
 from contracts.credentials import VerifiedApplicant
-from contracts.names import REVIEW, ActivityName, EventKind
+from contracts.names import REVIEW, ActivityName, EventKind, tool_activity_id
 
 MODEL_KINDS = frozenset(
     {ActivityName.PLAN_CASE, ActivityName.INVESTIGATE_TURN, ActivityName.COMPOSE_ANSWER, ActivityName.REVIEW_ANSWER}
@@ -61,6 +65,9 @@ REFUSAL_KINDS = frozenset(
     }
 )
 """Case-log kinds shown on the timeline (review refusals are shown with their review attempts)."""
+PROPOSED_ARGUMENTS = "the model's proposed call (investigate_turn result); a local activity's input is not recorded"
+"""Where a local tool activity's arguments were read (its request is not in the history)."""
+NO_PROPOSED_CALL = "nowhere: no proposed call in the history has this call id"
 
 
 @dataclass(frozen=True)
@@ -74,6 +81,8 @@ class ToolCall:
     """None when no observation came back (the activity failed, or is still running)."""
     result: dict[str, Any] | None = None
     error: str | None = None
+    arguments_from: str | None = None
+    """Where the arguments were read when not from the activity's own input (a local activity)."""
 
 
 @dataclass(frozen=True)
@@ -94,6 +103,8 @@ class ActivityCall:
     note: str | None = None
     """What the result says, in a few words (the whole result is in the history)."""
     tool: ToolCall | None = None
+    local: bool = False
+    """A local activity: one ``MarkerRecorded`` event (result or failure), no recorded input."""
 
     @property
     def is_model_request(self) -> bool:
@@ -169,6 +180,7 @@ def audit_from_history(history: WorkflowHistory) -> CaseAudit:
     trail = trail_from_history(history)
     events: list[HistoryEvent] = list(history.events)
     scheduled: dict[int, HistoryEvent] = {}
+    local: dict[int, tuple[HistoryEvent, LocalActivity]] = {}
     attempts: dict[int, int] = {}
     ends: dict[int, HistoryEvent] = {}
     reviews: list[ReviewAttempt] = []
@@ -193,6 +205,10 @@ def audit_from_history(history: WorkflowHistory) -> CaseAudit:
             attempts[started.scheduled_event_id] = started.attempt
         elif kind in ACTIVITY_ENDS:
             ends[scheduled_event_id(event)] = event
+        elif (marked := local_activity(event)) is not None:
+            local[event.event_id] = (event, marked)
+            if marked.problem:
+                problems.append(f"local activity at event {event.event_id}: {marked.problem}")
         elif kind == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED:
             signal = event.workflow_execution_signaled_event_attributes
             if signal.signal_name == REVIEW:
@@ -224,11 +240,15 @@ def audit_from_history(history: WorkflowHistory) -> CaseAudit:
     proposal = (view.proposal if view else None) or trail.proposal or (carried.proposal if carried else None)
     if trail.case.problem:
         problems.insert(0, f"case input: {trail.case.problem}")
+    activities = [
+        _activity(event, attempts.get(event.event_id, 1), ends.get(event.event_id)) for event in scheduled.values()
+    ]
+    proposed = _proposed_calls(scheduled, ends)
+    activities += [_local_activity(event, marked, proposed) for event, marked in local.values()]
+    order = _scheduling_order(events, local)
     return CaseAudit(
         trail=trail,
-        activities=[
-            _activity(event, attempts.get(event.event_id, 1), ends.get(event.event_id)) for event in scheduled.values()
-        ],
+        activities=sorted(activities, key=lambda call: order.get(call.event_id, (call.event_id, 0))),
         reviews=paired(reviews, own_events),
         events=log,
         view=view,
@@ -261,6 +281,71 @@ def _activity(event: HistoryEvent, attempt: int, end: HistoryEvent | None) -> Ac
     if result is None:
         return call
     return replace(call, model=_meta(result), note=_note(kind, result))
+
+
+def _scheduling_order(
+    events: list[HistoryEvent], local: dict[int, tuple[HistoryEvent, LocalActivity]]
+) -> dict[int, tuple[int, int]]:
+    """Sort keys that put local activities in the order the workflow scheduled them: the markers of one
+    workflow task are recorded as the activities finished (two tools run together finish in any order),
+    so they sort at the task's first marker, by their sequence number."""
+    order: dict[int, tuple[int, int]] = {}
+    first_marker = 0
+    for event in events:
+        if event.event_type == EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED:
+            first_marker = 0
+        elif event.event_id in local:
+            first_marker = first_marker or event.event_id
+            order[event.event_id] = (first_marker, local[event.event_id][1].seq)
+    return order
+
+
+def _proposed_calls(scheduled: dict[int, HistoryEvent], ends: dict[int, HistoryEvent]) -> dict[str, ProposedToolCall]:
+    """The tool calls the model proposed (completed ``investigate_turn`` results), by the activity id the
+    workflow runs each under as a local activity (:func:`contracts.names.tool_activity_id`)."""
+    proposed: dict[str, ProposedToolCall] = {}
+    for event_id, event in scheduled.items():
+        end = ends.get(event_id)
+        kind = event.activity_task_scheduled_event_attributes.activity_type.name
+        if kind == ActivityName.INVESTIGATE_TURN and end and end.HasField("activity_task_completed_event_attributes"):
+            turn = decode(end.activity_task_completed_event_attributes.result, InvestigateResult).value
+            for call in turn.calls if turn else []:
+                proposed.setdefault(tool_activity_id(call.call_id), call)  # a reused call id is refused, never run
+    return proposed
+
+
+def _local_activity(event: HistoryEvent, marked: LocalActivity, proposed: dict[str, ProposedToolCall]) -> ActivityCall:
+    """A local activity from its marker: its result or failure; a tool's arguments from the proposed call."""
+    kind = marked.activity_type
+    failure = failure_text(marked.failure) if marked.failure is not None else None
+    call = ActivityCall(
+        event.event_id,
+        event_time(event),
+        kind,
+        marked.outcome,
+        marked.attempt,
+        failure=failure,
+        summary=event_summary(event),
+        local=True,
+    )
+    if kind == ActivityName.RUN_INVESTIGATION_TOOL:
+        return replace(call, tool=_local_tool(marked, proposed, failure))
+    if marked.result is None:
+        return call
+    return replace(call, model=_meta(marked.result), note=_note(kind, marked.result))
+
+
+def _local_tool(marked: LocalActivity, proposed: dict[str, ProposedToolCall], failure: str | None) -> ToolCall:
+    observation = decode_payload(marked.result, ToolObservation).value if marked.result is not None else None
+    asked = proposed.get(marked.activity_id)
+    if asked is not None:
+        arguments = {key: str(value) for key, value in (asked.arguments or {}).items()}
+        call = ToolCall(asked.name, arguments, asked.call_id, error=failure, arguments_from=PROPOSED_ARGUMENTS)
+    elif observation is not None:
+        call = ToolCall(observation.name, {}, observation.call_id, error=failure, arguments_from=NO_PROPOSED_CALL)
+    else:
+        return ToolCall(name="?", arguments={}, error=failure or "the tool's observation does not decode")
+    return _observed(call, observation)
 
 
 def _meta(result: Payload) -> ModelCallMeta | None:
@@ -301,7 +386,11 @@ def _tool(request: ToolRequest | None, result: Payload | None, failure: str | No
     if request is None:
         return ToolCall(name="?", arguments={}, error="the tool request does not decode")
     call = ToolCall(request.name, dict(request.arguments), request.call_id, error=failure)
-    observation = decode_payload(result, ToolObservation).value if result is not None else None
+    return _observed(call, decode_payload(result, ToolObservation).value if result is not None else None)
+
+
+def _observed(call: ToolCall, observation: ToolObservation | None) -> ToolCall:
+    """``call`` with what its observation says (ok, result, error), when one came back."""
     if observation is None:
         return call
     error = None if observation.ok else f"{observation.error_code or 'error'}: {observation.error_message or ''}"

@@ -11,7 +11,7 @@ import re
 
 from rich.cells import cell_len
 
-from case_client.audit import NOT_VERIFIED, ActivityCall, CaseAudit
+from case_client.audit import NOT_VERIFIED, PROPOSED_ARGUMENTS, ActivityCall, CaseAudit
 from case_client.audit_reviews import CLAIMED, ReviewAttempt
 from case_client.render import ANSWER_AUTHORS
 from case_client.text_layout import INDENT, WIDTH, at, brief, brief_value, clean, collapsed, stamp, wrap
@@ -78,7 +78,7 @@ def _timeline(audit: CaseAudit) -> list[str]:
         *wrap(f"model requests: {len(models)}, {failed} not completed, {tokens}"),
         *wrap(f"tool calls: {len(tools)} run, {refused} refused by the workflow"),
     ]
-    title = "timeline (UTC; activities in the order the workflow scheduled them)"
+    title = "timeline (UTC, in scheduled order; local: a local activity, input not recorded)"
     return [title, *collapsed(lines for _, lines in entries), *totals]
 
 
@@ -89,6 +89,7 @@ def _activity_lines(call: ActivityCall) -> list[str]:
     if tool is not None and tool.ok is not None:
         head = "ok" if tool.ok else "refused"
     head += f", attempt {call.attempt}" if call.attempt > 1 else ""
+    head += ", local" if call.local else ""
     if tool is not None:
         head += ": " + (" ".join(f"{key}={brief_value(value)}" for key, value in tool.arguments.items()) or "-")
     elif call.model is not None:
@@ -99,6 +100,8 @@ def _activity_lines(call: ActivityCall) -> list[str]:
         lines = [f"{lines[0]}  {summary}"]
     elif summary:
         lines += wrap(summary, INDENT)
+    if tool is not None and tool.arguments_from and tool.arguments_from != PROPOSED_ARGUMENTS:  # said in the title
+        lines += wrap(clean(f"(arguments from {tool.arguments_from})"), INDENT)
     if tool is not None and tool.ok and tool.result is not None:
         lines += wrap(brief(tool.result), INDENT + "-> ", INDENT + "   ")
     failure = tool.error if tool is not None else call.failure

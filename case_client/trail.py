@@ -25,16 +25,18 @@ from temporalio.api.enums.v1 import EventType
 from temporalio.api.failure.v1 import Failure
 from temporalio.api.history.v1 import HistoryEvent
 from temporalio.client import WorkflowHistory
-from temporalio.contrib.pydantic import pydantic_data_converter
 
 from contracts.case import CaseInput, CaseRecord, CaseStatus, CaseView, SettleRequest
 from contracts.commerce import RefundProposal, RefundReceipt
 from contracts.credentials import SignedReview
 from contracts.errors import ContractError
 from contracts.names import REVIEW, ActivityName, EventKind
+from contracts.payload_codec import HISTORY_PAYLOAD_CONVERTER
 
 T = TypeVar("T")
-_CONVERTER = pydantic_data_converter.payload_converter
+LOCAL_ACTIVITY_MARKER = "core_local_activity"
+"""The marker name of a local activity's ``MarkerRecorded`` event (Temporal's core SDK writes it)."""
+_CONVERTER = HISTORY_PAYLOAD_CONVERTER
 ACTIVITY_ENDS = {
     EventType.EVENT_TYPE_ACTIVITY_TASK_COMPLETED: "completed",
     EventType.EVENT_TYPE_ACTIVITY_TASK_FAILED: "failed",
@@ -106,6 +108,50 @@ def decode_payload(payload: Payload, kind: type[T]) -> Decoded[T]:
         return Decoded(problem=f"{where}: {first['msg']}"[:200])
     except Exception as error:  # anything a writer of the history put there is reported, never raised
         return Decoded(problem=f"not decodable ({type(error).__name__})")
+
+
+@dataclass(frozen=True)
+class LocalActivity:
+    """A local activity as its ``MarkerRecorded`` event records it: type, id, attempt, and its result or
+    failure. Its input is never in the history (Temporal does not record it)."""
+
+    activity_type: str
+    activity_id: str
+    attempt: int
+    seq: int = 0
+    """The workflow's sequence number of the activity (the order it scheduled its activities in)."""
+    result: Payload | None = None
+    failure: Failure | None = None
+    problem: str | None = None
+    """Why the marker's ``data`` did not decode, if it did not."""
+
+    @property
+    def outcome(self) -> str:
+        return "failed" if self.failure is not None or self.result is None else "completed"
+
+
+def local_activity(event: HistoryEvent) -> LocalActivity | None:
+    """The local activity ``event`` records, or None when it is not a local activity's marker."""
+    if event.event_type != EventType.EVENT_TYPE_MARKER_RECORDED:
+        return None
+    marker = event.marker_recorded_event_attributes
+    if marker.marker_name != LOCAL_ACTIVITY_MARKER:
+        return None
+    details = marker.details
+    data = decode(details.get("data"), dict[str, Any])
+    raw: dict[str, Any] = data.value if isinstance(data.value, dict) else {}
+    result = details.get("result")
+    results = result.payloads if result is not None else []
+    attempt, seq = raw.get("attempt"), raw.get("seq")
+    return LocalActivity(
+        activity_type=str(raw.get("activity_type") or "?"),
+        activity_id=str(raw.get("activity_id") or ""),
+        attempt=attempt if isinstance(attempt, int) and attempt > 0 else 1,
+        seq=seq if isinstance(seq, int) else 0,
+        result=results[0] if results else None,
+        failure=marker.failure if marker.HasField("failure") else None,
+        problem=data.problem,
+    )
 
 
 def trail_from_history(history: WorkflowHistory) -> CaseTrail:

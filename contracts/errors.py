@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from temporalio.exceptions import ActivityError, ApplicationError
+from temporalio.exceptions import TimeoutError as TemporalTimeoutError
 
 
 class ErrorClass(StrEnum):
@@ -201,9 +202,17 @@ class ActivityFailure:
     """The tokens the provider reported for that reply (``prompt_tokens``, ``completion_tokens``, ``total_tokens``)."""
 
 
-def decode_activity_failure(error: ActivityError) -> ActivityFailure:
-    """Decode an ``ActivityError`` produced by :func:`to_application_error` (or by a timeout)."""
-    cause = error.cause
+ACTIVITY_FAILURES = (ActivityError, ApplicationError, TemporalTimeoutError)
+"""What awaiting a failed activity raises in a workflow. A regular activity's failure is an
+``ActivityError`` whose cause is the activity's error; a local activity's can also arrive unwrapped,
+as the ``ApplicationError`` (or timeout) itself (temporalio 1.35: a non-retryable error of a local
+activity does), so a workflow catches all three and decodes them with :func:`decode_activity_failure`."""
+
+
+def decode_activity_failure(error: ActivityError | ApplicationError | TemporalTimeoutError) -> ActivityFailure:
+    """Decode an activity's failure produced by :func:`to_application_error` (or by a timeout): an
+    ``ActivityError`` or, from a local activity, its cause itself (see :data:`ACTIVITY_FAILURES`)."""
+    cause = error.cause if isinstance(error, ActivityError) else error
     if not isinstance(cause, ApplicationError):
         return ActivityFailure("activity_timeout", ErrorClass.TRANSIENT.value, "activity_timeout", None)
     details = cause.details[0] if cause.details and isinstance(cause.details[0], dict) else {}

@@ -8,6 +8,7 @@ The search-attribute keys live beside these in :mod:`contracts.search_attributes
 
 from __future__ import annotations
 
+import hashlib
 import re
 from enum import StrEnum
 from typing import Literal, cast
@@ -29,6 +30,13 @@ class ActivityName(StrEnum):
     RUN_INVESTIGATION_TOOL = "run_investigation_tool"
     EXECUTE_REFUND = "execute_refund"
     WRITE_CASE_RECORD = "write_case_record"
+
+
+def tool_activity_id(call_id: str) -> str:
+    """The activity id of a tool call run as a local activity: it names the model's call id (whose text
+    is the model's, unbounded) by a digest, so that a history reader can pair a marker with its call
+    even when the activity failed and no observation came back."""
+    return "tool-" + hashlib.sha256(call_id.encode("utf-8")).hexdigest()[:16]
 
 
 class QueryName(StrEnum):

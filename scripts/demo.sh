@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # make demo: from nothing to a SIMULATED refund receipt for QH-1001 (all data fictional).
 #
-# Starts a local Temporal dev server (unless TEMPORAL_ADDRESS names one), the worker and the
+# Starts a local Temporal dev server (unless TEMPORAL_ADDRESS names one; with the codec server its Web
+# UI shows compressed payloads through, docs/payloads.md), the worker and the
 # commerce MCP server (over stdio, launched by the worker), runs one refund case to
 # waiting_approval, approves it as reviewer chen with `temporal workflow update execute` carrying an
 # approval token signed with chen's own key (the command `review-info --approve` prints), shows the
@@ -14,6 +15,7 @@ cd "$(dirname "$0")/.."
 
 BIN=.venv/bin
 STATE_DIR=${STATE_DIR:-.state/demo}
+CODEC_ENDPOINT=
 TEMPORAL=${TEMPORAL_CLI:-$BIN/temporal}
 rm -rf "$STATE_DIR"
 mkdir -p "$STATE_DIR"
@@ -38,7 +40,13 @@ $BIN/python starter.py --state-dir "$STATE_DIR" --profile alice quote QH-1001
 if [ -z "${TEMPORAL_ADDRESS:-}" ]; then
   export TEMPORAL_ADDRESS=127.0.0.1:7233
   say "3. Local Temporal dev server on $TEMPORAL_ADDRESS (Web UI http://localhost:8233, state $STATE_DIR/temporal.db)"
+  # The codec server beside the UI: it shows the compressed payloads decoded (docs/payloads.md).
+  CODEC_ENDPOINT=http://127.0.0.1:${CODEC_PORT:-8089}
+  $BIN/python -m codec_server --port "${CODEC_PORT:-8089}" >"$STATE_DIR/codec-server.log" 2>&1 &
+  started+=($!)
+  echo "codec server $CODEC_ENDPOINT (log $STATE_DIR/codec-server.log)"
   "$TEMPORAL" server start-dev --ip 127.0.0.1 --port 7233 --ui-port 8233 --ui-disable-news-fetch \
+    --ui-codec-endpoint "$CODEC_ENDPOINT" \
     --db-filename "$STATE_DIR/temporal.db" --log-level error \
     $($BIN/python -c 'from contracts.search_attributes import dev_server_flags; print(" ".join(dev_server_flags()))') \
     >"$STATE_DIR/temporal-dev-server.log" 2>&1 &
@@ -85,7 +93,7 @@ say "7. The completed case"
 $BIN/python starter.py --state-dir "$STATE_DIR" status "$CASE" --wait
 EVENTS=$("$TEMPORAL" workflow describe --address "$TEMPORAL_ADDRESS" --workflow-id "case-$CASE" -o json \
   | $BIN/python -c 'import json, sys; print(json.load(sys.stdin)["workflowExecutionInfo"]["historyLength"])')
-echo "workflow history of case-$CASE: $EVENTS events (temporal workflow show --workflow-id case-$CASE)"
+echo "workflow history of case-$CASE: $EVENTS events (temporal workflow show --workflow-id case-$CASE${CODEC_ENDPOINT:+ --codec-endpoint $CODEC_ENDPOINT})"
 
 say "8. The chain of proof, checked offline from the workflow history and the public keys only"
 $BIN/python starter.py --state-dir "$STATE_DIR" --profile chen verify "$CASE"

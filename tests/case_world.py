@@ -8,15 +8,16 @@ provider of ``tests/adversarial``). ``history_text`` decodes a workflow history 
 
 from __future__ import annotations
 
-import base64
 import json
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from google.protobuf import json_format
 from sqlalchemy import Engine
 from sqlmodel import Session, select
+from temporalio.api.common.v1 import Payload
 from temporalio.client import Client, WorkflowHandle
 from temporalio.worker import Worker
 
@@ -28,6 +29,7 @@ from contracts.case import CaseEvent, CaseView
 from contracts.identity import resolve_profile
 from contracts.knowledge import Language
 from contracts.names import QueryName
+from contracts.payload_codec import decode_payload_sync
 from tests.credentials_support import applicant_token, install_signing_keys
 from worker import Cleanup, build_worker
 
@@ -97,19 +99,20 @@ async def event_details(handle: WorkflowHandle, kind: str) -> list[str]:
 
 
 def history_text(history) -> str:
-    """Every string in a workflow history, with JSON payloads decoded (they are base64 on the wire)."""
+    """Every string in a workflow history, with payloads decoded: base64 on the wire, and the case
+    codec's compressed ones (``binary/zlib``, :mod:`contracts.payload_codec`) decompressed, so a grep
+    for a secret sees what a compressed payload holds."""
     parts: list[str] = []
 
     def walk(node) -> None:
         if isinstance(node, dict):
             data = node.get("data")
-            if isinstance(data, str) and "metadata" in node:
-                try:
-                    parts.append(base64.b64decode(data).decode("utf-8", "replace"))
-                except ValueError:
-                    parts.append(data)
-            for value in node.values():
-                walk(value)
+            is_payload = isinstance(data, str) and "metadata" in node
+            if is_payload:
+                parts.append(payload_text(node))
+            for key, value in node.items():
+                if not (is_payload and key == "data"):  # its base64 is noise in which "bob" can occur by chance
+                    walk(value)
         elif isinstance(node, list):
             for value in node:
                 walk(value)
@@ -118,3 +121,13 @@ def history_text(history) -> str:
 
     walk(json.loads(history.to_json()))
     return "\n".join(parts)
+
+
+def payload_text(node: dict) -> str:
+    """The data of a payload as ``WorkflowHistory.to_json()`` writes it (base64), decompressed when
+    the case codec compressed it; the base64 itself when it does not decode."""
+    try:
+        payload = decode_payload_sync(json_format.ParseDict(node, Payload(), ignore_unknown_fields=True))
+    except (ValueError, json_format.ParseError):
+        return str(node.get("data", ""))
+    return payload.data.decode("utf-8", "replace")

@@ -18,7 +18,6 @@ import pytest
 from sqlalchemy import Engine, create_engine, make_url, text
 from sqlalchemy.exc import OperationalError
 from temporalio.client import Client
-from temporalio.contrib.pydantic import pydantic_data_converter
 
 from commerce_server.db import make_engine
 from commerce_server.seed import seed_fixture
@@ -26,6 +25,7 @@ from commerce_server.tokens import PUBLIC_KEYS_ENV, SIGNING_KEY_ENV
 from contracts.commerce import Order, RefundApproval, RefundProposal
 from contracts.credentials import COMMERCE_KID, PublicKeys, reviewer_kid
 from contracts.identity import PROFILES
+from contracts.payload_codec import CASE_DATA_CONVERTER
 from keystore import PUBLIC_KEYS_FILE, keys_dir, load_public_keys, private_key_path
 from keystore.signers import KeyFileSigner
 from knowledge.refund_quote import calculate_refund_quote, policy_page_versions
@@ -203,7 +203,7 @@ def temporal_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevSer
 async def temporal_client(temporal_server: DevServer) -> Client:
     for _ in range(50):
         try:
-            return await Client.connect(temporal_server.address, data_converter=pydantic_data_converter)
+            return await Client.connect(temporal_server.address, data_converter=CASE_DATA_CONVERTER)
         except RuntimeError:
             await asyncio.sleep(0.2)
     raise RuntimeError(f"Temporal dev server at {temporal_server.address} never accepted a client")

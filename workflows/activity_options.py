@@ -3,10 +3,15 @@
 Error classes (contracts.errors) decide retries: only ``transient`` failures are retried, every other
 class is listed as non-retryable here, so a refusal is never repeated.
 
-Every activity heartbeats (activities.boundary does it for them) and has a heartbeat timeout of
+Every regular activity heartbeats (activities.boundary does it for them) and has a heartbeat timeout of
 :data:`HEARTBEAT_TIMEOUT`: when a worker dies mid-activity, Temporal retries the activity on another
 worker within about that long, instead of waiting out a start-to-close timeout that must be long
 enough for a slow but healthy call (the model provider's own timeout is 40 s).
+
+The short steps (patch ``short-steps-local``) run as local activities, with :class:`LocalActivityOptions`:
+no heartbeat (a local activity cannot heartbeat; activities.boundary only heartbeats when a heartbeat
+timeout is set). When a worker dies mid-step, its workflow task times out and another worker runs the
+step again from its first attempt.
 """
 
 from __future__ import annotations
@@ -84,3 +89,31 @@ RECORD = ActivityOptions(
     start_to_close=timedelta(seconds=15),
     retry=_retry(maximum_interval=timedelta(seconds=10), maximum_attempts=5),
 )
+
+
+LOCAL_RETRY_THRESHOLD = timedelta(seconds=10)
+"""A local activity's retry that waits less than this is slept in the worker, within the workflow
+task; a longer backoff becomes a workflow timer. The policies below never back off that long."""
+
+
+@dataclass(frozen=True)
+class LocalActivityOptions:
+    """The timeout and the retry policy of one kind of local activity (no heartbeat), passed together."""
+
+    start_to_close: timedelta
+    retry: RetryPolicy
+
+    def kwargs(self) -> dict[str, Any]:
+        """Keyword arguments for ``workflow.execute_local_activity``."""
+        return {
+            "start_to_close_timeout": self.start_to_close,
+            "retry_policy": self.retry,
+            "local_retry_threshold": LOCAL_RETRY_THRESHOLD,
+        }
+
+
+VERIFY_LOCAL = LocalActivityOptions(start_to_close=VERIFY.start_to_close, retry=VERIFY.retry)
+"""``verify_applicant`` as a local activity: the timeout and retries of :data:`VERIFY`."""
+
+TOOL_LOCAL = LocalActivityOptions(start_to_close=TOOL.start_to_close, retry=TOOL.retry)
+"""``run_investigation_tool`` (read-only tools) as a local activity: the timeout and retries of :data:`TOOL`."""

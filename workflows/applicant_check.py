@@ -1,8 +1,9 @@
 """The first step of a case with signed credentials: its applicant token is verified, by an activity.
 
-Workflow code (it schedules an activity), kept apart from the workflow class so that the class reads
-as the case's lifecycle. Nothing is read for a case whose token does not verify; the public keys the
-activity read are recorded in the state, and from then on only reviewer-signed approvals decide.
+Workflow code (it schedules an activity, a local one since patch ``short-steps-local``), kept apart from
+the workflow class so that the class reads as the case's lifecycle. Nothing is read for a case whose
+token does not verify; the public keys the activity read are recorded in the state, and from then on
+only reviewer-signed approvals decide.
 """
 
 from __future__ import annotations
@@ -10,15 +11,15 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from temporalio import workflow
-from temporalio.exceptions import ActivityError
 
 with workflow.unsafe.imports_passed_through():
     from contracts.case import CaseStatus
     from contracts.credentials import ApplicantCheck, VerifiedApplicant
     from contracts.effect_card import markdown_text
-    from contracts.errors import decode_activity_failure
+    from contracts.errors import ACTIVITY_FAILURES, decode_activity_failure
     from contracts.names import ActivityName, EventKind, StopCode
     from workflows import activity_options as options
+    from workflows import patches
     from workflows.case_state import CaseState
     from workflows.outcomes import CaseStopped
 
@@ -27,15 +28,25 @@ async def verify_applicant(s: CaseState, record: Callable[[EventKind, str], None
     """Verify the case's applicant token, or stop the case ``failed`` (``applicant_unverified``)."""
     case = s.case
     check = ApplicantCheck(case_id=case.case_id, applicant_token=case.applicant_token)
+    summary = f"verify applicant token ({markdown_text(case.applicant.subject, limit=40)})"
     try:
-        verified = await workflow.execute_activity(
-            ActivityName.VERIFY_APPLICANT,
-            check,
-            result_type=VerifiedApplicant,
-            summary=f"verify applicant token ({markdown_text(case.applicant.subject, limit=40)})",
-            **options.VERIFY.kwargs(),
-        )
-    except ActivityError as error:
+        if workflow.patched(patches.SHORT_STEPS_LOCAL):
+            verified = await workflow.execute_local_activity(
+                ActivityName.VERIFY_APPLICANT,
+                check,
+                result_type=VerifiedApplicant,
+                summary=summary,
+                **options.VERIFY_LOCAL.kwargs(),
+            )
+        else:
+            verified = await workflow.execute_activity(
+                ActivityName.VERIFY_APPLICANT,
+                check,
+                result_type=VerifiedApplicant,
+                summary=summary,
+                **options.VERIFY.kwargs(),
+            )
+    except ACTIVITY_FAILURES as error:  # a local activity's failure may arrive unwrapped
         raise CaseStopped(
             CaseStatus.FAILED, StopCode.APPLICANT_UNVERIFIED, decode_activity_failure(error).code
         ) from None

@@ -8,6 +8,8 @@ here stays until no case that started without it can still be running, and then 
 
 from __future__ import annotations
 
+from temporalio import workflow
+
 ORDER_IDS_BESIDE_CJK = "order-ids-beside-cjk"
 """An order id glued to Chinese text (``请退款QH-1001并``) counts as named in the question."""
 
@@ -35,3 +37,33 @@ step summaries and current details need no patch: neither is a command that repl
 FAILED_MODEL_CALLS_COUNTED = "failed-model-calls-counted"
 """A model request whose reply was refused still names the model and counts the tokens the provider
 reported (from the failure's details), so a case whose every reply failed never says "not yet called"."""
+
+SHORT_STEPS_LOCAL = "short-steps-local"
+"""The short steps run as local activities (one ``MarkerRecorded`` event inside the running workflow
+task instead of three activity events and a new workflow task each): the applicant check and the
+read-only investigation tools. Model calls, the settlement and the case record (whose input is the
+case log an auditor reads from the history) stay regular activities.
+
+A case that takes it decides some later patches at once, before its first local activity (see
+:data:`DECIDED_BEFORE_LOCAL_STEPS`): a ``workflow.patched`` first called in the code that runs right
+after a local activity resolved is not replayable when the worker recorded the resolution and that
+code in two workflow tasks (it happens, e.g. when a query arrives while the local activity runs): on
+replay that code runs in the first task, before the next task's patch marker is known, so ``patched``
+answers False where the history holds the marker (a nondeterminism error)."""
+
+DECIDED_BEFORE_LOCAL_STEPS = (ORDER_IDS_BESIDE_CJK, CONFIGURATION_FAILS_CASE)
+"""The patches whose first ``workflow.patched`` can come right after a local activity resolves (before
+the workflow next waits for a regular activity, a timer or a condition): the plan's order-id rule
+(after the applicant check) and a tool's configuration failure. A case with ``short-steps-local``
+decides them right after it. A later patch that may be first asked there goes here too; the others
+(case metadata, failed model calls, refused updates, continue-as-new) are first asked after a regular
+activity or while waiting, and each decided patch costs a marker and a search-attribute upsert."""
+
+
+def decide_before_local_steps() -> None:
+    """Under ``short-steps-local``, decide the patches of :data:`DECIDED_BEFORE_LOCAL_STEPS` now, before
+    any local activity runs (why: :data:`SHORT_STEPS_LOCAL`). A case that started before it decides
+    nothing here. Workflow code."""
+    if workflow.patched(SHORT_STEPS_LOCAL):
+        for patch_id in DECIDED_BEFORE_LOCAL_STEPS:
+            workflow.patched(patch_id)

@@ -80,6 +80,7 @@ class SupportCaseWorkflow:
             if case.carried is None:
                 self._event(EventKind.CASE_STARTED, f"question from {case.applicant.subject} ({case.language.value})")
                 if workflow.patched(patches.SIGNED_CREDENTIALS):
+                    patches.decide_before_local_steps()
                     await verify_applicant(self._s, self._event)
                 await self._plan_case()
                 await self._investigate()

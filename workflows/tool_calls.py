@@ -1,5 +1,7 @@
 """The tool calls of one investigation turn: admitted by the gates, run as activities, folded in.
 
+The read-only tools run as local activities since patch ``short-steps-local`` (regular ones before it).
+
 Workflow code (it schedules activities), kept apart from the workflow class so that the class reads
 as the case's lifecycle. Admission is decided by :mod:`workflows.turn_admission`, what a successful
 observation adds by :mod:`workflows.evidence`; this module only sequences them.
@@ -11,12 +13,11 @@ import asyncio
 from collections.abc import Callable
 
 from temporalio import workflow
-from temporalio.exceptions import ActivityError
 
 with workflow.unsafe.imports_passed_through():
     from contracts.case import CaseStatus, ProposedToolCall, ToolObservation
-    from contracts.errors import ErrorClass, decode_activity_failure
-    from contracts.names import ActivityName, EventKind, StopCode
+    from contracts.errors import ACTIVITY_FAILURES, ErrorClass, decode_activity_failure
+    from contracts.names import ActivityName, EventKind, StopCode, tool_activity_id
     from contracts.tools import INVESTIGATION_TOOLS
     from workflows import activity_options as options
     from workflows import patches, requests
@@ -59,15 +60,26 @@ class ToolCalls:
             self._record(EventKind.TOOL_RAN, "save_case_note")
             return ToolObservation(call_id=call.call_id, name=call.name, ok=True, result={"saved": True})
         request = requests.tool_request(s, call)
+        summary = tool_summary(call.name, call.arguments)
         try:
-            observation = await workflow.execute_activity(
-                ActivityName.RUN_INVESTIGATION_TOOL,
-                request,
-                result_type=ToolObservation,
-                summary=tool_summary(call.name, call.arguments),
-                **options.TOOL.kwargs(),
-            )
-        except ActivityError as error:
+            if workflow.patched(patches.SHORT_STEPS_LOCAL):
+                observation = await workflow.execute_local_activity(
+                    ActivityName.RUN_INVESTIGATION_TOOL,
+                    request,
+                    result_type=ToolObservation,
+                    activity_id=tool_activity_id(call.call_id),
+                    summary=summary,
+                    **options.TOOL_LOCAL.kwargs(),
+                )
+            else:
+                observation = await workflow.execute_activity(
+                    ActivityName.RUN_INVESTIGATION_TOOL,
+                    request,
+                    result_type=ToolObservation,
+                    summary=summary,
+                    **options.TOOL.kwargs(),
+                )
+        except ACTIVITY_FAILURES as error:  # a local activity's failure may arrive unwrapped
             failure = decode_activity_failure(error)
             if failure.error_class == ErrorClass.CONFIGURATION and workflow.patched(patches.CONFIGURATION_FAILS_CASE):
                 self._record(EventKind.TOOL_FAILED, f"{call.name}: {failure.error_class}: {failure.code}")

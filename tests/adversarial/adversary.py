@@ -9,7 +9,6 @@ a real provider. Nothing else is substituted.
 
 from __future__ import annotations
 
-import base64
 import json
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -20,9 +19,10 @@ from typing import Any
 from temporalio.client import Client, WorkflowHandle
 
 from activities.model_settings import ModelSettings, load_model_settings
+from case_client.audit import audit_from_history
 from contracts.case import CaseEvent, CaseView
 from tests.adversarial.provider import ScriptedProvider
-from tests.case_world import CaseWorld, history_text, open_world
+from tests.case_world import CaseWorld, history_text, open_world, payload_text
 
 OTHER_CUSTOMERS_DATA = (
     "bob",
@@ -79,7 +79,8 @@ class ScriptedWorld:
 
 
 def scheduled_activities(history) -> list[tuple[str, str]]:
-    """(activity type, decoded input) for every activity the workflow scheduled."""
+    """(activity type, decoded input) for every regular activity the workflow scheduled (a local
+    activity records no input: see :func:`tool_runs` for the investigation tools, which run so)."""
     scheduled = []
     for event in json.loads(history.to_json())["events"]:
         attributes = event.get("activityTaskScheduledEventAttributes")
@@ -87,9 +88,20 @@ def scheduled_activities(history) -> list[tuple[str, str]]:
             continue
         name = attributes["activityType"]["name"]
         payloads = (attributes.get("input") or {}).get("payloads") or []
-        text = "\n".join(base64.b64decode(p.get("data", "")).decode("utf-8", "replace") for p in payloads)
+        text = "\n".join(payload_text(p) for p in payloads)
         scheduled.append((name, text))
     return scheduled
+
+
+def tool_runs(history) -> list[tuple[str, dict[str, str]]]:
+    """(tool, arguments) of every investigation tool the workflow ran, as a regular activity (its
+    scheduled input) or a local one (its marker, with the arguments of the model's proposed call),
+    read by the auditor's reader, :func:`case_client.audit.audit_from_history`."""
+    runs = []
+    for call in audit_from_history(history).tool_calls:
+        assert call.tool is not None
+        runs.append((call.tool.name, dict(call.tool.arguments)))
+    return runs
 
 
 @asynccontextmanager

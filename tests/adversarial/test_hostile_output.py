@@ -19,7 +19,7 @@ import pytest
 
 from contracts.case import AnswerSource, CaseStatus
 from contracts.knowledge import Language
-from tests.adversarial.adversary import ScriptedWorld, scheduled_activities
+from tests.adversarial.adversary import ScriptedWorld, scheduled_activities, tool_runs
 from tests.adversarial.provider import REHEARSAL, Request, call, json_reply, text_reply, tool_calls
 from workflows.customer_notice import status_notice
 from workflows.deliver_gate import cited_pages
@@ -38,13 +38,8 @@ def _get_order(call_id: str, order_id: str = "QH-1001") -> dict:
 
 
 def _tool_runs(history) -> list[tuple[str, dict[str, str]]]:
-    """(tool, arguments) of every investigation tool activity the workflow scheduled."""
-    runs = []
-    for activity, payload in scheduled_activities(history):
-        if activity == "run_investigation_tool":
-            request = json.loads(payload)
-            runs.append((request["name"], request["arguments"]))
-    return runs
+    """(tool, arguments) of every investigation tool the workflow ran (regular or local activity)."""
+    return tool_runs(history)
 
 
 def _tool_names(history) -> list[str]:

@@ -20,7 +20,7 @@ from activities.model_settings import load_model_settings
 from contracts.case import CaseStatus, PlanRequest
 from contracts.errors import ContractError, to_application_error
 from contracts.knowledge import Language
-from tests.adversarial.adversary import ScriptedWorld, scheduled_activities
+from tests.adversarial.adversary import ScriptedWorld, tool_runs
 from tests.adversarial.provider import Reply, ScriptedProvider, call, http_error, text_reply, tool_calls
 
 pytestmark = pytest.mark.slow
@@ -31,11 +31,8 @@ USAGE = {"prompt_tokens": 470, "completion_tokens": 12, "total_tokens": 482}
 
 
 def _tool_runs(history) -> list[str]:
-    return [
-        json.loads(payload)["name"]
-        for activity, payload in scheduled_activities(history)
-        if activity == "run_investigation_tool"
-    ]
+    """The investigation tools the workflow ran, as regular or local activities."""
+    return [name for name, _ in tool_runs(history)]
 
 
 async def test_a_500_saying_the_request_is_invalid_is_not_retried(adversary: ScriptedWorld) -> None:

@@ -2,7 +2,7 @@
 keys), on every committed history, and from the command line on an exported file.
 
 Expected values are read from each history file independently of the code under test: the JSON is
-decoded here by hand (base64 payloads), never through :mod:`case_client.trail`.
+decoded here by hand (base64 payloads, zlib for compressed ones), never through :mod:`case_client.trail`.
 """
 
 from __future__ import annotations
@@ -12,11 +12,13 @@ import json
 import os
 import subprocess
 import sys
+import zlib
 from pathlib import Path
 from typing import Any
 
 import pytest
 from rich.cells import cell_len
+from temporalio.api.common.v1 import Payload
 
 from case_client.audit import CaseAudit, audit_from_history
 from case_client.audit_json import audit_json
@@ -47,6 +49,11 @@ def _load(name: str) -> History:
 
 
 def _payload(payload: dict[str, Any]) -> Any:
+    """A payload's JSON value; one the case codec compressed (``binary/zlib``: zlib of the serialized
+    original payload) is inflated here by hand first."""
+    if base64.b64decode(payload.get("metadata", {}).get("encoding", "")) == b"binary/zlib":
+        original = Payload.FromString(zlib.decompress(base64.b64decode(payload["data"])))
+        return json.loads(original.data)
     return json.loads(base64.b64decode(payload["data"]))
 
 
@@ -74,6 +81,20 @@ def _scheduled(history: History, activity: str) -> list[dict[str, Any]]:
         for event in history["events"]
         if event.get("activityTaskScheduledEventAttributes", {}).get("activityType", {}).get("name") == activity
     ]
+
+
+def _local_tool_names(history: History) -> list[str]:
+    """The tools run as local activities (``short-steps-local``), in the order the workflow scheduled
+    them (the ``seq`` of each marker's data), named by the observation each marker holds."""
+    runs = []
+    for event in history["events"]:
+        marker = event.get("markerRecordedEventAttributes", {})
+        if marker.get("markerName") != "core_local_activity":
+            continue
+        data = _payload(marker["details"]["data"]["payloads"][0])
+        if data["activity_type"] == "run_investigation_tool":
+            runs.append((data["seq"], _payload(marker["details"]["result"]["payloads"][0])["name"]))
+    return [name for _, name in sorted(runs)]
 
 
 def _result_of(history: History, scheduled: dict[str, Any]) -> Any:
@@ -138,9 +159,12 @@ def test_every_history_is_audited_in_80_columns_and_as_json(path: Path) -> None:
         assert data["answer"]["text"] == final["answer"] and data["digest"] == final["digest"]
         assert data["evidence"]["answer_citations"] == final["citations"]
     tools = _scheduled(history, "run_investigation_tool")
-    assert [call["tool"]["name"] for call in data["tool_calls"]] == [
+    scheduled_tools = [
         _payload(event["activityTaskScheduledEventAttributes"]["input"]["payloads"][0])["name"] for event in tools
     ]
+    local_tools = _local_tool_names(history)
+    assert not (scheduled_tools and local_tools)  # one shape per run: before or after short-steps-local
+    assert [call["tool"]["name"] for call in data["tool_calls"]] == scheduled_tools + local_tools
     assert len(data["reviews"]) == len(_review_signals(history)) + sum(
         "workflowExecutionUpdateAcceptedEventAttributes" in event for event in history["events"]
     )

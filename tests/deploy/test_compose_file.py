@@ -57,6 +57,7 @@ def test_depends_on_conditions_form_the_start_order(compose: dict[str, Any]) -> 
         "temporal": {"postgresql": "service_healthy", "temporal-schema": "service_completed_successfully"},
         "temporal-setup": {"temporal": "service_healthy"},
         "temporal-ui": {"temporal": "service_healthy"},
+        "codec": {},
         "keys": {"postgresql": "service_healthy"},
         "commerce": {"postgresql": "service_healthy", "keys": "service_completed_successfully"},
         "worker": {
@@ -117,7 +118,7 @@ def test_python_health_checks_compile(compose: dict[str, Any]) -> None:
         if test[1:3] == ["python", "-c"]:
             compile(test[3], f"{name} healthcheck", "exec")
             scripts += 1
-    assert scripts == 2  # commerce and worker
+    assert scripts == 3  # codec, commerce and worker
 
 
 def test_the_setup_one_shot_registers_exactly_the_case_search_attributes(compose: dict[str, Any]) -> None:
@@ -215,7 +216,7 @@ def test_every_image_is_pinned_and_ours_build_from_the_dockerfile(compose: dict[
             else:
                 assert "build" not in service, f"{name} builds an image that is not ours"
     ours = {name for name, service in services(compose).items() if service["image"].startswith(OUR_IMAGE + ":")}
-    assert ours == {"keys", "commerce", "worker", "starter"}
+    assert ours == {"keys", "codec", "commerce", "worker", "starter"}
 
 
 def test_the_worker_scales(compose: dict[str, Any]) -> None:

@@ -36,11 +36,12 @@ from typing import Any
 import pytest
 from temporalio.api.history.v1 import HistoryEvent
 from temporalio.client import Client, WorkflowHandle, WorkflowHistory
-from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker import Replayer
 
+from case_client.trail import local_activity
 from contracts.case import CaseStatus
 from contracts.names import REVIEW
+from contracts.payload_codec import CASE_DATA_CONVERTER
 from tests.faults.fault_support import (
     PROJECT_ROOT,
     REFUND_QUESTION,
@@ -175,7 +176,7 @@ def pids(found: set[str]) -> set[int]:
 
 async def replay(history: WorkflowHistory) -> None:
     replayer = Replayer(
-        workflows=[SupportCaseWorkflow], data_converter=pydantic_data_converter, workflow_runner=workflow_runner()
+        workflows=[SupportCaseWorkflow], data_converter=CASE_DATA_CONVERTER, workflow_runner=workflow_runner()
     )
     result = await replayer.replay_workflow(history, raise_on_replay_failure=True)
     assert result.replay_failure is None
@@ -250,6 +251,8 @@ async def test_a_case_waiting_for_approval_is_finished_by_the_patched_workflow_a
     assert "workflow_task_failed_event_attributes" not in kinds  # no nondeterminism, no task failure
     assert not upserted_memo(events) & {"proposal", "receipt"}  # neither upsert in this run
     assert patches.CASE_METADATA not in patch_ids(events)
+    assert patches.SHORT_STEPS_LOCAL not in patch_ids(events)  # nor any later patch: its tools ran as before
+    assert not any(local_activity(event) for event in events)
     assert patches.SIGNED_CREDENTIALS in patch_ids(events)  # a patch the old code already had
 
     before = identities(events, 1, last_old_event)
@@ -282,7 +285,9 @@ async def test_a_case_waiting_for_approval_is_finished_by_the_patched_workflow_a
     fresh_memo = await (await fresh.describe()).memo()
     assert fresh_final.receipt.receipt_id in str(fresh_memo["receipt"])
     fresh_history = await fresh.fetch_history()
-    assert patches.CASE_METADATA in patch_ids(list(fresh_history.events))
+    assert {patches.CASE_METADATA, patches.SHORT_STEPS_LOCAL} <= set(patch_ids(list(fresh_history.events)))
+    fresh_local = {marked.activity_type for e in fresh_history.events if (marked := local_activity(e)) is not None}
+    assert fresh_local == {"verify_applicant", "run_investigation_tool"}
     assert {"proposal", "receipt"} <= upserted_memo(list(fresh_history.events))
     await replay(fresh_history)
 

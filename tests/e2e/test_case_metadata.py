@@ -13,6 +13,7 @@ import subprocess
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import WorkflowHandle
 
+from case_client.trail import local_activity
 from contracts.case import CaseStatus, CaseView
 from contracts.effect_card import ProposalForReview
 from contracts.names import QueryName
@@ -40,13 +41,15 @@ def _payload_text(payload) -> str:
 
 
 async def _summaries(handle: WorkflowHandle) -> dict[str, list[str]]:
-    """Summaries of scheduled activities and started timers, by event type, in history order."""
+    """Summaries of activities (scheduled, or local ones' markers) and started timers, in history order."""
     found: dict[str, list[str]] = {"activity": [], "timer": [], "activity_without_summary": []}
     async for event in handle.fetch_history_events():
         summary = json.loads(_payload_text(event.user_metadata.summary) or "null")
         if event.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED:
             name = event.activity_task_scheduled_event_attributes.activity_type.name
             found["activity" if summary else "activity_without_summary"].append(summary or name)
+        elif (local := local_activity(event)) is not None:
+            found["activity" if summary else "activity_without_summary"].append(summary or local.activity_type)
         elif event.event_type == EventType.EVENT_TYPE_TIMER_STARTED:
             found["timer"].append(summary)
     return found

@@ -31,6 +31,7 @@ from temporalio.exceptions import ApplicationError
 
 from activities.commerce_sessions import CommerceCheck, CommerceGateway
 from activities.model_settings import load_model_settings
+from case_client.trail import local_activity
 from commerce_server.db import make_engine
 from commerce_server.seed import seed_fixture
 from contracts.case import CaseInput, CaseStatus, CaseView, ReviewOutcome
@@ -102,11 +103,13 @@ async def _refused_update(handle: WorkflowHandle, review: SignedReview) -> str:
 
 
 async def _scheduled_activities(handle: WorkflowHandle) -> list[str]:
-    """The activity types the workflow scheduled, in history order."""
+    """The activity types the workflow ran, regular (scheduled) or local (a marker), in history order."""
     names: list[str] = []
     async for event in handle.fetch_history_events():
         if event.HasField("activity_task_scheduled_event_attributes"):
             names.append(event.activity_task_scheduled_event_attributes.activity_type.name)
+        elif (local := local_activity(event)) is not None:
+            names.append(local.activity_type)
     return names
 
 

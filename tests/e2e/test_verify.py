@@ -20,6 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+from google.protobuf import json_format
+from temporalio.api.common.v1 import Payload
 
 from case_client.exit_codes import ExitCode
 from contracts.case import CaseInput, CaseStatus, CaseView
@@ -27,6 +29,7 @@ from contracts.credentials import COMMERCE_KID, reviewer_kid, sign
 from contracts.identity import resolve_profile
 from contracts.knowledge import Language
 from contracts.names import WORKFLOW_NAME, ActivityName
+from contracts.payload_codec import decode_payload_sync
 from keystore import load_private_key, private_key_path, public_jwk
 from temporal_dev import temporal_cli
 from tests.credentials_support import signed_review, use_test_keys
@@ -64,14 +67,23 @@ async def _settled_case(world) -> CaseView:
 # --- editing an exported history -----------------------------------------------------------------
 
 
+def _plain(payload: dict[str, Any]) -> dict[str, Any]:
+    """The exported payload as the worker's converter wrote it: one the case codec compressed
+    (``binary/zlib``) decompressed, any other as it is."""
+    return json_format.MessageToDict(decode_payload_sync(json_format.ParseDict(payload, Payload())))
+
+
 def _decoded(payload: dict[str, Any]) -> dict[str, Any]:
-    return json.loads(base64.b64decode(payload["data"]))
+    return json.loads(base64.b64decode(_plain(payload)["data"]))
 
 
 def _edit(payload: dict[str, Any], change: Callable[[dict[str, Any]], None]) -> None:
+    """Change a payload's value in place; a compressed one is written back as the plain JSON it held."""
     value = _decoded(payload)
     change(value)
-    payload["data"] = base64.b64encode(json.dumps(value).encode("utf-8")).decode("ascii")
+    plain = _plain(payload)
+    payload.clear()
+    payload.update(plain, data=base64.b64encode(json.dumps(value).encode("utf-8")).decode("ascii"))
 
 
 def _start_input(history: History) -> dict[str, Any]:
@@ -91,6 +103,13 @@ def _activity_input(history: History, activity: str) -> dict[str, Any]:
 
 
 def _activity_result(history: History, activity: str) -> dict[str, Any]:
+    """The result payload of the first ``activity``: a local activity's (its marker's), else a regular one's."""
+    for event in history["events"]:
+        marker = event.get("markerRecordedEventAttributes", {})
+        if marker.get("markerName") == "core_local_activity":
+            data = _decoded(marker["details"]["data"]["payloads"][0])
+            if data.get("activity_type") == activity:
+                return marker["details"]["result"]["payloads"][0]
     scheduled_id = _scheduled(history, activity)["eventId"]
     completed = next(
         event["activityTaskCompletedEventAttributes"]

@@ -25,10 +25,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from temporalio.api.common.v1 import Payload
 from temporalio.client import Client, WorkflowHandle
 
 from case_client import TemporalTarget
 from case_client import connect as connect_to
+from case_client.trail import decode_payload, local_activity
 from commerce_server.db import make_engine
 from commerce_server.seed import seed_fixture
 from contracts.case import TERMINAL_STATUSES, CaseStatus, CaseView, Decision
@@ -270,19 +272,43 @@ class ActivityRun:
     started_at: datetime | None = None
     """When the final attempt started (server time)."""
     worker: str = ""
-    """The identity of the worker that ran the final attempt."""
+    """The identity of the worker that ran the final attempt (of a local activity: the worker that
+    completed the workflow task recording its marker)."""
+    local: bool = False
+    """A local activity (one ``MarkerRecorded`` event): its attempts ran inside a workflow task."""
 
 
 async def activity_runs(handle: WorkflowHandle) -> list[ActivityRun]:
-    """Every activity the workflow scheduled, with the attempt that finished it.
+    """Every activity the workflow ran, regular or local, with the attempt that finished it.
 
     Temporal records the retries of one scheduled activity server-side: the history holds one
     ``ActivityTaskScheduled``, then (when it finished) one ``ActivityTaskStarted`` carrying the final
-    attempt number and the previous attempt's failure, then the completion.
+    attempt number and the previous attempt's failure, then the completion. A local activity is one
+    ``MarkerRecorded`` event with its final attempt and result (never its input): a tool's arguments
+    are those of the model's proposed call with the observation's call id.
     """
     runs: dict[int, ActivityRun] = {}
+    proposed: dict[str, dict[str, str]] = {}
+    last_task_worker = ""
     async for event in handle.fetch_history_events():
-        if event.HasField("activity_task_scheduled_event_attributes"):
+        if event.HasField("workflow_task_completed_event_attributes"):
+            last_task_worker = event.workflow_task_completed_event_attributes.identity
+        elif (local := local_activity(event)) is not None:
+            observation = _plain(local.result)
+            is_tool = local.activity_type == "run_investigation_tool"
+            tool = observation.get("name") if is_tool else None
+            runs[event.event_id] = ActivityRun(
+                local.activity_type,
+                tool,
+                proposed.get(observation.get("call_id", "")) if tool else None,
+                local.attempt,
+                local.failure.message if local.failure is not None else "",
+                local.outcome,
+                event.event_time.ToDatetime(tzinfo=UTC),
+                last_task_worker,
+                local=True,
+            )
+        elif event.HasField("activity_task_scheduled_event_attributes"):
             attrs = event.activity_task_scheduled_event_attributes
             payload: dict[str, Any] = {}
             if attrs.input.payloads:
@@ -301,7 +327,12 @@ async def activity_runs(handle: WorkflowHandle) -> list[ActivityRun]:
             run.worker = started.identity
         # ``attributes`` is a oneof: at most one of these is set on an event.
         elif event.HasField("activity_task_completed_event_attributes"):
-            runs[event.activity_task_completed_event_attributes.scheduled_event_id].outcome = "completed"
+            completed = event.activity_task_completed_event_attributes
+            runs[completed.scheduled_event_id].outcome = "completed"
+            if runs[completed.scheduled_event_id].name == "investigate_turn" and completed.result.payloads:
+                for call in _plain(completed.result.payloads[0]).get("calls") or []:
+                    arguments = call.get("arguments") or {}
+                    proposed[call.get("call_id", "")] = {key: str(value) for key, value in arguments.items()}
         elif event.HasField("activity_task_failed_event_attributes"):
             runs[event.activity_task_failed_event_attributes.scheduled_event_id].outcome = "failed"
         elif event.HasField("activity_task_timed_out_event_attributes"):
@@ -309,6 +340,12 @@ async def activity_runs(handle: WorkflowHandle) -> list[ActivityRun]:
         elif event.HasField("activity_task_canceled_event_attributes"):
             runs[event.activity_task_canceled_event_attributes.scheduled_event_id].outcome = "canceled"
     return list(runs.values())
+
+
+def _plain(payload: Payload | None) -> dict[str, Any]:
+    """A JSON object payload as a dict (through the history reader's decoding), else empty."""
+    decoded = decode_payload(payload, dict[str, Any]).value if payload is not None else None
+    return decoded if isinstance(decoded, dict) else {}
 
 
 def scheduled_counts(runs: list[ActivityRun]) -> Counter[str]:

@@ -6,6 +6,9 @@ note is far over 500 characters), so each is recorded as a refusal of a few hund
 still grows by the raw payloads, and the case continues as new whenever Temporal suggests it, carrying
 its whole state and the pending proposal. Afterwards the real reviewer approves and the refund is paid
 exactly once.
+
+The flood comes from a client without the case's payload codec, as an attacker's would: its notes reach
+the history at full size (our own clients would compress a note of one repeated letter to a few KB).
 """
 
 from __future__ import annotations
@@ -14,6 +17,8 @@ import asyncio
 import time
 
 import pytest
+from temporalio.client import Client
+from temporalio.contrib.pydantic import pydantic_data_converter
 
 from contracts.case import CaseStatus, CaseView
 from tests.case_world import event_details
@@ -37,10 +42,14 @@ async def test_a_flood_of_huge_review_signals_is_survived_by_continuing_as_new(i
     waiting = await world.waiting_for_approval(handle)
     first_run = (await handle.describe()).run_id
 
+    attacker = Client(
+        world.client.service_client, namespace=world.client.namespace, data_converter=pydantic_data_converter
+    )
+    flooding = attacker.get_workflow_handle(handle.id)
     flood = {"reviewer": "chen", "digest": waiting.digest, "decision": "approve", "note": "x" * NOTE_BYTES}
     started = time.monotonic()
     for _ in range(SIGNALS):
-        await handle.signal("review", flood)
+        await flooding.signal("review", flood)
         await asyncio.sleep(PACE_SECONDS)
     sent_in = time.monotonic() - started
 

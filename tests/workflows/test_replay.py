@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 from temporalio.client import WorkflowHistory
-from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker import Replayer
 
+from contracts.payload_codec import CASE_DATA_CONVERTER, ENCODING
 from workflows.sandbox import workflow_runner
 from workflows.support_case import SupportCaseWorkflow
 
@@ -42,13 +42,23 @@ REQUIRED_SINCE_ISSUE_12 = {"deployed_while_waiting-2026-12-issue12"}
 """A refund that waited on the code before the ``case-metadata`` patch and settled on a later worker
 (tests/deploy_upgrade): one history with both versions in it."""
 
+REQUIRED_SINCE_ISSUE_13 = {name.replace("-2026-12-issue10", "-2026-12-issue13") for name in REQUIRED_SINCE_ISSUE_10}
+"""Recorded with the short steps as local activities (``short-steps-local``) and the case payload codec:
+the applicant check and the tools are markers, and payloads of 4 KiB and more are compressed."""
+
 
 def test_histories_of_every_outcome_are_committed() -> None:
     """The first generation (before any patch), the one recorded with issue 7's patches, the one with
     signed credentials (issue 9), the one with the case's metadata (issue 10), and a case deployed
-    across versions while it waited (issue 12)."""
+    across versions while it waited (issue 12), and the one with local short steps and compressed
+    payloads (issue 13)."""
     expected = (
-        REQUIRED | REQUIRED_SINCE_ISSUE_7 | REQUIRED_SINCE_ISSUE_9 | REQUIRED_SINCE_ISSUE_10 | REQUIRED_SINCE_ISSUE_12
+        REQUIRED
+        | REQUIRED_SINCE_ISSUE_7
+        | REQUIRED_SINCE_ISSUE_9
+        | REQUIRED_SINCE_ISSUE_10
+        | REQUIRED_SINCE_ISSUE_12
+        | REQUIRED_SINCE_ISSUE_13
     )
     assert {path.stem for path in HISTORIES} >= expected
 
@@ -73,12 +83,41 @@ def test_the_metadata_generation_replays_the_patched_branch() -> None:
     assert scheduled and all(e.user_metadata.summary.data for e in scheduled)
 
 
+def test_the_local_steps_generation_replays_markers_and_compressed_payloads() -> None:
+    """The issue-13 refund history took the 'short-steps-local' branch (the applicant check and the four
+    tools as local-activity markers, none scheduled) and holds compressed payloads, so replaying it
+    tests that branch and the codec's decoding."""
+    history = WorkflowHistory.from_json(
+        "approved", json.loads((HISTORIES[0].parent / "approved_refund-2026-12-issue13.json").read_text())
+    )
+    markers = [
+        e.marker_recorded_event_attributes for e in history.events if e.HasField("marker_recorded_event_attributes")
+    ]
+    patch_ids = {m.details["patch-data"].payloads[0].data for m in markers if "patch-data" in m.details}
+    assert any(b"short-steps-local" in patch for patch in patch_ids)
+    assert len([m for m in markers if m.marker_name == "core_local_activity"]) == 5
+    scheduled = {
+        e.activity_task_scheduled_event_attributes.activity_type.name
+        for e in history.events
+        if e.HasField("activity_task_scheduled_event_attributes")
+    }
+    assert scheduled.isdisjoint({"verify_applicant", "run_investigation_tool"})
+    assert {"plan_case", "investigate_turn", "compose_answer", "review_answer", "execute_refund"} <= scheduled
+    inputs = [
+        payload
+        for e in history.events
+        if e.HasField("activity_task_scheduled_event_attributes")
+        for payload in e.activity_task_scheduled_event_attributes.input.payloads
+    ]
+    assert any(payload.metadata.get("encoding") == ENCODING.encode() for payload in inputs)
+
+
 @pytest.mark.parametrize("path", HISTORIES, ids=[p.stem for p in HISTORIES])
 async def test_recorded_history_replays_without_nondeterminism(path: Path) -> None:
     data = json.loads(path.read_text(encoding="utf-8"))
     history = WorkflowHistory.from_json(f"replay-{path.stem}", data)
     replayer = Replayer(
-        workflows=[SupportCaseWorkflow], data_converter=pydantic_data_converter, workflow_runner=workflow_runner()
+        workflows=[SupportCaseWorkflow], data_converter=CASE_DATA_CONVERTER, workflow_runner=workflow_runner()
     )
     result = await replayer.replay_workflow(history, raise_on_replay_failure=True)
     assert result.replay_failure is None

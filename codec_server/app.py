@@ -1,0 +1,115 @@
+"""The codec server's HTTP app: Temporal's remote codec protocol over the case codec.
+
+``POST .../decode`` and ``POST .../encode`` take a ``Payloads`` message as protobuf JSON
+(``{"payloads": [{"metadata": {"encoding": "<base64>"}, "data": "<base64>"}]}``) and answer the same
+shape, each payload decoded (``binary/zlib`` inflated, any other returned as it is) or encoded (compressed
+from :data:`contracts.payload_codec.COMPRESS_AT` bytes up) by :mod:`contracts.payload_codec`. Only the
+last segment of the path counts, so ``/default/decode`` works as well (the CLI's ``{namespace}``
+template); one codec serves every namespace and the ``X-Namespace`` header is not needed.
+
+The Web UI calls it from the browser, so requests from the origins given (the dev server's UI by
+default) get CORS headers, credentials included (the UI's "Include cross-origin credentials"), and an
+``OPTIONS`` preflight from them is answered; other origins get no CORS headers and a 403 preflight.
+``GET /health`` answers ``ok`` (the compose health check). A malformed body or a payload that does not
+decode is a 400 with one line of text, as the protocol asks.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from google.protobuf import json_format
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import PlainTextResponse, Response
+from starlette.routing import Route
+from temporalio.api.common.v1 import Payload, Payloads
+
+from contracts.payload_codec import PayloadDecodeError, decode_payload_sync, encode_payload
+
+DEV_UI_ORIGINS = ("http://localhost:8233", "http://127.0.0.1:8233")
+"""The dev server's Web UI (``make dev-server``): the origin is whichever host the browser was given."""
+ALLOWED_HEADERS = ("Authorization", "Authorization-Extras", "Content-Type", "X-Namespace")
+"""What the Web UI sends to a codec server (the last two always, the first two with "pass access token")."""
+MAX_BODY_BYTES = 32 * 1024 * 1024
+"""A request body larger than this is refused (413): Temporal's own limit per payload is 2 MiB."""
+PREFLIGHT_MAX_AGE = "600"
+ACTIONS: dict[str, Callable[[Payload], Payload]] = {"decode": decode_payload_sync, "encode": encode_payload}
+
+
+class BodyTooLarge(Exception):
+    """The request body is over :data:`MAX_BODY_BYTES`."""
+
+
+def build_app(cors_origins: Sequence[str] = DEV_UI_ORIGINS) -> Starlette:
+    """The codec server, with CORS for ``cors_origins`` (exact ``scheme://host[:port]`` origins)."""
+    allowed = frozenset(cors_origins)
+
+    def cors(request: Request, response: Response) -> Response:
+        origin = request.headers.get("origin")
+        response.headers["Vary"] = "Origin"
+        if origin is not None and origin in allowed:
+            response.headers["Access-Control-Allow-Origin"] = origin
+            response.headers["Access-Control-Allow-Credentials"] = "true"
+        return response
+
+    def answer(request: Request, status: int, text: str, **headers: str) -> Response:
+        return cors(request, PlainTextResponse(text + "\n", status_code=status, headers=headers))
+
+    def preflight(request: Request) -> Response:
+        origin = request.headers.get("origin")
+        if origin is not None and origin not in allowed:
+            return answer(request, 403, f"origin {origin} is not allowed (start the codec server with --cors-origin)")
+        response = Response(status_code=204)
+        response.headers["Access-Control-Allow-Methods"] = "POST, OPTIONS"
+        response.headers["Access-Control-Allow-Headers"] = ", ".join(ALLOWED_HEADERS)
+        response.headers["Access-Control-Max-Age"] = PREFLIGHT_MAX_AGE
+        return cors(request, response)
+
+    async def endpoint(request: Request) -> Response:
+        path = request.url.path.rstrip("/")
+        if path == "/health":
+            return PlainTextResponse("ok\n") if request.method in ("GET", "HEAD") else _not_allowed("GET")
+        action = ACTIONS.get(path.rsplit("/", 1)[-1])
+        if action is None:
+            return answer(request, 404, "not found: POST .../decode or .../encode")
+        if request.method == "OPTIONS":
+            return preflight(request)
+        if request.method != "POST":
+            return cors(request, _not_allowed("POST, OPTIONS"))
+        try:
+            payloads = json_format.Parse(await _body(request), Payloads())
+            converted = Payloads(payloads=[action(payload) for payload in payloads.payloads])
+        except BodyTooLarge:
+            return answer(request, 413, f"request body over {MAX_BODY_BYTES} bytes")
+        except (json_format.ParseError, UnicodeDecodeError) as error:
+            return answer(request, 400, f"not a Payloads message as protobuf JSON: {_one_line(error)}")
+        except PayloadDecodeError as error:
+            return answer(request, 400, _one_line(error))
+        body = json_format.MessageToJson(converted, indent=None)
+        return cors(request, Response(body, media_type="application/json"))
+
+    methods = ["GET", "HEAD", "POST", "OPTIONS", "PUT", "PATCH", "DELETE"]
+    return Starlette(routes=[Route("/{path:path}", endpoint, methods=methods)])
+
+
+async def _body(request: Request) -> bytes:
+    declared = request.headers.get("content-length")
+    if declared is not None and declared.isdigit() and int(declared) > MAX_BODY_BYTES:
+        raise BodyTooLarge
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > MAX_BODY_BYTES:
+            raise BodyTooLarge
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def _not_allowed(allow: str) -> Response:
+    return PlainTextResponse("method not allowed\n", status_code=405, headers={"Allow": allow})
+
+
+def _one_line(error: Exception) -> str:
+    return " ".join(str(error).split())
