@@ -19,9 +19,9 @@ with workflow.unsafe.imports_passed_through():
     from contracts.errors import ACTIVITY_FAILURES, decode_activity_failure
     from contracts.names import ActivityName, EventKind, StopCode
     from workflows import activity_options as options
-    from workflows import patches
     from workflows.case_state import CaseState
     from workflows.outcomes import CaseStopped
+    from workflows.short_steps import execute_short_step
 
 
 async def verify_applicant(s: CaseState, record: Callable[[EventKind, str], None]) -> None:
@@ -30,22 +30,14 @@ async def verify_applicant(s: CaseState, record: Callable[[EventKind, str], None
     check = ApplicantCheck(case_id=case.case_id, applicant_token=case.applicant_token)
     summary = f"verify applicant token ({markdown_text(case.applicant.subject, limit=40)})"
     try:
-        if workflow.patched(patches.SHORT_STEPS_LOCAL):
-            verified = await workflow.execute_local_activity(
-                ActivityName.VERIFY_APPLICANT,
-                check,
-                result_type=VerifiedApplicant,
-                summary=summary,
-                **options.VERIFY_LOCAL.kwargs(),
-            )
-        else:
-            verified = await workflow.execute_activity(
-                ActivityName.VERIFY_APPLICANT,
-                check,
-                result_type=VerifiedApplicant,
-                summary=summary,
-                **options.VERIFY.kwargs(),
-            )
+        verified = await execute_short_step(
+            ActivityName.VERIFY_APPLICANT,
+            check,
+            result_type=VerifiedApplicant,
+            summary=summary,
+            regular=options.VERIFY,
+            local=options.VERIFY_LOCAL,
+        )
     except ACTIVITY_FAILURES as error:  # a local activity's failure may arrive unwrapped
         raise CaseStopped(
             CaseStatus.FAILED, StopCode.APPLICANT_UNVERIFIED, decode_activity_failure(error).code

@@ -25,6 +25,7 @@ with workflow.unsafe.imports_passed_through():
     from workflows.case_state import CaseState
     from workflows.evidence import fold_observation
     from workflows.outcomes import CaseStopped
+    from workflows.short_steps import execute_short_step
     from workflows.turn_admission import SeenCalls, admit_turn
 
 
@@ -62,23 +63,15 @@ class ToolCalls:
         request = requests.tool_request(s, call)
         summary = tool_summary(call.name, call.arguments)
         try:
-            if workflow.patched(patches.SHORT_STEPS_LOCAL):
-                observation = await workflow.execute_local_activity(
-                    ActivityName.RUN_INVESTIGATION_TOOL,
-                    request,
-                    result_type=ToolObservation,
-                    activity_id=tool_activity_id(call.call_id),
-                    summary=summary,
-                    **options.TOOL_LOCAL.kwargs(),
-                )
-            else:
-                observation = await workflow.execute_activity(
-                    ActivityName.RUN_INVESTIGATION_TOOL,
-                    request,
-                    result_type=ToolObservation,
-                    summary=summary,
-                    **options.TOOL.kwargs(),
-                )
+            observation = await execute_short_step(
+                ActivityName.RUN_INVESTIGATION_TOOL,
+                request,
+                result_type=ToolObservation,
+                summary=summary,
+                regular=options.TOOL,
+                local=options.TOOL_LOCAL,
+                activity_id=tool_activity_id(call.call_id),
+            )
         except ACTIVITY_FAILURES as error:  # a local activity's failure may arrive unwrapped
             failure = decode_activity_failure(error)
             if failure.error_class == ErrorClass.CONFIGURATION and workflow.patched(patches.CONFIGURATION_FAILS_CASE):

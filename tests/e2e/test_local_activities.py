@@ -13,10 +13,8 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import AsyncIterator
 from pathlib import Path
 
-import pytest
 from temporalio.api.enums.v1 import EventType
 from temporalio.api.history.v1 import HistoryEvent
 from temporalio.client import Client, WorkflowHistory
@@ -28,7 +26,6 @@ from case_client.trail import local_activity
 from contracts.case import CaseStatus, CaseView, ToolObservation, ToolRequest
 from contracts.errors import ConfigurationError
 from contracts.names import ActivityName
-from tests.case_world import CaseWorld, open_world
 from tests.credentials_support import signed_review
 from tests.workflows.test_workflow_branches import mocked_case
 from workflows import patches
@@ -48,15 +45,6 @@ REGULAR = {
     ActivityName.REVIEW_ANSWER.value,
     ActivityName.WRITE_CASE_RECORD.value,
 }
-
-
-@pytest.fixture
-async def world(temporal_client: Client, tmp_path: Path) -> AsyncIterator[CaseWorld]:
-    case_world, worker, cleanup = await open_world(temporal_client, tmp_path / "state")
-    async with worker:
-        yield case_world
-    await cleanup()
-    case_world.engine.dispose()
 
 
 def _steps(events: list[HistoryEvent]) -> tuple[list[str], list[str]]:
