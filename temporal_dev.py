@@ -286,6 +286,11 @@ def main(argv: list[str] | None = None) -> int:
         help="port of the codec server the Web UI decodes compressed payloads with; 0: none",
     )
     args = parser.parse_args(argv)
+    # Before anything starts: the servers run in sessions of their own, so a signal that killed this
+    # process during start-up would leave them running. One that arrives then stops both once they answer.
+    asked_to_stop = threading.Event()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, lambda _signum, _frame: asked_to_stop.set())
     codec: CodecServer | None = None
     try:
         if args.codec_port:
@@ -310,9 +315,6 @@ def main(argv: list[str] | None = None) -> int:
         f"state {args.state_dir / 'temporal.db'}; Ctrl-C stops it",
         flush=True,
     )
-    asked_to_stop = threading.Event()
-    for signum in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(signum, lambda _signum, _frame: asked_to_stop.set())
     while not asked_to_stop.wait(0.2) and server.process.poll() is None:
         pass
     server.stop()
