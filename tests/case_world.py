@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from google.protobuf import json_format
 from sqlalchemy import Engine
@@ -102,16 +103,22 @@ def history_text(history) -> str:
     """Every string in a workflow history, with payloads decoded: base64 on the wire, and the case
     codec's compressed ones (``binary/zlib``, :mod:`contracts.payload_codec`) decompressed, so a grep
     for a secret sees what a compressed payload holds."""
+    return json_texts(json.loads(history.to_json()), lambda payload: [payload_text(payload)])
+
+
+def json_texts(document: Any, payload_texts: Callable[[dict], Iterable[str]]) -> str:
+    """Every string in a JSON ``document``; a payload (a dict with ``metadata`` and base64 ``data``)
+    contributes ``payload_texts(payload)`` instead of its raw data, whose base64 is noise in which a
+    short needle ("bob") can occur by chance."""
     parts: list[str] = []
 
-    def walk(node) -> None:
+    def walk(node: Any) -> None:
         if isinstance(node, dict):
-            data = node.get("data")
-            is_payload = isinstance(data, str) and "metadata" in node
+            is_payload = isinstance(node.get("data"), str) and "metadata" in node
             if is_payload:
-                parts.append(payload_text(node))
+                parts.extend(payload_texts(node))
             for key, value in node.items():
-                if not (is_payload and key == "data"):  # its base64 is noise in which "bob" can occur by chance
+                if not (is_payload and key == "data"):
                     walk(value)
         elif isinstance(node, list):
             for value in node:
@@ -119,7 +126,7 @@ def history_text(history) -> str:
         elif isinstance(node, str):
             parts.append(node)
 
-    walk(json.loads(history.to_json()))
+    walk(document)
     return "\n".join(parts)
 
 

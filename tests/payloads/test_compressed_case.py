@@ -26,7 +26,7 @@ from case_client.audit import audit_from_history
 from contracts.case import CaseStatus
 from contracts.payload_codec import COMPRESS_AT, ENCODING, HISTORY_PAYLOAD_CONVERTER, decode_payload_sync
 from temporal_dev import CodecServer, DevServer, start_codec_server, temporal_cli
-from tests.case_world import history_text, open_world
+from tests.case_world import history_text, json_texts, open_world
 from tests.payloads.history_payloads import decoded_history, payloads_of
 
 pytestmark = pytest.mark.slow
@@ -154,23 +154,10 @@ async def _show(server: DevServer, workflow_id: str, *extra: str) -> dict[str, A
 
 def _cli_texts(shown: Any) -> str:
     """Every string of the CLI's JSON, payload data and metadata base64-decoded where it is base64."""
-    parts: list[str] = []
-
-    def walk(node: Any) -> None:
-        if isinstance(node, dict):
-            if isinstance(node.get("data"), str) and "metadata" in node:
-                parts.append(_b64_text(node["data"]))
-                parts.extend(_b64_text(value) for value in (node.get("metadata") or {}).values())
-            for value in node.values():
-                walk(value)
-        elif isinstance(node, list):
-            for value in node:
-                walk(value)
-        elif isinstance(node, str):
-            parts.append(node)
-
-    walk(shown)
-    return "\n".join(parts)
+    return json_texts(
+        shown,
+        lambda payload: [_b64_text(payload["data"]), *(_b64_text(v) for v in (payload.get("metadata") or {}).values())],
+    )
 
 
 def _b64_text(text: str) -> str:
