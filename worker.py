@@ -127,6 +127,7 @@ def build_worker(
             *ModelActivities(gateway).all(),
             tools.run_investigation_tool,
             settlement.execute_refund,
+            settlement.close_refund_proposal,
             records.write_case_record,
         ],
         interceptors=[ActivityBoundary()],

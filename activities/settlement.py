@@ -1,4 +1,5 @@
-"""Settlement: execute an approved refund on the commerce server, as the applicant.
+"""Settlement: execute an approved refund on the commerce server, as the applicant, or close a
+rejected or expired proposal there so that no approval of its case is ever paid.
 
 The approval id is the idempotency key: the commerce server stores one receipt per approval id, so
 a retried activity (a lost reply, a crashed worker) returns the original receipt and never pays
@@ -13,8 +14,8 @@ from pydantic import ValidationError
 from temporalio import activity
 
 from activities.commerce_sessions import CommerceGateway
-from contracts.case import SettleRequest
-from contracts.commerce import RefundApproval, RefundReceipt
+from contracts.case import CloseRequest, SettleRequest
+from contracts.commerce import ProposalClosed, ProposalClosure, RefundApproval, RefundReceipt
 from contracts.errors import ContractError, SupportError, TransientError
 from contracts.names import ActivityName
 
@@ -67,6 +68,7 @@ class SettlementActivities:
                 reviewer=request.reviewer,
                 approved_at=request.approved_at,
                 approval_token=request.approval_token,
+                applicant_token=request.applicant_token,
             )
         except ValidationError as exc:
             raise ContractError("settle_request_invalid", "The approval is malformed.") from exc
@@ -84,3 +86,23 @@ class SettlementActivities:
         if receipt.approval_id != request.approval_id or receipt.digest != request.digest:
             raise ContractError("receipt_mismatch", "The receipt does not belong to this approval.")
         return receipt
+
+    @activity.defn(name=ActivityName.CLOSE_REFUND_PROPOSAL)
+    async def close_refund_proposal(self, request: CloseRequest) -> ProposalClosed:
+        """Close the case's rejected or expired proposal at the commerce server (idempotent there)."""
+        proposal = request.proposal
+        if (proposal.applicant, proposal.tenant) != (request.applicant.subject, request.applicant.tenant):
+            raise ContractError("close_request_invalid", "The proposal does not belong to the applicant.")
+        closure = ProposalClosure(proposal=proposal, digest=request.digest, outcome=request.outcome)
+        result = await self.pool.call(
+            request.applicant,
+            "close_refund_proposal",
+            {"closure": closure.model_dump(mode="json")},
+            case_id=request.case_id,
+        )
+        try:
+            closed = ProposalClosed.model_validate(result)
+        except ValidationError as exc:
+            raise TransientError("invalid_commerce_response", "The closure answer was malformed; retrying.") from exc
+        activity.logger.info("close_refund_proposal case=%s outcome=%s", request.case_id, closed.outcome.value)
+        return closed

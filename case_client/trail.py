@@ -1,9 +1,11 @@
 """A case's trail as its workflow history records it: what was asked, proposed, reviewed and paid.
 
 :func:`trail_from_history` decodes one run's history (fetched from Temporal, or an exported JSON file
-as ``temporal workflow show --output json`` writes it) into a :class:`CaseTrail`. It is pure: no
-server, no keys, no clock. It reads only what the history carries and never judges it; a payload
-that does not decode is kept as a problem, for :mod:`case_client.verify` to name.
+as ``temporal workflow show --output json`` writes it) into a :class:`CaseTrail`, and
+:func:`run_chain` orders the runs of one case (a waiting case continues as new) by the run ids
+Temporal recorded in each start event. Both are pure: no server, no keys, no clock. They read only
+what the history carries and never judge it; a payload that does not decode is kept as a problem,
+for :mod:`case_client.verify` to name.
 
 Nothing here trusts the history. It is data that anyone with write access to the namespace, or a
 compromised worker, could have shaped; only the signatures :mod:`case_client.verify` checks, with
@@ -79,7 +81,8 @@ class CaseTrail:
 
     workflow_id: str
     started_at: datetime | None
-    """When this case started: the first run's ``case_started`` event for a run continued as new."""
+    """When this case started as this run's history tells it: the run's start, or for a run continued as
+    new the ``case_started`` event its carried state holds (a claim: :attr:`run_started_at` is Temporal's)."""
     case: Decoded[CaseInput]
     proposal: RefundProposal | None = None
     """The last proposal written to a case record (what a waiting case showed its reviewer)."""
@@ -90,6 +93,35 @@ class CaseTrail:
     """How the run ended (``completed``, ``continued as new``, ...); None while it runs."""
     final_status: CaseStatus | None = None
     final_reason: str | None = None
+    run_id: str = ""
+    """This run's id, as Temporal recorded it in the start event."""
+    continued_from: str = ""
+    """The run Temporal continued this one from; empty for a run that a client started."""
+    run_started_at: datetime | None = None
+    """When Temporal started this run (its start event)."""
+
+
+MAX_CHAIN_RUNS = 1000
+"""A walk back through a case's runs stops here (a case continues as new only under a review flood)."""
+
+
+def run_chain(trails: list[CaseTrail]) -> list[CaseTrail]:
+    """The runs of one case in the order Temporal ran them, from ``trails`` given in any order: the last
+    run is the one no other run continued from, and each run before it is the one it names as
+    ``continued_from``. The walk stops where a named run is missing: the first run returned then still
+    has ``continued_from`` set, which :mod:`case_client.verify` reports as a broken chain."""
+    if not trails:
+        return []
+    by_run = {trail.run_id: trail for trail in trails}
+    continued = {trail.continued_from for trail in trails if trail.continued_from}
+    lasts = [trail for trail in trails if trail.run_id not in continued]
+    chain = [lasts[-1] if lasts else trails[-1]]
+    while chain[0].continued_from and len(chain) < MAX_CHAIN_RUNS:
+        earlier = by_run.get(chain[0].continued_from)
+        if earlier is None or earlier in chain:
+            break
+        chain.insert(0, earlier)
+    return chain
 
 
 def decode(payloads: Payloads | None, kind: type[T]) -> Decoded[T]:
@@ -160,7 +192,8 @@ def trail_from_history(history: WorkflowHistory) -> CaseTrail:
     if not events or events[0].event_type != EventType.EVENT_TYPE_WORKFLOW_EXECUTION_STARTED:
         return CaseTrail(history.workflow_id, None, Decoded(problem="the history has no start event"))
     start = events[0]
-    case = decode(start.workflow_execution_started_event_attributes.input, CaseInput)
+    started = start.workflow_execution_started_event_attributes
+    case = decode(started.input, CaseInput)
     settlement: Settlement | None = None
     proposal: RefundProposal | None = None
     tokens: list[str] = []
@@ -202,6 +235,9 @@ def trail_from_history(history: WorkflowHistory) -> CaseTrail:
         run_end=run_end,
         final_status=final.status if final else None,
         final_reason=final.reason if final else None,
+        run_id=started.original_execution_run_id,
+        continued_from=started.continued_execution_run_id,
+        run_started_at=event_time(start),
     )
 
 
@@ -290,7 +326,8 @@ def _token(payloads: Payloads) -> list[str]:
 
 
 def _case_started_at(case: CaseInput | None, run_started: datetime) -> datetime:
-    """The case's own start: this run's, or for a continued run its first ``case_started`` event."""
+    """The case's own start as the run tells it: this run's, or for a continued run the first
+    ``case_started`` event of its carried state."""
     if case is not None and case.carried is not None:
         for event in case.carried.events:
             if event.kind == EventKind.CASE_STARTED:

@@ -1,14 +1,17 @@
 """The chain of proof of a case, checked offline: applicant token → proposal digest → approval token →
 receipt.
 
-:func:`verify_chain` reads a decoded :class:`~case_client.trail.CaseTrail` and a public key set that
-comes from outside the history (``SUPPORT_PUBLIC_KEYS`` or the state dir's keys; never the keys the
-``verify_applicant`` activity recorded, which a writer of the history could have chosen). Pure: no
-server, no clock, no files. Each link is OK, BROKEN (forged, altered, or missing where the history
-says it must exist) or ABSENT (the case has not got that far):
+:func:`verify_chain` reads the decoded runs of one case (:class:`~case_client.trail.CaseTrail`, first run
+first: a waiting case continues as new) and a public key set that comes from outside the history
+(``SUPPORT_PUBLIC_KEYS`` or the state dir's keys; never the keys the ``verify_applicant`` activity
+recorded, which a writer of the history could have chosen). Pure: no server, no clock, no files. Each
+link is OK, BROKEN (forged, altered, or missing where the history says it must exist) or ABSENT (the
+case has not got that far):
 
-1. **applicant token**: in the workflow's start input, signed by the issuer, for this case, naming
-   the case's applicant, valid when the case started.
+1. **applicant token**: in the start input of the case's FIRST run (a run a client started, holding a
+   question, not a carried state), signed by the issuer, for this case, naming the case's applicant,
+   valid when Temporal started that run, and used by no earlier run of the same workflow id; every
+   later run was continued by Temporal from the one before it and carries the same case.
 2. **proposal digest**: recomputed from the proposal in the settlement request (or, for a case that
    never settled, in its last case record); it must be the digest the settlement names, for this
    case and this applicant.
@@ -22,12 +25,13 @@ says it must exist) or ABSENT (the case has not got that far):
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
+from itertools import pairwise
 
-from case_client.trail import CaseTrail
+from case_client.trail import CaseTrail, unverified_claims
 from contracts.case import CaseInput
 from contracts.commerce import RefundProposal
 from contracts.credentials import (
@@ -87,6 +91,15 @@ class _Absent(Exception):
     """The case has not got as far as this link."""
 
 
+@dataclass(frozen=True)
+class OtherStart:
+    """A run of the case's workflow id that is not part of its chain (a client started it)."""
+
+    run_id: str
+    started_at: datetime
+    applicant_token: str | None
+
+
 @dataclass
 class _Known:
     """What the links checked so far established (or, failing that, what the history claims)."""
@@ -98,12 +111,17 @@ class _Known:
     approval: ApprovalClaims | None = None
 
 
-def verify_chain(trail: CaseTrail, keys: PublicKeys, *, case_id: str) -> ChainReport:
-    """Check every link of case ``case_id``'s chain in ``trail`` with ``keys`` (see the module docstring)."""
-    case = trail.case.value
+def verify_chain(
+    runs: Sequence[CaseTrail], keys: PublicKeys, *, case_id: str, other_starts: Sequence[OtherStart] = ()
+) -> ChainReport:
+    """Check every link of case ``case_id``'s chain in ``runs`` (its runs, first run first) with ``keys``;
+    ``other_starts`` are the workflow id's runs outside the chain (see the module docstring)."""
+    assert runs, "a chain has at least one run"
+    trail = _merged(runs)
+    case = runs[0].case.value
     known = _Known(case=case, applicant=case.applicant if case else None)
     checks: list[tuple[str, Callable[[], str]]] = [
-        (APPLICANT, lambda: _applicant(trail, keys, known, case_id)),
+        (APPLICANT, lambda: _applicant(runs, keys, known, case_id, other_starts)),
         (PROPOSAL, lambda: _proposal(trail, known)),
         (APPROVAL, lambda: _approval(trail, keys, known)),
         (RECEIPT, lambda: _receipt(trail, keys, known)),
@@ -123,25 +141,89 @@ def _link(name: str, check: Callable[[], str]) -> Link:
 # --- 1. applicant token --------------------------------------------------------------------------
 
 
-def _applicant(trail: CaseTrail, keys: PublicKeys, known: _Known, case_id: str) -> str:
+def _applicant(
+    runs: Sequence[CaseTrail], keys: PublicKeys, known: _Known, case_id: str, other_starts: Sequence[OtherStart]
+) -> str:
+    first = runs[0]
+    if first.continued_from:
+        raise _Broken(
+            f"the chain's first run is missing: run {_shown(first.run_id)} continued from run "
+            f"{_shown(first.continued_from)}, which is not in the history read (export every run of the case)"
+        )
     case = known.case
     if case is None:
-        raise _Broken(f"the workflow's start input is not a case ({trail.case.problem})")
+        raise _Broken(f"the workflow's start input is not a case ({first.case.problem})")
     if case.case_id != case_id:
         raise _Broken(f"the history is of case {_shown(case.case_id)}, not {case_id}")
+    if case.carried is not None:
+        raise _Broken(
+            "the case's first run was started with a carried state instead of a question: no applicant was "
+            "verified for it (only Temporal's continue-as-new may carry a case's state)"
+        )
+    _check_continuations(runs, case)
     if not case.applicant_token:
         raise _Broken("missing: the case was started without an applicant token (no issuer signed who asks)")
-    assert trail.started_at is not None
+    started = first.run_started_at
+    assert started is not None
     try:
-        identity = verify_applicant_token(case.applicant_token, keys, case_id=case.case_id, now=trail.started_at)
+        identity = verify_applicant_token(case.applicant_token, keys, case_id=case.case_id, now=started)
     except CredentialRefused as refused:
         raise _Broken(_refusal(refused)) from None
     if identity != case.applicant:
         raise _Broken(f"the token proves {identity.subject}, but the case names {_shown(case.applicant.subject)}")
+    _check_not_replayed(case.applicant_token, started, other_starts)
     known.applicant = identity
+    continued = f"; continued by Temporal through {len(runs) - 1} more run(s)" if len(runs) > 1 else ""
     return (
         f"{identity.subject} ({identity.tenant}, {identity.role.value}) asked case {case.case_id}: signed by the "
-        f"issuer, valid when the case started ({_at(trail.started_at)})"
+        f"issuer, valid when its first run started ({_at(started)}){continued}"
+    )
+
+
+def _check_continuations(runs: Sequence[CaseTrail], case: CaseInput) -> None:
+    """Every run after the first continued, as Temporal recorded it, from the run before it, which ended
+    by continuing as new, and carries the first run's case unchanged."""
+    for earlier, later in pairwise(runs):
+        if later.continued_from != earlier.run_id or earlier.run_end != "continued as new":
+            raise _Broken(f"run {_shown(later.run_id)} is not a continuation of run {_shown(earlier.run_id)}")
+        carried = later.case.value
+        if carried is None or carried.model_copy(update={"carried": None}) != case:
+            raise _Broken(f"run {_shown(later.run_id)} carries another case than the first run's")
+
+
+def _check_not_replayed(token: str, started: datetime, other_starts: Sequence[OtherStart]) -> None:
+    """The applicant token was not used before by another run of the workflow id (a token captured from a
+    history and replayed within its lifetime)."""
+    token_id = (unverified_claims(token) or {}).get("jti")
+    for other in other_starts:
+        other_id = (unverified_claims(other.applicant_token) or {}).get("jti")
+        if token_id and other_id == token_id and other.started_at < started:
+            raise _Broken(
+                f"replayed: the applicant token was issued for run {_shown(other.run_id)}, which started with it "
+                f"at {_at(other.started_at)}"
+            )
+
+
+def _merged(runs: Sequence[CaseTrail]) -> CaseTrail:
+    """One trail of the whole chain for the later links: the last run's end, the last proposal shown and
+    the last settlement across the runs, and every review token in order."""
+    last = runs[-1]
+    proposal = next((run.proposal for run in reversed(runs) if run.proposal is not None), None)
+    settlement = next((run.settlement for run in reversed(runs) if run.settlement is not None), None)
+    tokens = [token for run in runs for token in run.review_tokens]
+    return CaseTrail(
+        workflow_id=last.workflow_id,
+        started_at=runs[0].run_started_at,
+        case=runs[0].case,
+        proposal=proposal,
+        review_tokens=tokens,
+        settlement=settlement,
+        run_end=last.run_end,
+        final_status=last.final_status,
+        final_reason=last.final_reason,
+        run_id=last.run_id,
+        continued_from=runs[0].continued_from,
+        run_started_at=runs[0].run_started_at,
     )
 
 

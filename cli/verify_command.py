@@ -1,10 +1,12 @@
-"""``starter.py verify CASE [--history FILE]``: the case's chain of proof, checked from its workflow history
-and the public keys only (:mod:`case_client.verify`). Registered on :data:`cli.app.app` when imported.
+"""``starter.py verify CASE [--history FILE ...]``: the case's chain of proof, checked from its workflow
+history and the public keys only (:mod:`case_client.verify`). Registered on :data:`cli.app.app` when imported.
 
-The history is fetched from Temporal (the latest run of the case), or read from a file exported with
-``temporal workflow show --output json``. The keys are ``SUPPORT_PUBLIC_KEYS`` or the state dir's
-public key set, never the keys recorded in the history. Exit 0 when every link holds, 7 naming the
-first broken link, 8 when the case has not reached a signed receipt (README: exit status).
+The history is fetched from Temporal: the latest run of the case and, run by run, every run it was
+continued from (the run ids Temporal recorded), plus the start of every other run of the same workflow
+id (a replayed applicant token shows there). Or it is read from files exported with ``temporal workflow
+show --output json``, one per run. The keys are ``SUPPORT_PUBLIC_KEYS`` or the state dir's public key
+set, never the keys recorded in the history. Exit 0 when every link holds, 7 naming the first broken
+link, 8 when the case has not reached a signed receipt (README: exit status).
 """
 
 from __future__ import annotations
@@ -14,14 +16,14 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from temporalio.client import WorkflowHistory
+from temporalio.client import Client, WorkflowHistory
 from temporalio.service import RPCError, RPCStatusCode
 
 from case_client import CASE_NOT_ACCESSIBLE, CaseClient, TemporalTarget, workflow_id
 from case_client.exit_codes import ExitCode
 from case_client.render import chain_lines, errors
-from case_client.trail import CaseTrail, history_from_file, trail_from_history
-from case_client.verify import ChainReport, verify_chain
+from case_client.trail import MAX_CHAIN_RUNS, CaseTrail, history_from_file, run_chain, trail_from_history
+from case_client.verify import ChainReport, OtherStart, verify_chain
 from cli.app import app, settings_of
 from contracts.errors import AuthorizationError, TransientError
 from contracts.identity import Identity, Role
@@ -43,8 +45,32 @@ def may_verify(trail: CaseTrail, identity: Identity) -> bool:
 async def fetch_history(target: TemporalTarget, case_id: str) -> WorkflowHistory:
     """The latest run's history of the case; a missing case is ``case_not_accessible``."""
     cases = await CaseClient.connect(target)
+    return await _history(cases.temporal, case_id, None)
+
+
+async def fetch_chain(target: TemporalTarget, case_id: str) -> tuple[list[CaseTrail], list[OtherStart]]:
+    """The case's runs, first run first (walked back from the latest run through the run each one was
+    continued from), and the starts of the workflow id's other runs."""
+    cases = await CaseClient.connect(target)
+    chain = [trail_from_history(await _history(cases.temporal, case_id, None))]
+    while chain[0].continued_from and len(chain) < MAX_CHAIN_RUNS:
+        chain.insert(0, trail_from_history(await _history(cases.temporal, case_id, chain[0].continued_from)))
+    ours = {trail.run_id for trail in chain}
+    others: list[OtherStart] = []
+    async for execution in cases.temporal.list_workflows(f'WorkflowId = "{workflow_id(case_id)}"'):
+        if execution.run_id in ours:
+            continue
+        other = trail_from_history(await _history(cases.temporal, case_id, execution.run_id))
+        if other.continued_from or other.run_started_at is None:
+            continue  # a continuation of another chain; that chain's first run is listed too
+        token = other.case.value.applicant_token if other.case.value else None
+        others.append(OtherStart(other.run_id, other.run_started_at, token))
+    return chain, others
+
+
+async def _history(client: Client, case_id: str, run_id: str | None) -> WorkflowHistory:
     try:
-        return await cases.temporal.get_workflow_handle(workflow_id(case_id)).fetch_history()
+        return await client.get_workflow_handle(workflow_id(case_id), run_id=run_id).fetch_history()
     except RPCError as error:
         if error.status is RPCStatusCode.NOT_FOUND:
             raise AuthorizationError("case_not_accessible", CASE_NOT_ACCESSIBLE) from None
@@ -63,8 +89,11 @@ def verify(
     ctx: typer.Context,
     case_id: Annotated[str, typer.Argument(help="Case id.")],
     history: Annotated[
-        Path | None,
-        typer.Option(help="A history exported by `temporal workflow show --output json` instead of Temporal's."),
+        list[Path] | None,
+        typer.Option(
+            help="A history exported by `temporal workflow show --output json` instead of Temporal's; "
+            "repeat it once per run of a case that continued as new."
+        ),
     ] = None,
 ) -> None:
     """Check the case's chain offline: applicant token -> proposal digest -> approval token -> receipt
@@ -73,16 +102,18 @@ def verify(
     plain_id = case_id_of(workflow_id(case_id))
     location = public_keys_location(settings.state_dir)
     keys = load_public_keys(location)
-    if history is not None:
-        trail = trail_from_history(history_from_file(history, workflow_id(plain_id)))
-        source = f"the history file {history}"
+    others: list[OtherStart] = []
+    if history:
+        runs = run_chain([trail_from_history(history_from_file(path, workflow_id(plain_id))) for path in history])
+        source = f"the history file{'s' if len(history) > 1 else ''} {', '.join(str(path) for path in history)}"
     else:
         target = TemporalTarget.from_env()
-        trail = trail_from_history(asyncio.run(fetch_history(target, plain_id)))
-        if not may_verify(trail, settings.identity):
+        runs, others = asyncio.run(fetch_chain(target, plain_id))
+        if not may_verify(runs[0], settings.identity):
             raise AuthorizationError("case_not_accessible", CASE_NOT_ACCESSIBLE)
-        source = f"the workflow history on {target.address} (namespace {target.namespace})"
-    report = verify_chain(trail, keys, case_id=plain_id)
+        runs_read = f"{len(runs)} runs" if len(runs) > 1 else "1 run"
+        source = f"the workflow history on {target.address} (namespace {target.namespace}; {runs_read})"
+    report = verify_chain(runs, keys, case_id=plain_id, other_starts=others)
     for line in chain_lines(report, source, location):
         print(line)  # plain print: nothing from the history is read as markup
     broken = report.first_broken

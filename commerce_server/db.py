@@ -153,6 +153,25 @@ class ApprovalUseRow(SQLModel, table=True):
     created_at: datetime = Field(sa_type=IsoDateTime)
 
 
+class CaseDecisionRow(SQLModel, table=True):
+    """The one decision this ledger holds for a case's refund: paid (written in the refund's
+    transaction), or closed as rejected or expired by the case's workflow. Keyed by case id, so a
+    case is paid at most once and a closed case never: every approval presented for it afterwards,
+    by whatever run and with whatever token, is refused."""
+
+    __tablename__ = "case_decisions"
+
+    case_id: str = Field(primary_key=True, max_length=80)
+    tenant: str = Field(max_length=32)
+    customer: str = Field(max_length=32)
+    outcome: str = Field(max_length=16)
+    """``paid``, ``rejected`` or ``expired``."""
+    digest: str = Field(max_length=64)
+    approval_id: str | None = Field(default=None, max_length=200)
+    """The approval that paid (``paid`` only)."""
+    decided_at: datetime = Field(sa_type=IsoDateTime)
+
+
 class LedgerRow(SQLModel, table=True):
     """The one row that names this commerce database: created once, never changed."""
 
@@ -173,6 +192,7 @@ _TABLE_MODELS: tuple[type[SQLModel], ...] = (
     TicketRow,
     RefundRow,
     ApprovalUseRow,
+    CaseDecisionRow,
     LedgerRow,
 )
 

@@ -25,11 +25,18 @@ from sqlalchemy import CursorResult, update
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col, select
 
+from commerce_server.case_decisions import paid_decision, refuse_if_decided
 from commerce_server.db import ApprovalUseRow, OrderRow, RefundRow
 from commerce_server.keys import CommerceKeys
 from commerce_server.receipts import signed_receipt
 from contracts.commerce import Order, RefundApproval, RefundQuote, RefundReceipt
-from contracts.credentials import SETTLE_WINDOW, ApprovalClaims, check_approval, verify_approval_token
+from contracts.credentials import (
+    SETTLE_WINDOW,
+    ApprovalClaims,
+    check_approval,
+    verify_applicant_of_case,
+    verify_approval_token,
+)
 from contracts.errors import AuthorizationError, error_from_code
 from contracts.identity import Identity
 from knowledge.refund_quote import calculate_refund_quote, policy_page_versions
@@ -74,9 +81,11 @@ class RefundSettlement:
 
         Order of checks: the approval token's signature first (no token, no answer), then the
         idempotency record (a repeat returns the original receipt), then that the token id was never
-        consumed, the approval itself (case, digest, reviewer rules, time), the ledger and a fresh quote
-        that must equal the approved one; only then one transaction stores the record, consumes the
-        token id and moves the balance, guarded by the approved order version.
+        consumed, the approval itself (case, digest, reviewer rules, time), that the case holds no
+        decision yet (neither paid nor closed as rejected or expired: :mod:`commerce_server.case_decisions`),
+        the ledger and a fresh quote that must equal the approved one; only then one transaction stores
+        the record, consumes the token id, writes the case's ``paid`` decision and moves the balance,
+        guarded by the approved order version.
         """
         claims = self._verified_token(approval)
         self._keys.signing_key()  # a server that could not sign the receipt pays nothing
@@ -84,6 +93,7 @@ class RefundSettlement:
         if recorded is not None:
             return self._replay(recorded, approval, claims)
         self._check_approval(approval, claims)
+        refuse_if_decided(self._session, approval.proposal.case_id, approval_id=approval.approval_id)
         self._check_ledger(approval)
         quote = self._fresh_quote(approval)
         if quote is None:
@@ -133,13 +143,15 @@ class RefundSettlement:
         return self._session.get(RefundRow, use.approval_id)
 
     def _check_approval(self, approval: RefundApproval, claims: ApprovalClaims) -> None:
-        """The signed approval must be this customer's, for exactly this proposal, by a reviewer of the
-        tenant who is not the applicant, signed before the proposal expired, within the settle window."""
+        """The signed approval must be this customer's, for exactly this proposal of a case the issuer
+        vouched for, by a reviewer of the tenant who is not the applicant, signed before the proposal
+        expired, within the settle window."""
         proposal = approval.proposal
         if approval.digest != proposal.digest():
             raise error_from_code("approval_invalid", "The approval digest does not match the proposal.")
         if (proposal.applicant, proposal.tenant) != (self._identity.subject, self._identity.tenant):
             raise error_from_code("approval_invalid", "The proposal was made for another customer.")
+        self._check_applicant(approval)
         if approval.reviewer != claims.sub:
             raise error_from_code(
                 "approval_invalid", "reviewer_mismatch: The approval names another reviewer than the one who signed."
@@ -159,6 +171,23 @@ class RefundSettlement:
         except AuthorizationError as refused:
             code = "approval_expired" if refused.code in LATE else "approval_invalid"
             raise error_from_code(code, f"{refused.code}: {refused.message}") from None
+
+    def _check_applicant(self, approval: RefundApproval) -> None:
+        """The case must be one that the issuer's applicant token stands behind, for this customer: a run
+        that skipped the applicant check (a hand-made start) never reaches a payment."""
+        if not approval.applicant_token:
+            raise error_from_code(
+                "applicant_unverified",
+                "A refund is paid only for a case an issuer-signed applicant token stands behind; none was sent.",
+            )
+        try:
+            applicant = verify_applicant_of_case(
+                approval.applicant_token, self._keys.public_keys(), case_id=approval.proposal.case_id
+            )
+        except AuthorizationError as refused:
+            raise error_from_code("applicant_unverified", f"{refused.code}: {refused.message}") from None
+        if applicant != self._identity:
+            raise error_from_code("applicant_unverified", "The applicant token names another customer.")
 
     def _check_ledger(self, approval: RefundApproval) -> None:
         """The proposal must have been quoted on this very database, never on another one."""
@@ -211,12 +240,21 @@ class RefundSettlement:
             refunded_cents_after=quote.refunded_cents + proposal.amount_cents,
             created_at=now,
         )
+        decision = paid_decision(
+            proposal.case_id,
+            identity=self._identity,
+            digest=approval.digest,
+            approval_id=approval.approval_id,
+            at=now,
+        )
         try:
             # The insert comes first: on SQLite it takes the write lock, so concurrent twins queue
             # behind it; on PostgreSQL a twin's insert waits for this transaction and then fails.
             session.add(record)
             session.flush()
             session.add(use)
+            session.flush()
+            session.add(decision)  # a case closed (or paid) meanwhile fails here, and nothing is paid
             session.flush()
             guarded_update = (
                 update(OrderRow)
@@ -244,9 +282,11 @@ class RefundSettlement:
 
     def _replay_or_quote_changed(self, approval: RefundApproval, claims: ApprovalClaims) -> RefundReceipt:
         """Nothing was paid now: if this approval was executed meanwhile, that record decides; if its
-        token paid another approval meanwhile, it is reused; otherwise the quote changed."""
+        token paid another approval meanwhile, it is reused; if the case was decided meanwhile, that
+        decision stands; otherwise the quote changed."""
         self._session.expunge_all()
         recorded = self._session.get(RefundRow, approval.approval_id) or self._paid_with_token(approval, claims)
         if recorded is not None:
             return self._replay(recorded, approval, claims)
+        refuse_if_decided(self._session, approval.proposal.case_id, approval_id=approval.approval_id)
         raise error_from_code("quote_changed", "The order or the refund rule changed since approval; quote again.")

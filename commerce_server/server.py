@@ -1,4 +1,4 @@
-"""The commerce MCP server: eight tools and one read-only resource over a CommerceService.
+"""The commerce MCP server: nine tools and one read-only resource over a CommerceService.
 
 Identity never comes from a tool argument. Over stdio it is bound once, from ``--profile``, when
 the process starts; over Streamable HTTP it comes from the verified bearer token of the current
@@ -38,6 +38,8 @@ from contracts.commerce import (
     Order,
     OrderList,
     Product,
+    ProposalClosed,
+    ProposalClosure,
     RefundApproval,
     RefundReceipt,
     Shipment,
@@ -74,7 +76,9 @@ SCOPE_DOCUMENT: dict[str, Any] = {
         "token, which this server verifies with its own copy of the public keys (signature, case, digest, "
         "reviewer of the tenant who is not the applicant, signed before the proposal expired, paid within "
         "30 minutes of signing); it re-checks the quote, pays at most once per approval id and per token id, "
-        "and returns a receipt signed with the commerce key (simulated receipt SIM-...)."
+        "and returns a receipt signed with the commerce key (simulated receipt SIM-...). A case is paid at most "
+        "once; close_refund_proposal records that a case's proposal was rejected or expired, and from then on "
+        "no approval of that case is paid."
     ),
     "errors": 'Refusals are tool errors whose text is {"code": ..., "message": ...}.',
     "ledger": (
@@ -243,6 +247,14 @@ def build_server(
         if access_token is not None and case_of_access_token(access_token) != approval.proposal.case_id:
             return tool_error("approval_invalid", "The bearer token was issued for another case.")
         return await dispatch.run("execute_refund", lambda service: service.execute_refund(approval))
+
+    @mcp.tool(annotations=WRITE)
+    async def close_refund_proposal(closure: ProposalClosure) -> Annotated[CallToolResult, ProposalClosed]:
+        """Record that a case's refund proposal was rejected or expired: no approval of the case is paid after."""
+        access_token = get_access_token()
+        if access_token is not None and case_of_access_token(access_token) != closure.proposal.case_id:
+            return tool_error("approval_invalid", "The bearer token was issued for another case.")
+        return await dispatch.run("close_refund_proposal", lambda service: service.close_refund_proposal(closure))
 
     @mcp.resource(
         SCOPE_RESOURCE_URI,

@@ -3,7 +3,8 @@
 A :class:`CommerceService` is bound to one identity. Every read filters by id AND tenant AND
 owner, so another customer's record and a record that does not exist are indistinguishable: both
 give the same code and the same message, and neither message repeats the requested id. The refund
-itself (checks, idempotent record, replay, receipt) is paid by :mod:`commerce_server.refunds`.
+itself (checks, idempotent record, replay, receipt) is paid by :mod:`commerce_server.refunds`; a case's
+one decision (paid, or closed unpaid) is kept by :mod:`commerce_server.case_decisions`.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from sqlalchemy.exc import IntegrityError, OperationalError
 from sqlmodel import Session, col, select
 from sqlmodel.sql.expression import SelectOfScalar
 
+from commerce_server.case_decisions import close_proposal
 from commerce_server.db import (
     LEDGER_ROW,
     InvoiceRow,
@@ -38,6 +40,8 @@ from contracts.commerce import (
     OrderStatus,
     OrderSummary,
     Product,
+    ProposalClosed,
+    ProposalClosure,
     RefundApproval,
     RefundReceipt,
     Shipment,
@@ -253,6 +257,11 @@ class CommerceService:
                 keys=self._keys,
             )
             return settlement.execute(approval)
+
+    def close_refund_proposal(self, closure: ProposalClosure) -> ProposalClosed:
+        """Close a rejected or expired proposal: from now on no approval of its case is paid."""
+        with self._session() as session:
+            return close_proposal(session, self.identity, closure)
 
     # --- helpers -------------------------------------------------------------------------------
 

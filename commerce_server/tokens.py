@@ -81,6 +81,7 @@ TOOL_SCOPES: dict[str, str] = {
     "get_ticket": SCOPE_ORDERS_READ,
     "create_ticket": SCOPE_TICKETS_WRITE,
     "execute_refund": SCOPE_REFUND_EXECUTE,
+    "close_refund_proposal": SCOPE_REFUND_EXECUTE,
 }
 """The one scope each tool needs on a bearer token."""
 

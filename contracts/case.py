@@ -11,7 +11,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from contracts.commerce import RefundProposal, RefundQuote, RefundReceipt
+from contracts.commerce import ProposalOutcome, RefundProposal, RefundQuote, RefundReceipt
 from contracts.credentials import PublicKeys
 from contracts.effect_card import EffectCard
 from contracts.identity import Identity
@@ -303,6 +303,19 @@ class SettleRequest(_Model):
     approved_at: datetime
     approval_token: str | None = None
     """The reviewer's signed approval; the commerce server verifies it itself before it pays."""
+    applicant_token: str | None = None
+    """The case's applicant token, which the commerce server checks too (a case no issuer vouched for
+    is never paid)."""
+
+
+class CloseRequest(_Model):
+    """What the ``close_refund_proposal`` activity is asked: this proposal was rejected or expired."""
+
+    case_id: str
+    applicant: Identity
+    proposal: RefundProposal
+    digest: str
+    outcome: ProposalOutcome
 
 
 # --- results and records -------------------------------------------------------------------------

@@ -216,6 +216,32 @@ class RefundApproval(_Frozen):
     approved_at: datetime
     approval_token: str | None = Field(default=None, max_length=4000)
     """The reviewer's signed approval (contracts.credentials): the only proof the server accepts."""
+    applicant_token: str | None = Field(default=None, max_length=4000)
+    """The issuer-signed applicant token the case started with: no case without one is ever paid."""
+
+
+class ProposalOutcome(StrEnum):
+    """How a proposal ended without being paid."""
+
+    REJECTED = "rejected"
+    EXPIRED = "expired"
+
+
+class ProposalClosure(_Frozen):
+    """What the host sends to ``close_refund_proposal`` once a proposal was rejected or expired."""
+
+    proposal: RefundProposal
+    digest: str = Field(min_length=64, max_length=64)
+    outcome: ProposalOutcome
+
+
+class ProposalClosed(_Frozen):
+    """The commerce server's answer: from ``closed_at`` on, every approval of ``case_id`` is refused."""
+
+    case_id: str
+    digest: str
+    outcome: ProposalOutcome
+    closed_at: datetime
 
 
 class RefundReceipt(_Frozen):

@@ -207,6 +207,18 @@ def verify_applicant_token(token: str, keys: PublicKeys, *, case_id: str, now: d
     return known
 
 
+def verify_applicant_of_case(token: str, keys: PublicKeys, *, case_id: str) -> Identity:
+    """The applicant the issuer vouched for on case ``case_id``, whenever that was: the signature and
+    the claims, not the token's lifetime (the case checked that when it started). The commerce server
+    pays only a case that some issuer-signed applicant token stands behind."""
+    raw = _verified(token, keys, audience=APPLICANT_AUDIENCE, expected_kid=ISSUER_KID)
+    try:
+        claims = ApplicantClaims.model_validate(raw)
+    except ValidationError:
+        raise _refuse("malformed_claims", "The applicant token lacks a required claim.") from None
+    return verify_applicant_token(token, keys, case_id=case_id, now=claims.issued_at)
+
+
 def claimed_subject(token: str) -> str | None:
     """The ``sub`` a token claims, before any check (to pick the key that must have signed it, and to
     name the claim in a record); None when the token cannot even be read."""

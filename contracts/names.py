@@ -29,6 +29,7 @@ class ActivityName(StrEnum):
     REVIEW_ANSWER = "review_answer"
     RUN_INVESTIGATION_TOOL = "run_investigation_tool"
     EXECUTE_REFUND = "execute_refund"
+    CLOSE_REFUND_PROPOSAL = "close_refund_proposal"
     WRITE_CASE_RECORD = "write_case_record"
 
 
@@ -65,6 +66,8 @@ class EventKind(StrEnum):
     REVIEW_REFUSED = "review_refused"
     REVIEW_ACCEPTED = "review_accepted"
     CONTINUED_AS_NEW = "continued_as_new"
+    PROPOSAL_CLOSED = "proposal_closed"
+    PROPOSAL_CLOSE_FAILED = "proposal_close_failed"
     SETTLEMENT_FAILED = "settlement_failed"
     SETTLED = "settled"
     RECORD_WRITE_FAILED = "record_write_failed"
@@ -145,6 +148,19 @@ class ReviewRefusal(StrEnum):
 
 REVIEW_REFUSED = "review_refused"
 """The ``ApplicationError`` type of a refused review update."""
+
+
+class CaseInputRefusal(StrEnum):
+    """Why a run refused its start input (the run fails with type ``case_input_refused``, reading nothing)."""
+
+    MALFORMED = "case_input_malformed"
+    CARRIED_STATE_NOT_CONTINUED = "carried_state_not_continued"
+    """A client started a run with a waiting case's carried state: only continue-as-new may carry it."""
+    CARRIED_STATE_OF_ANOTHER_CASE = "carried_state_of_another_case"
+
+
+CASE_INPUT_REFUSED = "case_input_refused"
+"""The ``ApplicationError`` type of a run that refused its start input."""
 
 
 RequestKind = Literal["plan", "investigate", "compose", "review"]

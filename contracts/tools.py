@@ -153,5 +153,5 @@ INVESTIGATION_TOOLS: dict[str, ToolSpec] = {
     ]
 }
 
-WRITE_TOOLS = frozenset({"execute_refund", "create_ticket"})
+WRITE_TOOLS = frozenset({"execute_refund", "create_ticket", "close_refund_proposal"})
 """Commerce writes: never offered to the model, always refused if requested."""

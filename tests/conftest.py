@@ -140,7 +140,8 @@ def refund_approval(demo_keys: DemoKeys) -> Callable[..., RefundApproval]:
     """Build a reviewer's approval of the current quote for ``order`` (fields overridable), carrying an
     approval token signed with that reviewer's own demo key at ``signed_at`` (default: now). A
     ``reviewer`` without a reviewer key (a customer, an unknown name) gets an approval that only
-    names them, with no token."""
+    names them, with no token. The approval carries the issuer's applicant token for the proposal's
+    case, as every settlement does."""
 
     def build(
         order: Order,
@@ -179,6 +180,7 @@ def refund_approval(demo_keys: DemoKeys) -> Callable[..., RefundApproval]:
                 decision="approve",
                 now=signed_at or now,
             )
+        applicant = PROFILES.get(proposal.applicant)
         return RefundApproval(
             approval_id=approval_id or f"approval-{secrets.token_hex(8)}",
             proposal=proposal,
@@ -186,6 +188,7 @@ def refund_approval(demo_keys: DemoKeys) -> Callable[..., RefundApproval]:
             reviewer=reviewer,
             approved_at=signed_at or now,
             approval_token=token,
+            applicant_token=demo_keys.signer.applicant_token(applicant, proposal.case_id) if applicant else None,
         )
 
     return build

@@ -85,6 +85,12 @@ SETTLE = ActivityOptions(
     retry=_retry(maximum_interval=timedelta(seconds=30), maximum_attempts=10),
 )
 
+CLOSE = ActivityOptions(
+    start_to_close=timedelta(seconds=30),
+    retry=_retry(maximum_interval=timedelta(seconds=30), maximum_attempts=10),
+)
+"""Closing a rejected or expired proposal at the commerce server: retried like a settlement."""
+
 RECORD = ActivityOptions(
     start_to_close=timedelta(seconds=15),
     retry=_retry(maximum_interval=timedelta(seconds=10), maximum_attempts=5),

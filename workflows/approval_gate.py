@@ -17,6 +17,7 @@ from datetime import datetime
 from pydantic import ValidationError
 from temporalio.api.common.v1 import Payload
 from temporalio.converter import PayloadConverter
+from temporalio.exceptions import ApplicationError
 
 from contracts.case import CaseStatus, Decision, ReviewDecision
 from contracts.commerce import RefundProposal
@@ -29,7 +30,8 @@ from contracts.credentials import (
 )
 from contracts.errors import bounded
 from contracts.identity import PROFILES, Identity, Role
-from contracts.names import ReviewRefusal
+from contracts.names import REVIEW_REFUSED, ReviewRefusal
+from contracts.refusals import refusal_message
 from workflows.case_state import CaseState
 
 
@@ -70,6 +72,8 @@ class ReviewVerdict:
 
     who: str
     """The reviewer as far as it is known: verified, or marked as claimed."""
+    subject: str = ""
+    """The reviewer's name as the review claims it (or as its signature proved it), unmarked."""
     decision: ReviewDecision | None = None
     refusal: str | None = None
     approval_token: str | None = None
@@ -90,20 +94,23 @@ def judge_review(review: ReviewDecision | SignedReview, state: CaseState, *, now
             applicant=state.case.applicant,
             now=now,
         )
-        return ReviewVerdict(review.reviewer[:40], None if refusal else review, refusal.value if refusal else None)
+        name = review.reviewer[:40]
+        return ReviewVerdict(name, name, None if refusal else review, refusal.value if refusal else None)
     if isinstance(review, ReviewDecision):
-        return ReviewVerdict(f"{review.reviewer[:40]} (claimed)", refusal=ReviewRefusal.SIGNATURE_REQUIRED.value)
-    claimed = f"{(claimed_subject(review.approval_token) or '?')[:40]} (claimed)"
+        name = review.reviewer[:40]
+        return ReviewVerdict(f"{name} (claimed)", name, refusal=ReviewRefusal.SIGNATURE_REQUIRED.value)
+    subject = (claimed_subject(review.approval_token) or "?")[:40]
+    claimed = f"{subject} (claimed)"
     if status is not CaseStatus.WAITING_APPROVAL or state.proposal is None or state.digest is None:
-        return ReviewVerdict(claimed, refusal=ReviewRefusal.CASE_NOT_WAITING_FOR_REVIEW.value)
+        return ReviewVerdict(claimed, subject, refusal=ReviewRefusal.CASE_NOT_WAITING_FOR_REVIEW.value)
     if state.decision is not None:
-        return ReviewVerdict(claimed, refusal=ReviewRefusal.ALREADY_DECIDED.value)
+        return ReviewVerdict(claimed, subject, refusal=ReviewRefusal.ALREADY_DECIDED.value)
     try:
         claims = verify_approval_token(review.approval_token, state.public_keys)
     except CredentialRefused as refused:
-        return ReviewVerdict(claimed, refusal=refused.code)
+        return ReviewVerdict(claimed, subject, refusal=refused.code)
     except Exception:  # a crafted token must never fail the workflow task (and wedge the case)
-        return ReviewVerdict(claimed, refusal="malformed_token")
+        return ReviewVerdict(claimed, subject, refusal="malformed_token")
     try:  # signed by the reviewer it names: from here on the name is proven
         check_approval(
             claims,
@@ -114,11 +121,11 @@ def judge_review(review: ReviewDecision | SignedReview, state: CaseState, *, now
             now=now,
         )
     except CredentialRefused as refused:
-        return ReviewVerdict(claims.sub, refusal=refused.code)
+        return ReviewVerdict(claims.sub, claims.sub, refusal=refused.code)
     if claims.jti in state.used_approvals:
-        return ReviewVerdict(claims.sub, refusal=ReviewRefusal.APPROVAL_REUSED.value)
+        return ReviewVerdict(claims.sub, claims.sub, refusal=ReviewRefusal.APPROVAL_REUSED.value)
     decision = ReviewDecision(reviewer=claims.sub, digest=claims.digest, decision=Decision(claims.decision))
-    return ReviewVerdict(claims.sub, decision, approval_token=review.approval_token, token_id=claims.jti)
+    return ReviewVerdict(claims.sub, claims.sub, decision, approval_token=review.approval_token, token_id=claims.jti)
 
 
 def decode_review(
@@ -149,3 +156,11 @@ def _describe(error: Exception) -> str:
         ]
         return bounded("; ".join(problems), 200)
     return type(error).__name__
+
+
+def refused_review_error(code: str, *, reviewer: str | None = None) -> ApplicationError:
+    """A refused review update's failure: ``<code>: <one sentence>``, non-retryable (the same review sent
+    again is refused again), without a stack trace (:class:`contracts.payload_codec.CaseFailureConverter`)."""
+    return ApplicationError(
+        refusal_message(code, reviewer=reviewer), {"code": code}, type=REVIEW_REFUSED, non_retryable=True
+    )

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from contracts.case import CaseStatus, Phase
+from contracts.case import CaseStatus, CloseRequest, Phase
 from contracts.commerce import RefundProposal, RefundReceipt
 from contracts.effect_card import EffectCard, effect_rows, markdown_text, money
 from contracts.errors import AuthorizationError
@@ -161,3 +161,13 @@ REVIEW_UPDATE_HELP = (
 
 def settle_summary(approval_id: str, proposal: RefundProposal) -> str:
     return f"execute_refund {approval_id[:16]}…: {proposal.amount_cents} cents for {proposal.order_id}"
+
+
+def closure_summary(request: CloseRequest) -> str:
+    proposal = request.proposal
+    return f"close_refund_proposal {request.outcome.value}: {proposal.amount_cents} cents for {proposal.order_id}"
+
+
+def refused_input_details(reason: str) -> str:
+    """The Web UI's current details of a run that refused its input: the reason, and nothing of the input."""
+    return f"## Input refused: this run read nothing and takes no review\n\n{markdown_text(reason, limit=300)}"

@@ -51,6 +51,15 @@ code in two workflow tasks (it happens, e.g. when a query arrives while the loca
 replay that code runs in the first task, before the next task's patch marker is known, so ``patched``
 answers False where the history holds the marker (a nondeterminism error)."""
 
+CARRIED_STATE_FROM_CONTINUE_AS_NEW_ONLY = "carried-state-from-continue-as-new-only"
+"""A run resumes a waiting case's carried state only when Temporal continued it from an earlier run of
+the same workflow id; a run a client started with a ``carried`` input fails at once (``case_input_refused``).
+Asked only in a run that would be refused, so a case that is never refused records no marker."""
+
+PROPOSAL_CLOSED_AT_COMMERCE = "proposal-closed-at-commerce"
+"""A proposal that was rejected or expired is closed at the commerce server (``close_refund_proposal``),
+which from then on refuses every approval of that case, whatever token it carries."""
+
 DECIDED_BEFORE_LOCAL_STEPS = (ORDER_IDS_BESIDE_CJK, CONFIGURATION_FAILS_CASE)
 """The patches whose first ``workflow.patched`` can come right after a local activity resolves (before
 the workflow next waits for a regular activity, a timer or a condition): the plan's order-id rule

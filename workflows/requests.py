@@ -10,6 +10,7 @@ from datetime import datetime, timedelta
 from typing import Protocol, TypeVar
 
 from contracts.case import (
+    CloseRequest,
     ComposedAnswer,
     ComposeRequest,
     InvestigateRequest,
@@ -21,7 +22,7 @@ from contracts.case import (
     ToolRequest,
     TranscriptEntry,
 )
-from contracts.commerce import RefundProposal
+from contracts.commerce import ProposalOutcome, RefundProposal
 from contracts.tools import INVESTIGATION_TOOLS
 from workflows.case_state import CaseState
 
@@ -125,4 +126,13 @@ def settle_request(s: CaseState) -> SettleRequest:
         reviewer=s.decision.reviewer,
         approved_at=s.decided_at,
         approval_token=s.approval_token,
+        applicant_token=s.case.applicant_token,
+    )
+
+
+def closure_request(s: CaseState, outcome: ProposalOutcome) -> CloseRequest:
+    """The case's proposal, closed as ``outcome`` at the commerce server."""
+    assert s.proposal is not None and s.digest is not None
+    return CloseRequest(
+        case_id=s.case.case_id, applicant=s.case.applicant, proposal=s.proposal, digest=s.digest, outcome=outcome
     )

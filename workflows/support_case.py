@@ -19,7 +19,6 @@ with workflow.unsafe.imports_passed_through():
     from contracts.case import (
         Budgets,
         CaseEvent,
-        CaseInput,
         CaseRecord,
         CaseStatus,
         CaseView,
@@ -34,13 +33,13 @@ with workflow.unsafe.imports_passed_through():
         TranscriptEntry,
         Verdict,
     )
-    from contracts.commerce import RefundReceipt, order_ids_in
+    from contracts.commerce import ProposalOutcome, RefundReceipt, order_ids_in
     from contracts.credentials import SignedReview
     from contracts.effect_card import ProposalForReview, proposal_memo
     from contracts.errors import ErrorClass, decode_activity_failure
     from contracts.names import (
+        CASE_INPUT_REFUSED,
         REVIEW,
-        REVIEW_REFUSED,
         WORKFLOW_NAME,
         ActivityName,
         EventKind,
@@ -52,12 +51,14 @@ with workflow.unsafe.imports_passed_through():
     from workflows import activity_options as options
     from workflows import case_details, patches, requests
     from workflows.applicant_check import verify_applicant
-    from workflows.approval_gate import decode_review, judge_review
+    from workflows.approval_gate import decode_review, judge_review, refused_review_error
+    from workflows.case_input import AdmittedInput, admit_case_input
     from workflows.case_state import CaseState
     from workflows.deliver_gate import decide_delivery
     from workflows.evidence import transcript_content
     from workflows.model_calls import ModelCalls
     from workflows.outcomes import CaseStopped, ContractViolation, settlement_failure
+    from workflows.proposal_closure import close_proposal
     from workflows.tool_calls import ToolCalls
     from workflows.turn_admission import SeenCalls
 
@@ -65,16 +66,35 @@ with workflow.unsafe.imports_passed_through():
 @workflow.defn(name=WORKFLOW_NAME)
 class SupportCaseWorkflow:
     @workflow.init
-    def __init__(self, case: CaseInput) -> None:
-        self._s = CaseState(case) if case.carried is None else CaseState.from_carried(case, case.carried)
-        self._tools = ToolCalls(self._s, self._event, self._upsert_attributes)
-        self._model = ModelCalls(self._s, self._event)
+    def __init__(self, start: RawValue) -> None:
+        """``start`` is a :class:`CaseInput`, taken raw so that an input the run refuses ends it failed
+        with the reason instead of failing every workflow task (:mod:`workflows.case_input`)."""
+        info = workflow.info()
+        self._input = admit_case_input(
+            workflow.payload_converter(),
+            start.payload,
+            run_workflow_id=info.workflow_id,
+            continued_run_id=info.continued_run_id,
+        )
+        self._state: CaseState | None = None
+        case = self._input.case
+        if case is not None:
+            self._state = CaseState(case) if case.carried is None else CaseState.from_carried(case, case.carried)
+            self._tools = ToolCalls(self._state, self._event, self._upsert_attributes)
+            self._model = ModelCalls(self._state, self._event)
         self._may_continue_as_new = True
+
+    @property
+    def _s(self) -> CaseState:
+        assert self._state is not None, "a run that refused its input has no case state"
+        return self._state
 
     # --- entry point -----------------------------------------------------------------------------
 
     @workflow.run
-    async def run(self, case: CaseInput) -> CaseView:
+    async def run(self, start: RawValue) -> CaseView:
+        self._admit_input()
+        case = self._s.case
         try:
             self._show()
             if case.carried is None:
@@ -209,6 +229,7 @@ class SupportCaseWorkflow:
                     timeout_summary=case_details.approval_timer_summary(card),
                 )
             except TimeoutError:
+                await close_proposal(self._s, self._event, ProposalOutcome.EXPIRED)
                 raise CaseStopped(CaseStatus.EXPIRED, StopCode.PROPOSAL_EXPIRED_WITHOUT_DECISION) from None
             if s.decision is None:
                 if workflow.patched(patches.CONTINUE_AS_NEW_WHILE_WAITING):
@@ -217,6 +238,7 @@ class SupportCaseWorkflow:
                         self._continue_as_new()
                 self._may_continue_as_new = False  # replaying a run from before the patch: keep waiting
         if s.decision.decision is Decision.REJECT:
+            await close_proposal(self._s, self._event, ProposalOutcome.REJECTED)
             raise CaseStopped(CaseStatus.REJECTED, StopCode.REJECTED, s.decision.reviewer)
 
     async def _settle(self) -> None:
@@ -257,6 +279,8 @@ class SupportCaseWorkflow:
         The payload arrives raw so that a malformed one is recorded as a refusal instead of being
         dropped by payload decoding where nobody sees it.
         """
+        if self._input.refusal is not None:
+            return  # the run refused its input and is ending: there is nothing to decide
         decision = self._decode_review(payload, via="signal")
         if decision is not None:
             self._review(decision, via="signal")
@@ -268,13 +292,14 @@ class SupportCaseWorkflow:
         A refused or malformed attempt is recorded in the case events and fails the update, so the
         caller sees a failure (a non-zero exit, a failed update in the Web UI), never "successful".
         """
+        if self._input.refusal is not None:
+            raise refused_review_error(CASE_INPUT_REFUSED)
         decision = self._decode_review(payload, via="update")
         if decision is None:
-            malformed = ReviewRefusal.MALFORMED_REVIEW.value
-            raise ApplicationError(malformed, {"code": malformed}, type=REVIEW_REFUSED)
-        outcome = self._review(decision, via="update")
+            raise refused_review_error(ReviewRefusal.MALFORMED_REVIEW.value)
+        outcome, subject = self._review(decision, via="update")
         if not outcome.accepted and workflow.patched(patches.REFUSED_REVIEW_UPDATE_FAILS):
-            raise ApplicationError(outcome.reason, {"code": outcome.reason}, type=REVIEW_REFUSED)
+            raise refused_review_error(outcome.reason, reviewer=subject)
         return outcome
 
     def _decode_review(self, payload: RawValue, *, via: str) -> ReviewDecision | SignedReview | None:
@@ -286,14 +311,15 @@ class SupportCaseWorkflow:
             return None
         return review
 
-    def _review(self, review: ReviewDecision | SignedReview, *, via: str) -> ReviewOutcome:
+    def _review(self, review: ReviewDecision | SignedReview, *, via: str) -> tuple[ReviewOutcome, str]:
+        """The outcome of one review attempt, and the reviewer's name as it claimed (or proved) it."""
         s = self._s
         status = s.lifecycle.status
         verdict = judge_review(review, s, now=workflow.now())
         if verdict.decision is None:
             self._event(EventKind.REVIEW_REFUSED, f"{verdict.who} via {via}: {verdict.refusal}")
             self._show()
-            return ReviewOutcome(accepted=False, status=status, reason=str(verdict.refusal))
+            return ReviewOutcome(accepted=False, status=status, reason=str(verdict.refusal)), verdict.subject
         decision = verdict.decision
         s.decision, s.decided_at, s.approval_token = decision, workflow.now(), verdict.approval_token
         if verdict.token_id:
@@ -302,7 +328,7 @@ class SupportCaseWorkflow:
         note = f" ({decision.note[:200]})" if decision.note else ""
         self._event(EventKind.REVIEW_ACCEPTED, f"{verdict.who} via {via}: {decision.decision.value}{signed}{note}")
         self._show()
-        return ReviewOutcome(accepted=True, status=status, reason=decision.decision.value)
+        return ReviewOutcome(accepted=True, status=status, reason=decision.decision.value), verdict.subject
 
     # --- continue-as-new -------------------------------------------------------------------------
 
@@ -329,6 +355,7 @@ class SupportCaseWorkflow:
 
     @workflow.query(name=QueryName.STATUS, description="The case as its applicant or reviewer sees it (JSON).")
     def status(self) -> CaseView:
+        self._refuse_query()
         return self._s.view()
 
     @workflow.query(
@@ -336,6 +363,7 @@ class SupportCaseWorkflow:
         description="The pending refund proposal, the digest an approval must name, and its computed effect.",
     )
     def proposal(self) -> ProposalForReview | None:
+        self._refuse_query()
         s = self._s
         if s.proposal is None or s.digest is None:
             return None
@@ -343,11 +371,34 @@ class SupportCaseWorkflow:
 
     @workflow.query(name=QueryName.EVENTS, description="The case's events: every step, refusal and decision.")
     def events(self) -> list[CaseEvent]:
+        self._refuse_query()
         return list(self._s.log.events)
 
     @workflow.query(name=QueryName.BUDGETS, description="Model, tool and turn budgets used and allowed.")
     def budgets(self) -> Budgets:
+        self._refuse_query()
         return self._s.budgets
+
+    # --- the run's input -------------------------------------------------------------------------
+
+    def _admit_input(self) -> None:
+        """End the run failed, at once, when it refuses its input (:mod:`workflows.case_input`); it then
+        reads nothing, shows nothing to a reviewer and pays nothing."""
+        admitted = self._input
+        if admitted.refusal is None:
+            return
+        if self._state is not None and not workflow.patched(patches.CARRIED_STATE_FROM_CONTINUE_AS_NEW_ONLY):
+            self._input = AdmittedInput(admitted.case)  # a run from before the rule resumes as it did then
+            return
+        workflow.set_current_details(case_details.refused_input_details(admitted.reason))
+        raise ApplicationError(
+            admitted.reason, {"code": admitted.refusal.value}, type=CASE_INPUT_REFUSED, non_retryable=True
+        )
+
+    def _refuse_query(self) -> None:
+        if self._input.refusal is not None:
+            reason = f"{CASE_INPUT_REFUSED}: this run refused its start input and shows nothing ({self._input.reason})"
+            raise ApplicationError(reason, type=CASE_INPUT_REFUSED, non_retryable=True)
 
     # --- state helpers ---------------------------------------------------------------------------
 

@@ -436,6 +436,7 @@ async def test_execute_refund_pays_once_per_approval_and_refuses_a_changed_diges
             approval_token=KeyFileSigner(state_dir).approval_token(
                 PROFILES["chen"], case_id="case-settle", digest=proposal.digest(), decision="approve", now=now
             ),
+            applicant_token=KeyFileSigner(state_dir).applicant_token(ALICE, "case-settle", now=now),
         )
         settlement = SettlementActivities(tools.pool)
         env = ActivityEnvironment()

@@ -16,6 +16,7 @@ from activities.commerce_client import CommerceClient, open_stdio_client
 from contracts.commerce import Order, RefundApproval
 from contracts.credentials import verify_approval_token, verify_receipt
 from contracts.errors import AuthorizationError, ContractError, SupportError, TransientError, error_from_code
+from contracts.tools import WRITE_TOOLS
 from keystore import keys_dir
 from tests.commerce_server.forgeries import ATTACKS, signed_19s_before_expiry
 from tests.conftest import DemoKeys
@@ -29,6 +30,7 @@ EXPECTED_TOOLS = {
     "get_ticket",
     "create_ticket",
     "execute_refund",
+    "close_refund_proposal",
 }
 
 _T = TypeVar("_T")
@@ -78,7 +80,7 @@ async def refusal(call: Callable[[], Awaitable[object]]) -> SupportError:
     return caught.value
 
 
-async def test_server_lists_exactly_eight_tools_and_the_scope_resource(alice: CommerceClient) -> None:
+async def test_server_lists_exactly_nine_tools_and_the_scope_resource(alice: CommerceClient) -> None:
     tools = await alice.list_tools()
     resources = await alice.list_resources()
 
@@ -92,7 +94,7 @@ async def test_tools_are_typed_and_take_no_identity(alice: CommerceClient) -> No
         assert tool.output_schema is not None, tool.name
         assert not arguments & {"customer", "tenant", "profile", "subject", "identity"}, tool.name
         assert tool.annotations is not None
-        assert tool.annotations.read_only_hint is (tool.name not in {"create_ticket", "execute_refund"})
+        assert tool.annotations.read_only_hint is (tool.name not in WRITE_TOOLS)
 
 
 async def test_scope_resource_describes_the_service(alice: CommerceClient) -> None:

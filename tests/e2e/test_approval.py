@@ -76,7 +76,8 @@ async def test_only_a_same_tenant_reviewer_with_the_digest_can_approve_and_it_pa
         with pytest.raises(WorkflowUpdateFailedError) as failed:  # a refused update fails, visibly
             await handle.execute_update("review", decision, result_type=ReviewOutcome)
         assert isinstance(failed.value.cause, ApplicationError), who
-        assert (failed.value.cause.type, failed.value.cause.message) == ("review_refused", reason), who
+        assert failed.value.cause.type == "review_refused", who
+        assert failed.value.cause.message.partition(": ")[0] == reason, who
     await handle.signal("review", _signed("mei", view))
     with pytest.raises(WorkflowUpdateFailedError):
         await handle.execute_update("review", _signed("chen", view, "not-a-digest"), result_type=ReviewOutcome)

@@ -40,6 +40,7 @@ from contracts.credentials import (
     SignedReview,
     applicant_claims,
     approval_claims,
+    claimed_subject,
     reviewer_kid,
     sign,
     verify_receipt,
@@ -47,6 +48,7 @@ from contracts.credentials import (
 from contracts.identity import PROFILES, Identity
 from contracts.knowledge import Language
 from contracts.names import WORKFLOW_NAME, ActivityName, EventKind, QueryName, workflow_id
+from contracts.refusals import refusal_sentence
 from keystore import load_private_key, load_public_keys, private_key_path
 from temporal_dev import temporal_cli
 from tests.case_world import CaseWorld, event_details
@@ -92,14 +94,23 @@ async def _until_events(handle: WorkflowHandle, kind: EventKind, count: int, tim
         await asyncio.sleep(0.1)
 
 
+def sentence_reviewer(review: SignedReview) -> str:
+    """The reviewer a refusal's sentence names: the one the token claims, as the workflow reads it."""
+    return (claimed_subject(review.approval_token) or "?")[:40]
+
+
 async def _refused_update(handle: WorkflowHandle, review: SignedReview) -> str:
-    """Send ``review`` by update; it must fail as ``review_refused``; returns the failure's message."""
+    """Send ``review`` by update; it must fail as a non-retryable ``review_refused`` whose message is the
+    refusal's code and its sentence; returns the code."""
     with pytest.raises(WorkflowUpdateFailedError) as failed:
         await handle.execute_update("review", review, result_type=ReviewOutcome)
     cause = failed.value.cause
     assert isinstance(cause, ApplicationError), cause
     assert cause.type == "review_refused", (cause.type, cause.message)
-    return cause.message
+    assert cause.non_retryable, cause.message
+    code, _, sentence = cause.message.partition(": ")
+    assert sentence == refusal_sentence(code, reviewer=sentence_reviewer(review)), cause.message
+    return code
 
 
 async def _scheduled_activities(handle: WorkflowHandle) -> list[str]:

@@ -1,0 +1,68 @@
+"""What a run of the case workflow accepts as its input, decided before it reads or shows anything.
+
+Anything a Temporal client can send is untrusted, the start input included. The input arrives raw, so
+that an input the workflow cannot use ends the run ``failed`` with the reason at once instead of
+failing every workflow task (a payload that does not decode as a case, a case id outside its pattern).
+The state a waiting case carries into its next run (``CaseInput.carried``) is accepted only in a run
+that Temporal itself continued from an earlier run of the same workflow id; a client that starts a
+workflow with a hand-made ``carried`` state would otherwise skip the applicant check and show its
+reviewer a proposal no verified applicant asked for. Pure: the workflow passes in what Temporal says
+about the run.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pydantic import ValidationError
+from temporalio.api.common.v1 import Payload
+from temporalio.converter import PayloadConverter
+
+from contracts.case import CaseInput
+from contracts.errors import bounded
+from contracts.names import CaseInputRefusal, workflow_id
+
+
+@dataclass(frozen=True)
+class AdmittedInput:
+    """The run's case input, or why the run refuses it (``case`` None only when it does not decode)."""
+
+    case: CaseInput | None
+    refusal: CaseInputRefusal | None = None
+    detail: str = ""
+
+    @property
+    def reason(self) -> str:
+        """``code: detail`` of the refusal (empty when admitted)."""
+        if self.refusal is None:
+            return ""
+        return f"{self.refusal.value}: {self.detail}" if self.detail else self.refusal.value
+
+
+def admit_case_input(
+    converter: PayloadConverter, payload: Payload, *, run_workflow_id: str, continued_run_id: str | None
+) -> AdmittedInput:
+    """Decode the start input and check that this run may use it (see the module docstring)."""
+    try:
+        case = converter.from_payload(payload, CaseInput)
+    except Exception as error:  # whatever a client sent: a refusal of the input, never a failed task
+        return AdmittedInput(None, CaseInputRefusal.MALFORMED, describe_input_problem(error, len(payload.data)))
+    if case.carried is None:
+        return AdmittedInput(case)
+    if not continued_run_id:
+        detail = "a run started by a client may not resume a case's state; only Temporal's continue-as-new does"
+        return AdmittedInput(case, CaseInputRefusal.CARRIED_STATE_NOT_CONTINUED, detail)
+    if run_workflow_id != workflow_id(case.case_id):
+        detail = f"the carried state is of case {bounded(case.case_id, 64)}, not of workflow {run_workflow_id}"
+        return AdmittedInput(case, CaseInputRefusal.CARRIED_STATE_OF_ANOTHER_CASE, detail)
+    return AdmittedInput(case)
+
+
+def describe_input_problem(error: Exception, size: int) -> str:
+    """One bounded line: the payload's size and the first problems, never the (possibly huge) input."""
+    if isinstance(error, ValidationError):
+        problems = [
+            f"{'.'.join(str(part) for part in item['loc']) or 'input'}: {item['msg']}" for item in error.errors()[:3]
+        ]
+        return bounded(f"({size} bytes) " + "; ".join(problems), 240)
+    return bounded(f"({size} bytes) not a case input: {type(error).__name__}", 240)
