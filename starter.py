@@ -77,7 +77,8 @@ def ask(
     ctx: typer.Context,
     question: Annotated[str, typer.Argument(help=f"The customer's question (1-{MAX_QUESTION_CHARS} characters).")],
     language: Annotated[
-        Language | None, typer.Option(help="Reply language (default: your remembered preference, else en).")
+        Language | None,
+        typer.Option(help="Reply language (default: your remembered preference, else the question's language)."),
     ] = None,
     request_key: Annotated[str | None, typer.Option(help="Same key, same case (never re-run).")] = None,
     ttl_seconds: Annotated[
@@ -95,7 +96,7 @@ def ask(
     settings = settings_of(ctx)
     if language is None:
         remembered = LanguagePreferences(settings.state_dir).get(settings.identity.subject)
-        case_input = case_input.model_copy(update={"language": remembered or Language.EN})
+        case_input = case_input.model_copy(update={"language": remembered or case_input.language})
     target = TemporalTarget.from_env()
 
     async def run() -> CaseView:

@@ -82,7 +82,7 @@ def validate_plan(data: dict[str, Any], question: str) -> Plan:
     intent = _enum(data, "plan", "intent", Intent)
     order_id = data["order_id"]
     if order_id is not None:
-        order_id = _text(data, "plan", "order_id", max_chars=20)
+        order_id = _text(data, "plan", "order_id", max_chars=20).upper()  # qh-1001 names QH-1001
         if not _ORDER_ID.match(order_id):
             raise ContractError("contract_violation", "plan.order_id: expected an order id like QH-1001.")
         if order_id not in order_ids_in(question):

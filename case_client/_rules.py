@@ -18,7 +18,7 @@ from contracts.case import (
 from contracts.effect_card import markdown_text
 from contracts.errors import ContractError
 from contracts.identity import Identity, Role
-from contracts.knowledge import Language
+from contracts.knowledge import Language, question_language
 from contracts.names import WORKFLOW_NAME
 
 CASE_NOT_ACCESSIBLE = "No such case is available to this profile."
@@ -96,14 +96,14 @@ def new_case(
 ) -> CaseInput:
     """The input of a new case, checked before anything starts (one line per refusal, in this order:
     question, approval TTL, request key). The case id is ``case_id``, else derived from the request
-    key (:func:`case_id_for`); the language defaults to English."""
+    key (:func:`case_id_for`); the language defaults to the question's own (:func:`question_language`)."""
     text = check_question(question)
     ttl = check_ttl(ttl_seconds)
     key = check_request_key(request_key)
     return CaseInput(
         case_id=case_id or case_id_for(key, applicant),
         question=text,
-        language=language or Language.EN,
+        language=language or question_language(text),
         applicant=applicant,
         options=CaseOptions(approval_ttl_seconds=ttl),
     )

@@ -23,6 +23,23 @@ def parse_language(value: Language | str) -> Language:
         raise ContractError("invalid_language", f"Unsupported language {value!r}; use 'en' or 'zh'.") from exc
 
 
+CHINESE_SHARE = 0.3
+"""A question is Chinese when Chinese characters are at least this share of its letters: ``请退款QH-1001``
+is Chinese, ``Please refund QH-1001, 谢谢`` is English."""
+
+
+def question_language(text: str) -> Language:
+    """The language a question is written in, by code: Chinese (CJK ideographs) or English.
+
+    Counts CJK ideographs against Latin letters; an order id's ``QH`` and a polite Chinese word in an
+    English sentence do not tip it. Used when the applicant stated no language and remembered none."""
+    chinese = sum(1 for ch in text if "\u4e00" <= ch <= "\u9fff" or "\u3400" <= ch <= "\u4dbf")
+    latin = sum(1 for ch in text if ch.isascii() and ch.isalpha())
+    if chinese and chinese >= CHINESE_SHARE * (chinese + latin):
+        return Language.ZH
+    return Language.EN
+
+
 class DocumentStatus(StrEnum):
     ACTIVE = "active"
     ARCHIVED = "archived"

@@ -9,10 +9,9 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from contracts.commerce import ORDER_ID_IN_TEXT
+from contracts.commerce import order_ids_in
 from rehearsal._common import case_language
 
-_ORDER_ID = ORDER_ID_IN_TEXT
 _GREETINGS = {"hello", "hi", "hey", "hello there", "good morning", "你好", "您好", "嗨", "哈喽"}
 
 _KEYWORDS: dict[str, tuple[str, ...]] = {
@@ -111,8 +110,8 @@ _MILESTONES: dict[str, dict[str, tuple[str, ...]]] = {
 def plan(context: dict[str, Any]) -> dict[str, Any]:
     question: str = context["question"]
     language = case_language(context)
-    match = _ORDER_ID.search(question)
-    order_id = match.group(0) if match else None
+    found = order_ids_in(question)
+    order_id = found[0] if found else None
     intent = _intent(question)
     topic_queries = QUERIES.get(intent, {}).get(language, ())
     if intent == "greeting":

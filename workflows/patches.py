@@ -60,7 +60,11 @@ PROPOSAL_CLOSED_AT_COMMERCE = "proposal-closed-at-commerce"
 """A proposal that was rejected or expired is closed at the commerce server (``close_refund_proposal``),
 which from then on refuses every approval of that case, whatever token it carries."""
 
-DECIDED_BEFORE_LOCAL_STEPS = (ORDER_IDS_BESIDE_CJK, CONFIGURATION_FAILS_CASE)
+ORDER_IDS_ANY_CASE = "order-ids-any-case"
+"""``qh-1001`` in a question names QH-1001: the ids in the question are found in either case and
+compared upper-cased with the plan's (never an id absent from the question)."""
+
+DECIDED_BEFORE_LOCAL_STEPS = (ORDER_IDS_BESIDE_CJK, CONFIGURATION_FAILS_CASE, ORDER_IDS_ANY_CASE)
 """The patches whose first ``workflow.patched`` can come right after a local activity resolves (before
 the workflow next waits for a regular activity, a timer or a condition): the plan's order-id rule
 (after the applicant check) and a tool's configuration failure. A case with ``short-steps-local``

@@ -120,7 +120,11 @@ class SupportCaseWorkflow:
 
     async def _plan_case(self) -> None:
         case = self._s.case
-        ids = order_ids_in(case.question, before_cjk_patch=not workflow.patched(patches.ORDER_IDS_BESIDE_CJK))
+        ids = order_ids_in(
+            case.question,
+            before_cjk_patch=not workflow.patched(patches.ORDER_IDS_BESIDE_CJK),
+            any_case=workflow.patched(patches.ORDER_IDS_ANY_CASE),
+        )
         if len(ids) > 1:
             raise CaseStopped(CaseStatus.NEEDS_INPUT, StopCode.ONE_ORDER_PER_CASE, ",".join(sorted(ids)))
         request = requests.plan_request(self._s)

@@ -90,7 +90,11 @@ def test_bad_enums_in_compose_and_review() -> None:
 
 def test_order_id_must_occur_in_the_question() -> None:
     assert _code(lambda: validate_plan(_plan(order_id="QH-1002"), QUESTION)) == "order_id_not_in_question"
-    assert _code(lambda: validate_plan(_plan(order_id="qh-1001"), QUESTION)) == "contract_violation"
+    assert _code(lambda: validate_plan(_plan(order_id="qh-1002"), QUESTION)) == "order_id_not_in_question"
+    assert _code(lambda: validate_plan(_plan(order_id="QH 1001"), QUESTION)) == "contract_violation"
+    # qh-1001 names QH-1001, in the plan as in the question
+    assert validate_plan(_plan(order_id="qh-1001"), QUESTION).order_id == "QH-1001"
+    assert validate_plan(_plan(order_id="QH-1001"), QUESTION.replace("QH-1001", "qh-1001")).order_id == "QH-1001"
 
 
 def test_citations_must_be_unique_and_in_context() -> None:
