@@ -42,6 +42,12 @@ ANSWER_AUTHORS = {
 }
 
 
+WEB_UI_UPDATE = ("More Actions", "Send an Update")
+"""The Web UI's (2.54) menu path to an update dialog, as review-info names it and the browser test clicks it."""
+WEB_UI_SIGNAL = ("More Actions", "Send a Signal")
+"""The Web UI's menu path to a signal dialog."""
+
+
 def worker_command(state_dir: Path) -> str:
     """How to start a worker for this state dir, as a person would type it here."""
     return f"{shell_path(sys.executable)} worker.py --state-dir {shell_path(state_dir)}"
@@ -80,8 +86,8 @@ def signed_review_forms(
         f"  {temporal} update execute {where} --name {REVIEW} --input '{payload}'",
         "Temporal CLI, a signal (fire and forget; the outcome is in the case events):",
         f"  {temporal} signal {where} --name {REVIEW} --input '{payload}'",
-        f"Web UI: open workflow {workflow_id(view.case_id)} (namespace {target.namespace}), choose Execute Update or "
-        f"Send a Signal, name {REVIEW}, and paste:",
+        f"Web UI: open workflow {workflow_id(view.case_id)} (namespace {target.namespace}), "
+        f"{' → '.join(WEB_UI_UPDATE)} (or {' → '.join(WEB_UI_SIGNAL)}), choose {REVIEW}, and paste into Data:",
         f"  {payload}",
     ]
 

@@ -26,6 +26,8 @@ from temporalio.api.common.v1 import Payload
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.converter import DataConverter, PayloadCodec
 
+from contracts.failures import CaseFailureConverter
+
 T = TypeVar("T")
 ENCODING = "binary/zlib"
 """The ``encoding`` metadata of a compressed payload (its data: zlib of the serialized original)."""
@@ -119,8 +121,11 @@ class HistoryPayloadConverter:
 
 
 CASE_CODEC = CaseCompressionCodec()
-CASE_DATA_CONVERTER: DataConverter = dataclasses.replace(pydantic_data_converter, payload_codec=CASE_CODEC)
-"""The data converter of every client, worker and replayer: pydantic JSON, large payloads compressed."""
+CASE_DATA_CONVERTER: DataConverter = dataclasses.replace(
+    pydantic_data_converter, payload_codec=CASE_CODEC, failure_converter_class=CaseFailureConverter
+)
+"""The data converter of every client, worker and replayer: pydantic JSON, large payloads compressed,
+refusals without a stack trace (:mod:`contracts.failures`)."""
 HISTORY_PAYLOAD_CONVERTER = HistoryPayloadConverter()
 
 

@@ -31,6 +31,7 @@ from pathlib import Path
 import pytest
 from playwright.async_api import FrameLocator, Locator, Page, ViewportSize, async_playwright, expect
 
+from case_client.render import WEB_UI_SIGNAL, WEB_UI_UPDATE
 from commerce_server.tokens import PUBLIC_KEYS_ENV, SIGNING_KEY_ENV
 from temporal_dev import RehearsalStack, free_port, rehearsal_stack, wait_for_port
 
@@ -134,10 +135,13 @@ class WorkflowPage:
             await self.page.set_viewport_size(VIEWPORT)
 
     async def open_update_dialog(self, update_name: str) -> Locator:
-        """More Actions → Send an Update, with ``update_name`` chosen among the workflow's updates."""
-        await self.page.get_by_role("button", name="More Actions").click()
-        await self.page.get_by_role("menuitem", name="Send an Update").click()
-        dialog = self.page.get_by_role("dialog", name="Send an Update")
+        """More Actions → Send an Update (the path review-info names), with ``update_name`` chosen among
+        the workflow's updates; the menu also offers the signal path review-info names."""
+        menu, item = WEB_UI_UPDATE
+        await self.page.get_by_role("button", name=menu).click()
+        await expect(self.page.get_by_role("menuitem", name=WEB_UI_SIGNAL[1])).to_be_visible()
+        await self.page.get_by_role("menuitem", name=item).click()
+        dialog = self.page.get_by_role("dialog", name=item)
         await expect(dialog).to_be_visible()
         await dialog.get_by_role("button", name="Select an Update").click()
         await self.page.get_by_role("option", name=re.compile(rf"^{re.escape(update_name)}\b")).click()
