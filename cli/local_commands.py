@@ -21,7 +21,7 @@ def init(ctx: typer.Context) -> None:
 
     settings = settings_of(ctx)
     report = seed_fixture(make_engine(database_url(settings.state_dir)))
-    console.print(f"commerce database ready under {settings.state_dir} (fictional data): {report}")
+    console.print(f"commerce database ready under {settings.state_dir} (fictional data): {report.sentence()}")
     created = create_demo_keys(settings.state_dir)
     console.print(f"demo keys in {keys_dir(settings.state_dir)}: created {', '.join(created) or 'none (all exist)'}")
 

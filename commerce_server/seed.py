@@ -48,6 +48,16 @@ class SeedReport:
     inserted: dict[str, int] = field(default_factory=dict)
     present: dict[str, int] = field(default_factory=dict)
 
+    def sentence(self) -> str:
+        """One line for a person: what was added, what was already there (``init`` never resets)."""
+        added = sum(self.inserted.values())
+        kept = sum(self.present.values())
+        if not added:
+            return f"all {kept} fixture rows were already there (nothing reset)"
+        tables = ", ".join(f"{count} {table}" for table, count in self.inserted.items() if count)
+        kept_text = f"; {kept} already there, kept as they were" if kept else ""
+        return f"added {added} fixture rows ({tables}){kept_text}"
+
 
 @lru_cache(maxsize=1)
 def load_fixture() -> dict[str, Any]:
