@@ -182,7 +182,10 @@ async def test_a_forged_approval_signature_is_refused_by_a_fresh_worker_process_
         with pytest.raises(WorkflowUpdateFailedError) as failed:
             await asyncio.wait_for(handle.execute_update("review", forged, result_type=ReviewOutcome), timeout=60)
         assert isinstance(failed.value.cause, ApplicationError)
-        assert (failed.value.cause.type, failed.value.cause.message) == ("review_refused", "bad_signature")
+        assert (failed.value.cause.type, failed.value.cause.message) == (
+            "review_refused",
+            "bad_signature: the signature does not match reviewer chen's published key",
+        )
     assert await event_details(handle, "review_refused") == [
         f"chen (claimed) via {via}: bad_signature" for _ in range(2) for via in ("signal", "update")
     ]
