@@ -20,7 +20,7 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,6 +30,7 @@ from temporalio.client import Client
 
 from contracts.errors import ConfigurationError
 from contracts.search_attributes import dev_server_flags
+from dev_ports import answers, last_line, port_problems
 
 if TYPE_CHECKING:
     from case_client import CaseClient
@@ -110,6 +111,65 @@ def wait_for_port(host: str, port: int, timeout: float, process: subprocess.Pope
     raise ConfigurationError("dev_server_timeout", f"nothing answered on {host}:{port} within {timeout:.0f}s")
 
 
+def _output_since(log_path: Path, offset: int) -> str:
+    """What a server wrote to ``log_path`` after its first ``offset`` bytes (the log is appended to)."""
+    try:
+        with log_path.open("rb") as log:
+            log.seek(offset)
+            return log.read().decode(errors="replace")
+    except OSError:
+        return ""
+
+
+def wait_until_serving(
+    process: subprocess.Popen,
+    port: int,
+    log_path: Path,
+    offset: int,
+    ready: Callable[[str], bool],
+    *,
+    what: str,
+    code: str,
+    timeout: float,
+) -> None:
+    """Wait until ``process``, a server just started, serves on 127.0.0.1:``port``: it is alive, its own
+    output since ``offset`` shows it listening (``ready``) and the port answers.
+
+    A port that answers is not enough: another program may hold it (a dev server left running, say),
+    while this one fails to bind and exits. Then, or on any other exit, the error carries the last
+    line the process wrote (the bind error).
+    """
+    deadline = time.monotonic() + timeout
+    while True:
+        output = _output_since(log_path, offset)
+        if process.poll() is not None:
+            raise ConfigurationError(f"{code}_exited", f"the {what} exited ({process.returncode}): {last_line(output)}")
+        if ready(output) and answers(port) and process.poll() is None:
+            return
+        if time.monotonic() > deadline:
+            raise ConfigurationError(
+                f"{code}_timeout", f"the {what} did not start within {timeout:.0f}s: {last_line(output)}"
+            )
+        time.sleep(0.1)
+
+
+def _log_size(log_path: Path) -> int:
+    return log_path.stat().st_size if log_path.exists() else 0
+
+
+def _reports_database(db_file: Path) -> Callable[[str], bool]:
+    """Whether a dev server's output has the banner it prints once it listens, naming ``db_file`` as
+    its persistence (``Temporal Persistence: <file>``): only the process started with it prints that."""
+
+    def ready(output: str) -> bool:
+        return any(
+            line.startswith("Temporal Persistence:") and line.split(":", 1)[1].strip() == str(db_file)
+            for line in output.splitlines()
+        )
+
+    return ready
+
+
 def start_dev_server(
     state_dir: Path,
     *,
@@ -121,7 +181,8 @@ def start_dev_server(
     dynamic_config: dict[str, str] | None = None,
     codec_endpoint: str | None = None,
 ) -> DevServer:
-    """Start `temporal server start-dev` with its SQLite file under ``state_dir``; wait until it listens.
+    """Start `temporal server start-dev` with its SQLite file under ``state_dir``; wait until it listens
+    (:func:`wait_until_serving`: this process, not another server on the port).
 
     ``ui_port=None`` runs headless. The case search attributes are registered at start unless
     ``search_attributes`` is False (a plain dev server, as a user may start one); ``namespaces`` are
@@ -133,6 +194,7 @@ def start_dev_server(
         raise ConfigurationError("codec_endpoint", "a codec endpoint is for the Web UI: give ui_port too")
     state_dir.mkdir(parents=True, exist_ok=True)
     port = port or free_port()
+    db_file = state_dir / db_name
     command = [
         temporal_cli(),
         "server",
@@ -142,7 +204,7 @@ def start_dev_server(
         "--port",
         str(port),
         "--db-filename",
-        str(state_dir / db_name),
+        str(db_file),
         "--log-level",
         "error",
         *(dev_server_flags() if search_attributes else []),
@@ -156,11 +218,15 @@ def start_dev_server(
     command += ["--ui-port", str(ui_port), "--ui-disable-news-fetch"] if ui_port else ["--headless"]
     command += ["--ui-codec-endpoint", codec_endpoint] if codec_endpoint else []
     log_path = state_dir / "temporal-dev-server.log"
+    offset = _log_size(log_path)
     with log_path.open("ab") as log:
         process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     server = DevServer(process=process, address=f"127.0.0.1:{port}", ui_port=ui_port, log_path=log_path)
     try:
-        wait_for_port("127.0.0.1", port, timeout=60, process=process)
+        ready = _reports_database(db_file)
+        wait_until_serving(
+            process, port, log_path, offset, ready, what="Temporal dev server", code="dev_server", timeout=60
+        )
     except ConfigurationError:
         server.stop()
         raise
@@ -182,21 +248,33 @@ def start_codec_server(
     log_path: Path, *, port: int | None = None, cors_origins: tuple[str, ...] = (), timeout: float = 30
 ) -> CodecServer:
     """Start the codec server on ``127.0.0.1:port`` (a free port when None), CORS for ``cors_origins``
-    (its default, the dev server's UI on 8233, when empty); wait until it listens."""
+    (its default, the dev server's UI on 8233, when empty); wait until it listens: its own start line
+    names the port, which it prints once it has bound it (:func:`wait_until_serving`)."""
     port = port or free_port()
     command = [sys.executable, "-m", "codec_server", "--host", "127.0.0.1", "--port", str(port)]
     command += [flag for origin in cors_origins for flag in ("--cors-origin", origin)]
     log_path.parent.mkdir(parents=True, exist_ok=True)
+    offset = _log_size(log_path)
     with log_path.open("ab") as log:
         process = subprocess.Popen(
             command, stdout=log, stderr=subprocess.STDOUT, start_new_session=True, cwd=Path(__file__).resolve().parent
         )
     server = CodecServer(process=process, endpoint=f"http://127.0.0.1:{port}")
     try:
-        wait_for_port("127.0.0.1", port, timeout=timeout, process=process)
-    except ConfigurationError as error:
+        listening = f"http://127.0.0.1:{port}"  # its start line; an error names the port without a scheme
+        wait_until_serving(
+            process,
+            port,
+            log_path,
+            offset,
+            lambda output: listening in output,
+            what="codec server",
+            code="codec_server",
+            timeout=timeout,
+        )
+    except ConfigurationError:
         server.stop()
-        raise ConfigurationError("codec_server", f"the codec server did not start ({error}); log: {log_path}") from None
+        raise
     return server
 
 
@@ -269,7 +347,11 @@ async def rehearsal_stack(root: Path, **server_options: Any) -> AsyncIterator[Re
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run a dev server in the foreground (``make dev-server``) until SIGINT or SIGTERM."""
+    """Run a dev server in the foreground (``make dev-server``) until SIGINT or SIGTERM.
+
+    A server that cannot start (its port taken, say) is one line on stderr, with the server's own
+    error, what holds the port and the variable that moves it, and exit 2; the success line is printed
+    only once the servers this process started are the ones answering."""
     import argparse
     import signal
     import threading
@@ -291,14 +373,14 @@ def main(argv: list[str] | None = None) -> int:
     for signum in (signal.SIGINT, signal.SIGTERM):
         signal.signal(signum, lambda _signum, _frame: asked_to_stop.set())
     codec: CodecServer | None = None
+    codec_log = args.state_dir / "codec-server.log"
     try:
         if args.codec_port:
-            codec = start_codec_server(
-                args.state_dir / "codec-server.log", port=args.codec_port, cors_origins=ui_origins(args.ui_port)
-            )
+            codec = start_codec_server(codec_log, port=args.codec_port, cors_origins=ui_origins(args.ui_port))
     except ConfigurationError as error:
-        print(f"dev-server: {error} (is port {args.codec_port} taken? CODEC_PORT=0 runs without it)")
+        _refuse(error, {"CODEC_PORT": args.codec_port}, codec_log, "CODEC_PORT=0 runs without the codec server")
         return 2
+    server_log = args.state_dir / "temporal-dev-server.log"
     try:
         server = start_dev_server(
             args.state_dir, port=args.port, ui_port=args.ui_port, codec_endpoint=codec.endpoint if codec else None
@@ -306,7 +388,7 @@ def main(argv: list[str] | None = None) -> int:
     except ConfigurationError as error:
         if codec:
             codec.stop()
-        print(f"dev-server: {error} (is port {args.port} taken? log: {args.state_dir / 'temporal-dev-server.log'})")
+        _refuse(error, {"TEMPORAL_PORT": args.port, "TEMPORAL_UI_PORT": args.ui_port}, server_log)
         return 2
     decoding = f", codec server {codec.endpoint} (the UI shows compressed payloads decoded)" if codec else ""
     print(
@@ -316,10 +398,21 @@ def main(argv: list[str] | None = None) -> int:
     )
     while not asked_to_stop.wait(0.2) and server.process.poll() is None:
         pass
+    if not asked_to_stop.is_set():
+        print(
+            f"dev-server: the Temporal dev server stopped by itself ({server.process.returncode}); log: {server_log}",
+            file=sys.stderr,
+        )
     server.stop()
     if codec:
         codec.stop()
     return 0 if asked_to_stop.is_set() else 1
+
+
+def _refuse(error: ConfigurationError, ports: dict[str, int], log: Path, hint: str = "") -> None:
+    """One line on stderr: the server's own error, then each of ``ports`` that another program holds."""
+    parts = [error.message, *port_problems(ports), *([hint] if hint else [])]
+    print(f"dev-server: {'; '.join(parts)} (log: {log})", file=sys.stderr, flush=True)
 
 
 if __name__ == "__main__":

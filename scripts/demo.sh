@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # make demo: from nothing to a SIMULATED refund receipt for QH-1001 (all data fictional).
 #
-# Starts a local Temporal dev server (unless TEMPORAL_ADDRESS names one; with the codec server its Web
-# UI shows compressed payloads through, docs/payloads.md), the worker and the
+# Starts a local Temporal dev server (unless TEMPORAL_ADDRESS names one) as `make dev-server` does
+# (temporal_dev.py, with the codec server its Web UI shows compressed payloads through,
+# docs/payloads.md), on TEMPORAL_PORT, TEMPORAL_UI_PORT and CODEC_PORT (7233, 8233, 8089 unless set;
+# a port already taken is refused before anything starts, naming what holds it), the worker and the
 # commerce MCP server (over stdio, launched by the worker), runs one refund case to
 # waiting_approval, approves it as reviewer chen with `temporal workflow update execute` carrying an
 # approval token signed with chen's own key (the command `review-info --approve` prints), shows the
@@ -15,8 +17,24 @@ cd "$(dirname "$0")/.."
 
 BIN=.venv/bin
 STATE_DIR=${STATE_DIR:-.state/demo}
+TEMPORAL_PORT=${TEMPORAL_PORT:-7233}
+TEMPORAL_UI_PORT=${TEMPORAL_UI_PORT:-8233}
+CODEC_PORT=${CODEC_PORT:-8089}
 CODEC_ENDPOINT=
 TEMPORAL=${TEMPORAL_CLI:-$BIN/temporal}
+
+# Before anything starts: a port that answers belongs to someone else (a `make dev-server` still
+# running, say), and the demo must not run its case on that server.
+if [ -z "${TEMPORAL_ADDRESS:-}" ]; then
+  if ! taken=$($BIN/python dev_ports.py --port "$TEMPORAL_PORT" --ui-port "$TEMPORAL_UI_PORT" \
+    --codec-port "$CODEC_PORT" 2>&1); then
+    sed 's/^/demo: /' <<<"$taken" >&2
+    echo "demo: nothing was started. Free the port(s), or run e.g." \
+      "TEMPORAL_PORT=7243 TEMPORAL_UI_PORT=8243 CODEC_PORT=8099 make demo" >&2
+    exit 2
+  fi
+fi
+
 rm -rf "$STATE_DIR"
 mkdir -p "$STATE_DIR"
 started=()
@@ -38,25 +56,21 @@ say "2. The refund quote for QH-1001, read through the real MCP server"
 $BIN/python starter.py --state-dir "$STATE_DIR" --profile alice quote QH-1001
 
 if [ -z "${TEMPORAL_ADDRESS:-}" ]; then
-  export TEMPORAL_ADDRESS=127.0.0.1:7233
-  say "3. Local Temporal dev server on $TEMPORAL_ADDRESS (Web UI http://localhost:8233, state $STATE_DIR/temporal.db)"
-  # The codec server beside the UI: it shows the compressed payloads decoded (docs/payloads.md).
-  CODEC_ENDPOINT=http://127.0.0.1:${CODEC_PORT:-8089}
-  $BIN/python -m codec_server --port "${CODEC_PORT:-8089}" >"$STATE_DIR/codec-server.log" 2>&1 &
-  started+=($!)
-  echo "codec server $CODEC_ENDPOINT (log $STATE_DIR/codec-server.log)"
-  "$TEMPORAL" server start-dev --ip 127.0.0.1 --port 7233 --ui-port 8233 --ui-disable-news-fetch \
-    --ui-codec-endpoint "$CODEC_ENDPOINT" \
-    --db-filename "$STATE_DIR/temporal.db" --log-level error \
-    $($BIN/python -c 'from contracts.search_attributes import dev_server_flags; print(" ".join(dev_server_flags()))') \
-    >"$STATE_DIR/temporal-dev-server.log" 2>&1 &
-  started+=($!)
-  for _ in $(seq 1 100); do
-    "$TEMPORAL" operator cluster health --address "$TEMPORAL_ADDRESS" >/dev/null 2>&1 && break
+  export TEMPORAL_ADDRESS=127.0.0.1:$TEMPORAL_PORT
+  say "3. Local Temporal dev server on $TEMPORAL_ADDRESS (Web UI http://localhost:$TEMPORAL_UI_PORT, state $STATE_DIR/temporal.db)"
+  # temporal_dev.py, as `make dev-server` runs it: the codec server beside the UI shows the compressed
+  # payloads decoded (docs/payloads.md); it says "Temporal dev server on" once both servers it started
+  # answer, and stops both on SIGTERM.
+  CODEC_ENDPOINT=http://127.0.0.1:$CODEC_PORT
+  $BIN/python temporal_dev.py --state-dir "$STATE_DIR" --port "$TEMPORAL_PORT" --ui-port "$TEMPORAL_UI_PORT" \
+    --codec-port "$CODEC_PORT" >"$STATE_DIR/dev-server.out" 2>&1 &
+  DEV_SERVER=$!
+  started+=($DEV_SERVER)
+  until grep -q "^Temporal dev server on" "$STATE_DIR/dev-server.out"; do
+    kill -0 "$DEV_SERVER" 2>/dev/null || { sed 's/^/demo: /' "$STATE_DIR/dev-server.out" >&2; exit 1; }
     sleep 0.3
   done
-  "$TEMPORAL" operator cluster health --address "$TEMPORAL_ADDRESS" >/dev/null \
-    || { echo "the Temporal dev server did not start; see $STATE_DIR/temporal-dev-server.log" >&2; exit 1; }
+  cat "$STATE_DIR/dev-server.out"
 else
   say "3. Using the Temporal server at $TEMPORAL_ADDRESS (the worker registers the case search attributes)"
 fi

@@ -14,11 +14,12 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from temporal_dev import free_port
+from temporal_dev import free_port, start_dev_server
 from tests.faults.fault_support import alive, cmdline, descendants_of
 
 pytestmark = pytest.mark.slow
@@ -65,3 +66,68 @@ def _signal_during_start_up(script: subprocess.Popen, started: set[int], port: i
     assert len(started) >= 2, started  # the codec server and the dev server (with its children)
     assert not [pid for pid in started if alive(pid)]
     assert not _listening(port) and not _listening(codec_port)
+
+
+@contextlib.contextmanager
+def _held_port() -> Iterator[int]:
+    """A port some other program listens on (a plain socket: not a Temporal server)."""
+    with socket.socket() as holder:
+        holder.bind(("127.0.0.1", 0))
+        holder.listen()
+        yield holder.getsockname()[1]
+
+
+def test_a_port_another_temporal_server_answers_on_is_refused_with_the_bind_error(tmp_path: Path) -> None:
+    other = start_dev_server(tmp_path / "other")  # someone else's dev server, already up
+    try:
+        port = int(other.address.rsplit(":", 1)[1])
+        command = [sys.executable, "temporal_dev.py", "--port", str(port), "--ui-port", str(free_port())]
+        command += ["--codec-port", "0", "--state-dir", str(tmp_path / "mine")]
+        done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=120)
+    finally:
+        other.stop()
+    assert done.returncode == 2, done
+    assert "Temporal dev server on" not in done.stdout  # no success line for a server it did not start
+    [line] = done.stderr.splitlines()
+    assert "address already in use" in line  # the dev server's own bind error, not only its log
+    assert f"port {port} (TEMPORAL_PORT) is taken: a Temporal server" in line
+    assert "set TEMPORAL_PORT to a free port" in line
+
+
+def test_a_taken_codec_port_is_refused_in_one_line_and_nothing_is_left_running(tmp_path: Path) -> None:
+    port = free_port()
+    with _held_port() as codec_port:
+        command = [sys.executable, "temporal_dev.py", "--port", str(port), "--ui-port", str(free_port())]
+        command += ["--codec-port", str(codec_port), "--state-dir", str(tmp_path / "state")]
+        done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2, done
+    [line] = done.stderr.splitlines()
+    assert f"port {codec_port} (CODEC_PORT) is taken: a program that is not a Temporal server listens" in line
+    assert "CODEC_PORT=0 runs without the codec server" in line
+    assert not _listening(port)  # the dev server was never started
+
+
+def test_the_demo_refuses_a_taken_port_before_it_starts_anything(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if k != "TEMPORAL_ADDRESS"}
+    with _held_port() as port:
+        env.update(TEMPORAL_PORT=str(port), TEMPORAL_UI_PORT=str(free_port()), CODEC_PORT=str(free_port()))
+        env.update(STATE_DIR=str(tmp_path / "demo"))
+        demo = ["bash", "scripts/demo.sh"]
+        done = subprocess.run(demo, cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2, done
+    assert f"demo: port {port} (TEMPORAL_PORT) is taken" in done.stderr
+    assert "demo: nothing was started" in done.stderr
+    assert not (tmp_path / "demo").exists()  # not even its state dir
+
+
+def test_the_demo_runs_on_the_ports_it_is_given(tmp_path: Path) -> None:
+    port, ui_port, codec_port = free_port(), free_port(), free_port()
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("TEMPORAL_ADDRESS", "SUPPORT_", "COMMERCE_"))}
+    env.update(TEMPORAL_PORT=str(port), TEMPORAL_UI_PORT=str(ui_port), CODEC_PORT=str(codec_port))
+    env.update(STATE_DIR=str(tmp_path / "demo"))
+    done = subprocess.run(["bash", "scripts/demo.sh"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=400)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert f"Temporal dev server on 127.0.0.1:{port}" in done.stdout
+    assert f"codec server http://127.0.0.1:{codec_port}" in done.stdout
+    assert "chain verified" in done.stdout
+    assert not _listening(port) and not _listening(codec_port) and not _listening(ui_port)
