@@ -14,10 +14,10 @@ import pytest
 pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parents[1]
-PACKAGED = frozenset(
-    ("contracts", "commerce_server", "knowledge", "activities", "workflows", "case_client", "rehearsal")
-    + ("keystore", "cli", "codec_server")
-)
+PACKAGED = {
+    *("contracts", "commerce_server", "knowledge", "activities", "workflows", "case_client", "rehearsal"),
+    *("keystore", "cli", "codec_server"),
+}
 
 
 def _tracked() -> list[str]:
