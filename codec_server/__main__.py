@@ -2,12 +2,14 @@
 
 Serves :func:`codec_server.build_app` until Ctrl-C or SIGTERM. A bad argument, or an address that
 cannot be bound, is one line on stderr and exit 2 (no traceback). The server decodes whatever is posted
-to it: keep it on localhost, or behind the same access control as the Web UI (docs/payloads.md).
+to it: keep it on localhost, or behind the same access control as the Web UI (docs/payloads.md); bound
+to any other address it says so in one line on stderr.
 """
 
 from __future__ import annotations
 
 import argparse
+import ipaddress
 import socket
 import sys
 from typing import NoReturn
@@ -98,6 +100,17 @@ def bind(host: str, port: int) -> socket.socket:
     return sock
 
 
+def is_loopback(sock: socket.socket) -> bool:
+    """Whether ``sock`` listens on a loopback address only (``0.0.0.0`` and ``::`` are every address)."""
+    host = sock.getsockname()[0]
+    try:
+        address = ipaddress.ip_address(host.split("%", 1)[0])
+    except ValueError:
+        return False
+    mapped = address.ipv4_mapped if isinstance(address, ipaddress.IPv6Address) else None
+    return (mapped or address).is_loopback
+
+
 def main(argv: list[str] | None = None) -> int:
     try:
         args = parse_args(argv)
@@ -106,6 +119,13 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{PROG}: {error}", file=sys.stderr)
         return 2
     shown = f"[{args.host}]" if ":" in args.host else args.host
+    if not is_loopback(sock):
+        print(
+            f"{PROG}: warning: listening on {shown}, not only on loopback: whoever reaches it can decode "
+            "the case data in payloads; keep it on 127.0.0.1 or behind the Web UI's access control",
+            file=sys.stderr,
+            flush=True,
+        )
     print(
         f"{PROG}: Temporal codec server on http://{shown}:{args.port} (POST /decode, /encode); "
         f"CORS for {', '.join(args.cors_origins)}; Ctrl-C stops it",

@@ -10,13 +10,20 @@ template); one codec serves every namespace and the ``X-Namespace`` header is no
 The Web UI calls it from the browser, so requests from the origins given (the dev server's UI by
 default) get CORS headers, credentials included (the UI's "Include cross-origin credentials"), and an
 ``OPTIONS`` preflight from them is answered; other origins get no CORS headers and a 403 preflight.
-``GET /health`` answers ``ok`` (the compose health check). A malformed body or a payload that does not
-decode is a 400 with one line of text, as the protocol asks.
+``GET /health`` answers ``ok`` (the compose health check). A malformed body (invalid base64 included) or
+a payload that does not decode is a 400 with one line of text, as the protocol asks. A request is
+bounded before anything is inflated: at most :data:`MAX_BODY_BYTES`, :data:`MAX_PAYLOADS` payloads and
+:data:`REQUEST_BUDGET` inflated bytes in all (each a 413), and each payload at most its own caps
+(:func:`contracts.payload_codec.decode_payload_sync`), so a small request cannot make it hold gigabytes.
 """
 
 from __future__ import annotations
 
+import binascii
+import json
+from base64 import b64decode
 from collections.abc import Callable, Sequence
+from typing import Any
 
 from google.protobuf import json_format
 from starlette.applications import Starlette
@@ -25,7 +32,13 @@ from starlette.responses import PlainTextResponse, Response
 from starlette.routing import Route
 from temporalio.api.common.v1 import Payload, Payloads
 
-from contracts.payload_codec import PayloadDecodeError, decode_payload_sync, encode_payload
+from contracts.payload_codec import (
+    DecodeBudget,
+    DecodeBudgetExceeded,
+    PayloadDecodeError,
+    decode_payload_sync,
+    encode_payload,
+)
 
 DEV_UI_ORIGINS = ("http://localhost:8233", "http://127.0.0.1:8233")
 """The dev server's Web UI (``make dev-server``): the origin is whichever host the browser was given."""
@@ -33,12 +46,27 @@ ALLOWED_HEADERS = ("Authorization", "Authorization-Extras", "Content-Type", "X-N
 """What the Web UI sends to a codec server (the last two always, the first two with "pass access token")."""
 MAX_BODY_BYTES = 32 * 1024 * 1024
 """A request body larger than this is refused (413): Temporal's own limit per payload is 2 MiB."""
+MAX_PAYLOADS = 1000
+"""A request with more payloads than this is refused (413): the Web UI sends one event's payloads."""
+REQUEST_BUDGET = 32 * 1024 * 1024
+"""What the payloads of one request may inflate to in all; past it the request is refused (413)."""
 PREFLIGHT_MAX_AGE = "600"
-ACTIONS: dict[str, Callable[[Payload], Payload]] = {"decode": decode_payload_sync, "encode": encode_payload}
+ACTIONS: dict[str, Callable[[Payload, DecodeBudget], Payload]] = {
+    "decode": decode_payload_sync,
+    "encode": lambda payload, _budget: encode_payload(payload),
+}
 
 
 class BodyTooLarge(Exception):
     """The request body is over :data:`MAX_BODY_BYTES`."""
+
+
+class TooManyPayloads(Exception):
+    """The request holds more than :data:`MAX_PAYLOADS` payloads."""
+
+
+class NotPayloads(ValueError):
+    """The body is not a ``Payloads`` message as protobuf JSON (said in one line)."""
 
 
 def build_app(cors_origins: Sequence[str] = DEV_UI_ORIGINS) -> Starlette:
@@ -78,16 +106,21 @@ def build_app(cors_origins: Sequence[str] = DEV_UI_ORIGINS) -> Starlette:
         if request.method != "POST":
             return cors(request, _not_allowed("POST, OPTIONS"))
         try:
-            payloads = json_format.Parse(await _body(request), Payloads())
-            converted = Payloads(payloads=[action(payload) for payload in payloads.payloads])
+            payloads = _parse_payloads(await _body(request))
+            budget = DecodeBudget(REQUEST_BUDGET)
+            converted = [action(payload, budget) for payload in payloads.payloads]
+            del payloads
         except BodyTooLarge:
             return answer(request, 413, f"request body over {MAX_BODY_BYTES} bytes")
-        except (json_format.ParseError, UnicodeDecodeError) as error:
+        except TooManyPayloads:
+            return answer(request, 413, f"more than {MAX_PAYLOADS} payloads in one request")
+        except NotPayloads as error:
             return answer(request, 400, f"not a Payloads message as protobuf JSON: {_one_line(error)}")
+        except DecodeBudgetExceeded as error:
+            return answer(request, 413, f"{_one_line(error)} in one request")
         except PayloadDecodeError as error:
             return answer(request, 400, _one_line(error))
-        body = json_format.MessageToJson(converted, indent=None)
-        return cors(request, Response(body, media_type="application/json"))
+        return cors(request, Response(_payloads_json(converted), media_type="application/json"))
 
     methods = ["GET", "HEAD", "POST", "OPTIONS", "PUT", "PATCH", "DELETE"]
     return Starlette(routes=[Route("/{path:path}", endpoint, methods=methods)])
@@ -105,6 +138,58 @@ async def _body(request: Request) -> bytes:
             raise BodyTooLarge
         chunks.append(chunk)
     return b"".join(chunks)
+
+
+def _parse_payloads(body: bytes) -> Payloads:
+    """``body`` as a ``Payloads`` message, its base64 checked strictly (protobuf's parser would skip
+    characters outside the alphabet and read ``!!!!`` as empty data). Raises :class:`NotPayloads`,
+    :class:`TooManyPayloads`."""
+    try:
+        document = json.loads(body)
+    except (ValueError, RecursionError) as error:  # UnicodeDecodeError is a ValueError
+        raise NotPayloads(type(error).__name__ if isinstance(error, RecursionError) else error) from None
+    listed = document.get("payloads") if isinstance(document, dict) else None
+    if isinstance(listed, list):
+        if len(listed) > MAX_PAYLOADS:
+            raise TooManyPayloads
+        for index, payload in enumerate(listed):
+            _check_base64(payload, index)
+    try:
+        return json_format.ParseDict(document, Payloads())
+    except (json_format.ParseError, TypeError, ValueError, RecursionError) as error:
+        raise NotPayloads(type(error).__name__ if isinstance(error, RecursionError) else error) from None
+
+
+def _check_base64(payload: Any, index: int) -> None:
+    if not isinstance(payload, dict):
+        return  # ParseDict says what is wrong with it
+    fields = [("data", payload.get("data"))]
+    metadata = payload.get("metadata")
+    if isinstance(metadata, dict):
+        fields += [(f"metadata.{str(key)[:40]}", value) for key, value in metadata.items()]
+    for name, value in fields:
+        if isinstance(value, str) and not _is_base64(value):
+            raise NotPayloads(f"payloads[{index}].{name} is not base64")
+
+
+def _is_base64(text: str) -> bool:
+    """Standard or URL-safe base64, padded or not (what protobuf JSON accepts), and nothing else."""
+    core = text.replace("-", "+").replace("_", "/").rstrip("=")
+    try:
+        b64decode(core + "=" * (-len(core) % 4), validate=True)
+    except (binascii.Error, ValueError):
+        return False
+    return True
+
+
+def _payloads_json(payloads: list[Payload]) -> bytes:
+    """``payloads`` as a ``Payloads`` message in protobuf JSON, one payload at a time, each released once
+    written (the whole message converted at once held it about three times over)."""
+    parts: list[bytes] = []
+    payloads.reverse()
+    while payloads:
+        parts.append(json_format.MessageToJson(payloads.pop(), indent=None).encode())
+    return b'{"payloads": [' + b", ".join(parts) + b"]}"
 
 
 def _not_allowed(allow: str) -> Response:

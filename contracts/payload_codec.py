@@ -12,6 +12,15 @@ reviewer sends and reads with the Temporal CLI (a review, the ``status``, ``prop
 Decoding passes through every payload that is not ``binary/zlib``: histories written before the codec
 (tests/histories) replay unchanged, and a payload someone sent as plain JSON (the CLI, the Web UI)
 reads as before. Compression is not encryption: anyone who can read the history can decompress it.
+
+Inflating is bounded: a payload inflates to at most :data:`MAX_DECODED_BYTES` and at most
+:data:`MAX_RATIO` times its compressed size (never below :data:`RATIO_FLOOR`), and one decode call (all
+the payloads of one signal, update, query, activity result or start input) to at most
+:data:`CALL_BUDGET` in all; a bomb is never fully inflated in memory. In a worker the codec never
+raises: a compressed payload it cannot decode becomes an :data:`UNDECODABLE` marker that no type
+converts to, so the workflow records it as a malformed review instead of failing its workflow task
+(which would wedge the case: every retry fails the same way). History readers and the codec server use
+:func:`decode_payload_sync`, which raises :class:`PayloadDecodeError` in one line.
 """
 
 from __future__ import annotations
@@ -40,13 +49,43 @@ reads from the CLI is below it (the ``status`` query 3.1 KiB waiting, 3.8 KiB co
 1 KiB threshold would save only 2.7 KiB more per case (docs/payloads.md)."""
 LEVEL = 6
 """zlib's default level: level 9 saves under 0.5 % more on these payloads."""
-MAX_DECODED_BYTES = 16 * 1024 * 1024
-"""A compressed payload that inflates past this is refused (a decompression bomb posted to the codec
-server); the largest payload of a case spending every budget is under 100 KiB."""
+MAX_DECODED_BYTES = 4 * 1024 * 1024
+"""No compressed payload inflates past this (Temporal's own limit per payload is 2 MiB; the largest
+payload of a case spending every budget is under 100 KiB)."""
+MAX_RATIO = 100
+"""Nor past this many times its compressed size (a case's payloads compress 3 to 20 times; a zlib bomb
+reaches 1000)."""
+RATIO_FLOOR = 64 * 1024
+"""The ratio cap never limits a payload below this many inflated bytes."""
+CALL_BUDGET = 16 * 1024 * 1024
+"""What one decode call may inflate in all (the payloads of one job of a workflow activation, or one
+client call); the codec server has its own per-request budget."""
+UNDECODABLE = "binary/undecodable"
+"""The ``encoding`` of the marker that the worker's codec puts in place of a compressed payload it
+cannot decode; its data is the reason, in one line. No payload converter knows the encoding, so any
+typed conversion of it fails, and the workflow records a review carrying it as malformed."""
 
 
 class PayloadDecodeError(ValueError):
     """A ``binary/zlib`` payload that is not zlib data of a serialized payload, or inflates too far."""
+
+
+class DecodeBudgetExceeded(PayloadDecodeError):
+    """The payloads of one decode call (or codec server request) would inflate past their total budget."""
+
+
+class DecodeBudget:
+    """What is left to inflate for one decode call or one codec server request."""
+
+    def __init__(self, total: int = CALL_BUDGET) -> None:
+        self.total = total
+        self.left = total
+
+    def limit(self, compressed_size: int) -> tuple[int, bool]:
+        """How far the next payload may inflate, and whether that limit is this budget's (not the
+        payload's own cap)."""
+        own = min(MAX_DECODED_BYTES, max(RATIO_FLOOR, MAX_RATIO * compressed_size))
+        return (self.left, True) if self.left < own else (own, False)
 
 
 def encode_payload(payload: Payload, *, threshold: int = COMPRESS_AT, level: int = LEVEL) -> Payload:
@@ -61,31 +100,77 @@ def encode_payload(payload: Payload, *, threshold: int = COMPRESS_AT, level: int
     return compressed if compressed.ByteSize() < len(raw) else payload
 
 
-def decode_payload_sync(payload: Payload) -> Payload:
+def decode_payload_sync(payload: Payload, budget: DecodeBudget | None = None) -> Payload:
     """The original of a ``binary/zlib`` payload; any other payload unchanged (synchronous, for history
-    readers). Raises :class:`PayloadDecodeError` for a compressed payload that does not decode."""
+    readers). Raises :class:`PayloadDecodeError` for a compressed payload that does not decode or would
+    inflate past its caps, :class:`DecodeBudgetExceeded` past what is left of ``budget`` (which it
+    charges; a fresh :class:`DecodeBudget` when None). Never holds more than the limit inflated."""
     if _encoding(payload) != ENCODING:
         return payload
+    budget = budget if budget is not None else DecodeBudget()
+    size = len(payload.data)
+    limit, budget_bound = budget.limit(size)
+    if limit <= 0:  # zlib reads a max_length of 0 as "no limit"
+        raise DecodeBudgetExceeded(f"{ENCODING} payloads inflate past their total budget of {budget.total} bytes")
     inflater = zlib.decompressobj()
     try:
-        raw = inflater.decompress(payload.data, MAX_DECODED_BYTES)
+        raw = inflater.decompress(payload.data, limit)
+        over = bool(inflater.unconsumed_tail) or (not inflater.eof and bool(inflater.decompress(b"", 1)))
     except zlib.error as error:
-        raise PayloadDecodeError(f"a {ENCODING} payload is not zlib data ({error})") from None
-    if inflater.unconsumed_tail:
-        raise PayloadDecodeError(f"a {ENCODING} payload inflates past {MAX_DECODED_BYTES} bytes")
+        raise PayloadDecodeError(f"a {ENCODING} payload of {size} bytes is not zlib data ({error})") from None
+    if over and budget_bound:
+        budget.left = 0  # spent: the rest of the call is refused without inflating anything more
+        raise DecodeBudgetExceeded(f"{ENCODING} payloads inflate past their total budget of {budget.total} bytes")
+    if over:
+        raise PayloadDecodeError(
+            f"a {ENCODING} payload of {size} bytes inflates past {limit} bytes"
+            f" (at most {MAX_DECODED_BYTES} bytes, {MAX_RATIO} times its size)"
+        )
     if not inflater.eof:
-        raise PayloadDecodeError(f"a {ENCODING} payload is truncated")
+        raise PayloadDecodeError(f"a {ENCODING} payload of {size} bytes is truncated")
+    budget.left -= len(raw)
     original = Payload()
     try:
         original.ParseFromString(raw)
     except DecodeError as error:
-        raise PayloadDecodeError(f"a {ENCODING} payload does not hold a serialized payload ({error})") from None
+        raise PayloadDecodeError(
+            f"a {ENCODING} payload of {size} bytes does not hold a serialized payload ({error})"
+        ) from None
     return original
+
+
+def undecodable_payload(reason: str) -> Payload:
+    """The :data:`UNDECODABLE` marker for a payload that did not decode, carrying ``reason``."""
+    return Payload(metadata={"encoding": UNDECODABLE.encode()}, data=" ".join(reason.split())[:300].encode())
+
+
+def undecodable_reason(payload: Payload) -> str | None:
+    """Why the codec could not decode the payload this marker replaced; None for any other payload."""
+    if _encoding(payload) != UNDECODABLE:
+        return None
+    return payload.data.decode("utf-8", "replace")
+
+
+def decode_or_mark(payloads: Sequence[Payload], budget: DecodeBudget | None = None) -> list[Payload]:
+    """Every payload decoded, or replaced by an :data:`UNDECODABLE` marker when it does not decode or
+    ``budget`` (one fresh :data:`CALL_BUDGET` when None) is spent: never raises, so one hostile payload
+    cannot fail the workflow task that carries it."""
+    budget = budget if budget is not None else DecodeBudget()
+    decoded = []
+    for payload in payloads:
+        try:
+            decoded.append(decode_payload_sync(payload, budget))
+        except PayloadDecodeError as error:
+            decoded.append(undecodable_payload(str(error)))
+        except Exception as error:  # whatever else a crafted payload provokes must not fail the task either
+            decoded.append(undecodable_payload(f"a {ENCODING} payload does not decode ({type(error).__name__})"))
+    return decoded
 
 
 class CaseCompressionCodec(PayloadCodec):
     """zlib for payloads of at least ``threshold`` bytes (:func:`encode_payload`); decoding passes
-    through anything not ``binary/zlib`` (:func:`decode_payload_sync`)."""
+    through anything not ``binary/zlib`` and marks what does not decode (:func:`decode_or_mark`, one
+    :data:`CALL_BUDGET` per call)."""
 
     def __init__(self, threshold: int = COMPRESS_AT, level: int = LEVEL) -> None:
         self.threshold = threshold
@@ -95,7 +180,7 @@ class CaseCompressionCodec(PayloadCodec):
         return [encode_payload(p, threshold=self.threshold, level=self.level) for p in payloads]
 
     async def decode(self, payloads: Sequence[Payload]) -> list[Payload]:
-        return [decode_payload_sync(p) for p in payloads]
+        return decode_or_mark(payloads)
 
 
 class HistoryPayloadConverter:

@@ -31,6 +31,7 @@ from contracts.credentials import (
 from contracts.errors import bounded
 from contracts.identity import PROFILES, Identity, Role
 from contracts.names import REVIEW_REFUSED, ReviewRefusal
+from contracts.payload_codec import undecodable_reason
 from contracts.refusals import refusal_message
 from workflows.case_state import CaseState
 
@@ -134,7 +135,11 @@ def decode_review(
     """The payload as a review, or what is wrong with it: its size, the field and the message, never
     the (possibly huge) input. Any decoding failure is the sender's, never the case's. A case with
     signed credentials expects a :class:`SignedReview`; a :class:`ReviewDecision` there is kept, so
-    that the gate can refuse it by name (``signature_required``)."""
+    that the gate can refuse it by name (``signature_required``). A compressed payload the codec could
+    not decode arrives as its marker, and what is wrong is the codec's reason."""
+    undecodable = undecodable_reason(payload)
+    if undecodable is not None:
+        return f"(undecodable): {bounded(undecodable, 200)}"
     try:
         if signed:
             try:
