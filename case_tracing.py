@@ -16,6 +16,7 @@ import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
+from urllib.parse import urlsplit
 
 from contracts.errors import ConfigurationError
 
@@ -61,6 +62,8 @@ def tracing_from_env(
     names = _exporter_names(environ)
     if not names:
         return None
+    if "otlp" in names:
+        _check_endpoints(environ)
     from opentelemetry.sdk.resources import SERVICE_NAME, Resource
     from opentelemetry.sdk.trace import TracerProvider
     from opentelemetry.sdk.trace.export import BatchSpanProcessor
@@ -87,6 +90,29 @@ def _exporter_names(environ: Mapping[str, str]) -> list[str]:
                 CONFIG_CODE, f"OTEL_TRACES_EXPORTER names {name!r}; this service knows otlp, console and none"
             )
     return [] if "none" in names else list(dict.fromkeys(names))
+
+
+ENDPOINT_VARIABLES = ("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT")
+
+
+def _check_endpoints(environ: Mapping[str, str]) -> None:
+    """Refuse an OTLP endpoint that is not an http(s) URL with a host: the exporter would only fail
+    later, span batch by span batch, in a background thread nobody reads."""
+    for name in ENDPOINT_VARIABLES:
+        value = environ.get(name, "").strip()
+        if not value:
+            continue
+        try:
+            parts = urlsplit(value)
+            valid = parts.scheme in ("http", "https") and bool(parts.hostname) and parts.port != 0
+        except ValueError:  # a port that is not a number, or out of range
+            valid = False
+        if not valid:
+            raise ConfigurationError(
+                CONFIG_CODE,
+                f"{name}={value[:80]!r} is not an http(s) URL with a host; set it like "
+                "http://collector:4318 or unset it",
+            )
 
 
 def _exporter(name: str, environ: Mapping[str, str]) -> SpanExporter:

@@ -23,6 +23,8 @@ from __future__ import annotations
 import asyncio
 import os
 import sys
+import time
+from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -33,13 +35,16 @@ from typer.exceptions import TyperException
 from case_client import (
     DEFAULT_APPROVAL_TTL_SECONDS,
     CaseClient,
+    CaseHandle,
     TemporalTarget,
     listing_query,
     new_case,
+    retry_window_seconds,
 )
 from case_client.exit_codes import ExitCode, exit_code_for, exit_code_for_error
 from case_client.render import (
-    cases_table,
+    case_list_json,
+    case_list_lines,
     console,
     errors,
     grid,
@@ -47,6 +52,7 @@ from case_client.render import (
     print_case_card,
     settle_with_progress,
     show_case,
+    starter_command,
     worker_command,
 )
 from case_tracing import flush_process_tracing
@@ -56,16 +62,25 @@ from cli import (  # noqa: F401  (importing each module registers its commands o
     review_commands,
     verify_command,
 )
-from cli.app import WAIT_SECONDS, app, eval_app, settings_of
+from cli.app import (
+    WAIT_SECONDS,
+    app,
+    eval_app,
+    global_option_hint,
+    quiet_broken_pipe,
+    settings_of,
+    stdout_gone,
+)
 from contracts.case import (
     MAX_APPROVAL_TTL_SECONDS,
     MAX_QUESTION_CHARS,
     MIN_APPROVAL_TTL_SECONDS,
     TERMINAL_STATUSES,
+    CaseInput,
     CaseStatus,
     CaseView,
 )
-from contracts.errors import SupportError
+from contracts.errors import SupportError, TransientError
 from contracts.knowledge import Language
 from keystore.signers import KeyFileSigner
 
@@ -98,23 +113,53 @@ def ask(
         remembered = LanguagePreferences(settings.state_dir).get(settings.identity.subject)
         case_input = case_input.model_copy(update={"language": remembered or case_input.language})
     target = TemporalTarget.from_env()
+    window = retry_window_seconds(os.environ.get("SUPPORT_RETRY_WINDOW_SECONDS"))
 
     async def run() -> CaseView:
         cases = await CaseClient.connect(target)
-        await cases.require_worker(start_hint=worker_command(settings.state_dir))
-        token = KeyFileSigner(settings.state_dir).applicant_token(settings.identity, case_input.case_id)
-        case = await cases.start_case(
-            case_input.model_copy(update={"applicant_token": token}),
-            request_key=request_key,
-            on_existing=lambda case_id: errors.print(f"request key already used: showing existing case {case_id}"),
-        )
-        view = await settle_with_progress(
-            case, case_input.case_id, settings.identity, settings.state_dir, timeout=WAIT_SECONDS
-        )
+        case = await _start_or_find(cases, case_input, request_key, window, settings.state_dir)
+        try:
+            view = await settle_with_progress(
+                case, case.case_id, settings.identity, settings.state_dir, timeout=WAIT_SECONDS
+            )
+        except TransientError as error:  # the case stays; say which one it is and how to reach it
+            kept = _case_kept(case.case_id, window, starter_command(settings.state_dir, settings.identity.subject))
+            raise TransientError(error.code, f"{error.message}. {kept}") from None
         show_case(view, settings.state_dir)
         return view
 
     raise typer.Exit(exit_code_for(asyncio.run(run()).status))
+
+
+async def _start_or_find(
+    cases: CaseClient, case_input: CaseInput, request_key: str | None, window: float, state_dir: Path
+) -> CaseHandle:
+    """The case ``ask`` shows: the one its request key names, or the same question's case from within the
+    retry window (said on stderr), or a new one (only when a worker polls the queue)."""
+    identity = case_input.applicant
+    existing = None
+    if request_key is None:
+        case_id, existing = await cases.retry_case(
+            identity, case_input.question, window_seconds=window, now=time.time()
+        )
+        case_input = case_input.model_copy(update={"case_id": case_id})
+    if existing is None:
+        await cases.require_worker(start_hint=worker_command(state_dir))
+        token = KeyFileSigner(state_dir).applicant_token(identity, case_input.case_id)
+        existing = await cases.start_case(
+            case_input.model_copy(update={"applicant_token": token}), request_key=request_key
+        )
+    if existing.existing_since is not None:
+        since = existing.existing_since.isoformat(timespec="seconds")
+        why = "request key already used" if request_key else f"the same question within {window:g} s"
+        errors.print(f"{why}: showing case {existing.case_id}, started {since} (no second case was started)")
+    return existing
+
+
+def _case_kept(case_id: str, window: float, starter: str) -> str:
+    """What to do about a case that was started (or found) but could not be followed to its end."""
+    again = f"; the same question asked within {window:g} s of its start shows it again" if window > 0 else ""
+    return f"Case {case_id} is kept and goes on once a worker runs: {starter} status {case_id} --wait{again}"
 
 
 @app.command()
@@ -149,17 +194,22 @@ def status(
 def list_cases(
     ctx: typer.Context,
     status_filter: Annotated[CaseStatus | None, typer.Option("--status", help="Only cases in this status.")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the cases as a JSON list (for scripts).")] = False,
 ) -> None:
     """List the cases this profile may see through Temporal visibility (search attributes).
 
-    Reviewers see their tenant's cases; a customer sees their own.
+    Reviewers see their tenant's cases; a customer sees their own. Case ids are always printed whole.
     """
     identity = settings_of(ctx).identity
 
     async def run() -> None:
         cases = await CaseClient.connect(TemporalTarget.from_env())
         listed = [case async for case in cases.list_cases(identity, status_filter)]
-        console.print(cases_table(listing_query(identity, status_filter), listed))
+        if as_json:
+            print(case_list_json(listed))
+            return
+        for line in case_list_lines(listing_query(identity, status_filter), listed):
+            print(line)  # plain print: Rich would cut an id to fit a narrow terminal
 
     asyncio.run(run())
 
@@ -226,8 +276,15 @@ def run() -> None:
     except NoArgsIsHelpError as error:
         error.show()
         code = error.exit_code
+    except BrokenPipeError:  # stdout's reader left (``status CASE | head``): nothing more to say
+        code = quiet_broken_pipe()
+    except SystemExit:  # typer's own answer to a broken stdout pipe (exit 1), or a deliberate exit
+        if not stdout_gone():
+            raise
+        code = quiet_broken_pipe()
     except TyperException as error:  # a usage error: unknown command, bad option value, ...
-        errors.print(f"error: {' '.join(error.format_message().split())} (see --help)")
+        hint = global_option_hint(error, sys.argv[1:])
+        errors.print(hint or f"error: {' '.join(error.format_message().split())} (see --help)")
         code = ExitCode.REFUSED
     except typer.Abort:
         errors.print("error: aborted")
@@ -244,7 +301,10 @@ def run() -> None:
         errors.print(f"error: unexpected {type(error).__name__}: {error} (SUPPORT_DEBUG=1 shows the traceback)")
         code = ExitCode.UNEXPECTED
     flush_process_tracing()  # os._exit skips the exporter's own shutdown
-    sys.stdout.flush()
+    try:
+        sys.stdout.flush()
+    except BrokenPipeError:
+        code = quiet_broken_pipe()
     sys.stderr.flush()
     os._exit(int(code))
 

@@ -11,12 +11,16 @@ set) and the knowledge base. ``support_worker`` builds and runs a worker as an a
 Environment: ``TEMPORAL_ADDRESS`` (default localhost:7233), ``TEMPORAL_NAMESPACE`` (default
 "default"), ``SUPPORT_STATE_DIR`` (default .state), ``SUPPORT_TASK_QUEUE``, ``COMMERCE_DATABASE_URL``
 (default: SQLite in the state dir), ``SUPPORT_PUBLIC_KEYS`` (the public key set that verifies
-applicant tokens and approvals; default: the state dir's keys/public-keys.json) and the model
-provider variables (see activities/model_settings.py; none set means the rehearsal model). A
-configuration error prints one line and exits 2; an unreachable Temporal server prints one line and
-exits 1. SIGINT or SIGTERM stops the worker and closes its commerce sessions. Tracing is off unless
-the standard OpenTelemetry variables turn it on (``OTEL_TRACES_EXPORTER``, ``OTEL_EXPORTER_OTLP_ENDPOINT``;
-see case_tracing.py and docs/tracing.md); a bad tracing setting is a configuration error too.
+applicant tokens and approvals; default: the state dir's keys/public-keys.json), the model
+provider variables (see activities/model_settings.py; none set means the rehearsal model) and
+``SUPPORT_LOG_LEVEL`` (the level of the per-activity log lines, default WARNING; the worker's own
+start lines are always printed). Every check runs before the worker polls: a configuration error
+(a bad setting, an unknown namespace, a public key set that is missing, unreachable, plain http or
+holding a private key) prints one line and exits 2; an unreachable Temporal server prints one line
+and exits 5 (try again). SIGINT or SIGTERM stops the worker and closes its commerce sessions.
+Tracing is off unless the standard OpenTelemetry variables turn it on (``OTEL_TRACES_EXPORTER``,
+``OTEL_EXPORTER_OTLP_ENDPOINT``; see case_tracing.py and docs/tracing.md); a bad tracing setting,
+a malformed endpoint among them, is a configuration error too.
 """
 
 from __future__ import annotations
@@ -27,7 +31,7 @@ import logging
 import os
 import signal
 import sys
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
 from datetime import timedelta
 from pathlib import Path
@@ -47,15 +51,21 @@ from activities.model_gateway import ModelGateway
 from activities.model_settings import ModelSettings, load_model_settings
 from activities.preferences import LanguagePreferences
 from activities.settlement import SettlementActivities
-from activities.startup_checks import ensure_search_attributes, refuse_another_ledger, worker_identity
+from activities.startup_checks import (
+    check_public_keys,
+    ensure_search_attributes,
+    refuse_another_ledger,
+    worker_identity,
+)
 from activities.tool_activities import ToolActivities
 from case_client import TemporalTarget, connect
+from case_client.exit_codes import ExitCode, exit_code_for_error
 from case_tracing import flush_process_tracing, process_tracing, tracer_of
 from contracts.case import REHEARSAL_LABEL
 from contracts.errors import ConfigurationError, SupportError
 from contracts.names import TASK_QUEUE
 from contracts.payload_codec import uses_case_codec
-from keystore import public_keys_location
+from keystore import PUBLIC_KEYS_ENV, public_keys_location
 from knowledge.store import KnowledgeBase, default_knowledge_base
 from rehearsal import rehearsal_http_client
 from workflows.sandbox import workflow_runner
@@ -174,17 +184,42 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
+LOG_LEVEL_ENV = "SUPPORT_LOG_LEVEL"
+LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
+
+
+def log_level(environ: Mapping[str, str] = os.environ) -> int:
+    """The logging level ``SUPPORT_LOG_LEVEL`` names (default WARNING: one INFO line per activity and
+    per HTTP request drowns what matters); another value is a configuration error."""
+    name = (environ.get(LOG_LEVEL_ENV) or "WARNING").strip().upper()
+    if name not in LOG_LEVELS:
+        raise ConfigurationError(
+            "invalid_log_level", f"{LOG_LEVEL_ENV}={name[:20]!r} is not a level; use one of {', '.join(LOG_LEVELS)}"
+        )
+    level: int = getattr(logging, name)
+    return level
+
+
+def refused(error: SupportError) -> int:
+    """Print ``error`` as the worker's one line on stderr; return its exit status (2, or 5: try again)."""
+    code = exit_code_for_error(error)
+    kind = "unavailable" if code is ExitCode.UNAVAILABLE else "configuration error"
+    print(f"worker: {kind}: {error}", file=sys.stderr)
+    return int(code)
+
+
 async def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    # one INFO line per HTTP request (model, commerce) drowns the rest
-    logging.getLogger("httpx2").setLevel(logging.WARNING)
-
     try:
+        level = log_level()
         settings = load_model_settings()
+        public_keys = public_keys_location(args.state_dir)
+        check_public_keys(public_keys, from_env=bool(os.environ.get(PUBLIC_KEYS_ENV)))
     except SupportError as error:
-        print(f"worker: configuration error: {error}", file=sys.stderr)
-        return 2
+        return refused(error)
+    logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    # one INFO line per HTTP request (model, commerce) drowns the rest even at INFO
+    logging.getLogger("httpx2").setLevel(max(level, logging.WARNING))
     label = (
         " (REHEARSAL: a deterministic rule-based stand-in, not a language model)"
         if (settings.provider == REHEARSAL_LABEL)
@@ -195,21 +230,11 @@ async def main(argv: list[str] | None = None) -> int:
     try:
         process_tracing("qinghe-support-worker")
         target = TemporalTarget.from_env()
-    except SupportError as error:
-        print(f"worker: configuration error: {error}", file=sys.stderr)
-        return 2
-    address, namespace = target.address, target.namespace
-    try:
+        address, namespace = target.address, target.namespace
         client = await connect(target)
-    except SupportError as error:
-        print(f"worker: {error.message} (namespace {namespace})", file=sys.stderr)
-        return 1
-
-    try:
         added = await ensure_search_attributes(client)
     except SupportError as error:
-        print(f"worker: configuration error: {error}", file=sys.stderr)
-        return 2
+        return refused(error)
     if added:
         print(f"worker: registered search attributes {', '.join(added)} on namespace {namespace!r}", flush=True)
 
@@ -219,8 +244,7 @@ async def main(argv: list[str] | None = None) -> int:
         print(f"worker: {checked.description}", flush=True)
         await refuse_another_ledger(client, args.task_queue, checked.ledger_id)
     except SupportError as error:
-        print(f"worker: configuration error: {error}", file=sys.stderr)
-        return 2
+        return refused(error)
 
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -232,6 +256,7 @@ async def main(argv: list[str] | None = None) -> int:
             args.state_dir,
             model_settings=settings,
             commerce=commerce,
+            public_keys=public_keys,
             task_queue=args.task_queue,
             graceful_shutdown_timeout=GRACEFUL_SHUTDOWN,
             identity=worker_identity(checked.ledger_id),
@@ -243,8 +268,7 @@ async def main(argv: list[str] | None = None) -> int:
             )
             await stop.wait()
     except SupportError as error:
-        print(f"worker: configuration error: {error}", file=sys.stderr)
-        return 2
+        return refused(error)
     except Exception as error:
         print(f"worker: stopped after a fatal worker error: {error}", file=sys.stderr)
         return 1

@@ -97,7 +97,8 @@ def load_model_settings(environ: Mapping[str, str] | None = None) -> ModelSettin
                 "SUPPORT_REVIEW_* is set but no model provider is configured; a separate reviewer is "
                 "only used beside DEEPSEEK_API_KEY or OPENAI_API_KEY/OPENAI_BASE_URL.",
             )
-        return settings
+        # the tuning variables are checked for the rehearsal model too: a bad value is refused, not ignored
+        return settings.model_copy(update={"timeout_seconds": _timeout(env), "max_tokens": _max_tokens(env)})
     tuned = settings.model_copy(
         update={
             "profile": _profile(env, "SUPPORT_MODEL_PROFILE", _detected_profile(settings.base_url)),

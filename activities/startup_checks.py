@@ -1,16 +1,20 @@
-"""What a worker checks before it polls: that cases can run on this namespace and reach commerce.
+"""What a worker checks before it polls: that cases can run on this namespace, reach commerce and
+verify their credentials.
 
 A worker that starts without them does not fail loudly: without the case search attributes every
 workflow task fails and cases hang (only the worker log says why); with a commerce token the server
-refuses, every order read looks like "no such order" to the model. So ``worker.py`` runs these checks
+refuses, every order read looks like "no such order" to the model; without a readable public key
+set every case fails at its first activity. So ``worker.py`` runs these checks
 first and refuses to start with one line saying what is wrong and what to do.
 """
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import socket
 from datetime import timedelta
+from urllib.parse import urlsplit
 
 from temporalio.api.enums.v1 import IndexedValueType
 from temporalio.api.operatorservice.v1 import AddSearchAttributesRequest, ListSearchAttributesRequest
@@ -18,8 +22,10 @@ from temporalio.client import Client
 from temporalio.service import RPCError
 
 from case_client import live_poller_identities
+from contracts.credentials import PublicKeys
 from contracts.errors import ConfigurationError
 from contracts.search_attributes import ALL_KEYS, cli_type
+from keystore import PUBLIC_KEYS_ENV, load_public_keys
 
 RPC_TIMEOUT = timedelta(seconds=10)
 
@@ -109,3 +115,49 @@ async def refuse_another_ledger(client: Client, task_queue: str, ledger_id: str 
             f"{ledger_id}: point every worker of a task queue at one commerce database (COMMERCE_DATABASE_URL "
             "or COMMERCE_MCP_URL)",
         )
+
+
+def check_public_keys(location: str, *, from_env: bool) -> PublicKeys:
+    """The public key set at ``location`` (a file path or an https URL), read once before polling.
+
+    Refused with one line naming the setting (``SUPPORT_PUBLIC_KEYS`` when ``from_env``, else the state
+    dir's file) and the fix: a plain http URL (anyone on the way could swap the keys that decide who
+    may approve a refund; the key set is only read from a file or over https), a set that is missing,
+    unreachable or malformed, one that holds private key material, and one that holds no key at all.
+    """
+    named = f"{PUBLIC_KEYS_ENV}={location}" if from_env else f"the state dir's public key set {location}"
+    if urlsplit(location).scheme.lower() == "http":
+        where = "a loopback address" if _is_loopback(location) else "another host"
+        raise ConfigurationError(
+            "public_keys_insecure",
+            f"{named} is plain http to {where}; the key set is read from a file or over https only: "
+            "serve it over https or give a file path",
+        )
+    try:
+        keys = load_public_keys(location)
+    except ConfigurationError as error:
+        fix = _PUBLIC_KEYS_FIXES.get(error.code, "")
+        raise ConfigurationError(error.code, f"{named}: {error.message.rstrip('.')}{fix}") from None
+    if not keys.keys:
+        raise ConfigurationError(
+            "public_keys_empty",
+            f"{named} holds no key, so no credential could verify; run `starter.py init` for demo keys or "
+            "point it at the published key set",
+        )
+    return keys
+
+
+_PUBLIC_KEYS_FIXES = {
+    "public_keys_unreadable": "; check that the file or URL is there and reachable from this worker",
+    "public_keys_hold_a_private_key": "; publish the public halves only (what `starter.py init` writes)",
+}
+
+
+def _is_loopback(url: str) -> bool:
+    host = urlsplit(url).hostname or ""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False

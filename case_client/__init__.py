@@ -15,6 +15,7 @@ from case_client._rules import (
     may_list,
     may_see,
     new_case,
+    retry_window_seconds,
 )
 from contracts.names import workflow_id
 
@@ -33,5 +34,6 @@ __all__ = [
     "may_list",
     "may_see",
     "new_case",
+    "retry_window_seconds",
     "workflow_id",
 ]

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 
 from temporalio.client import Client, WorkflowExecution, WorkflowExecutionStatus, WorkflowHandle
 from temporalio.common import WorkflowIDConflictPolicy, WorkflowIDReusePolicy
@@ -19,9 +19,13 @@ from case_client import _reading, _reviewing
 from case_client._connection import TemporalTarget, connect, require_worker
 from case_client._rules import (
     DEFAULT_APPROVAL_TTL_SECONDS,
+    case_id_for,
+    check_question,
     listing_query,
     may_list,
     new_case,
+    normalised_question,
+    retry_case_ids,
     static_details,
     static_summary,
 )
@@ -29,7 +33,7 @@ from contracts import search_attributes as sa
 from contracts.case import Budgets, CaseEvent, CaseInput, CaseStatus, CaseView, ReviewDecision, ReviewOutcome
 from contracts.credentials import SignedReview
 from contracts.effect_card import ProposalForReview
-from contracts.errors import BusinessError
+from contracts.errors import BusinessError, TransientError
 from contracts.identity import Identity, Role
 from contracts.knowledge import Language
 from contracts.names import WORKFLOW_NAME, QueryName, case_id_of, workflow_id
@@ -64,20 +68,14 @@ class CaseHandle:
     case that person may see, and a missing worker is said at once instead of a query timeout.
     """
 
-    def __init__(
-        self,
-        client: Client,
-        workflow: WorkflowHandle,
-        *,
-        started: CaseInput | None = None,
-        request_key: str | None = None,
-    ) -> None:
+    def __init__(self, client: Client, workflow: WorkflowHandle, *, existing_since: datetime | None = None) -> None:
         self._client = client
         self.workflow = workflow
         """The Temporal handle, for what the case client does not wrap (history, describe, raw payloads)."""
         self.case_id = case_id_of(workflow.id)
-        self._started = started
-        self._request_key = request_key
+        self.existing_since = existing_since
+        """When the case was first started, if the start that returned this handle found it already there
+        (its request key, or the same question asked again within the retry window); None if it started it."""
 
     async def status(self) -> CaseView:
         """The ``status`` query: the case as the workflow sees it now."""
@@ -119,8 +117,7 @@ class CaseHandle:
         """Wait until the case waits for a reviewer (its record written) or has ended (its result).
 
         With ``viewer`` every read is :meth:`read` (the worker is checked once; after that a query
-        that goes unanswered says whether it left). A case this caller started with a request key
-        that an earlier case of another question holds is ``request_key_reused``.
+        that goes unanswered says whether it left).
         """
 
         async def read(first: bool) -> CaseView:
@@ -128,18 +125,13 @@ class CaseHandle:
                 return await self.status()
             return await self.read(viewer, start_hint=start_hint, check_worker=first)
 
-        view = await _reading.wait_until_settled(
+        return await _reading.wait_until_settled(
             read,
             lambda seconds: self.ended(timeout=seconds),
             wait_seconds=timeout,
             poll_seconds=poll_seconds,
             on_progress=on_progress,
         )
-        if self._started is not None and view.question != self._started.question:
-            raise BusinessError(
-                "request_key_reused", f"request key {self._request_key!r} was already used for another question"
-            )
-        return view
 
     async def ended(self, *, timeout: float) -> CaseView:
         """The case's final view, once its workflow (following continue-as-new) has finished."""
@@ -217,12 +209,11 @@ class CaseClient:
             case = case.model_copy(update={"applicant_token": self.issuer(applicant, case.case_id)})
         return await self.start_case(case, request_key=request_key)
 
-    async def start_case(
-        self, case: CaseInput, *, request_key: str | None = None, on_existing: Callable[[str], None] = _ignore
-    ) -> CaseHandle:
-        """Start ``case``; a case id that is taken is never run twice. A running case with that id is
-        returned as it is; one that has ended is returned after ``on_existing(case_id)``, unless it
-        ended otherwise than by completing (``case_closed``)."""
+    async def start_case(self, case: CaseInput, *, request_key: str | None = None) -> CaseHandle:
+        """Start ``case``; a case id that is taken is never run twice: the case with that id is returned
+        (its handle's ``existing_since`` set) if it is running or completed, else ``case_closed``. With
+        ``request_key``, a case of another question under that key is ``request_key_reused``, before
+        anything is waited for."""
         try:
             workflow = await self.temporal.start_workflow(
                 WORKFLOW_NAME,
@@ -230,19 +221,56 @@ class CaseClient:
                 id=workflow_id(case.case_id),
                 task_queue=self.task_queue,
                 id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE,
-                id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
+                id_conflict_policy=WorkflowIDConflictPolicy.FAIL,
                 memo={"applicant": case.applicant.subject, "fictional": True},
                 static_summary=static_summary(case),
                 static_details=static_details(case),
                 result_type=CaseView,
             )
+            return CaseHandle(self.temporal, workflow)
         except WorkflowAlreadyStartedError:
-            on_existing(case.case_id)
-            workflow = _reading.workflow_handle(self.temporal, case.case_id)
-            description = await workflow.describe()
-            if description.status not in (None, WorkflowExecutionStatus.RUNNING, WorkflowExecutionStatus.COMPLETED):
-                raise BusinessError("case_closed", f"case {case.case_id} ended as {description.status.name}") from None
-        return CaseHandle(self.temporal, workflow, started=case, request_key=request_key)
+            pass
+        existing = await self.recent_case(case.case_id)
+        if existing is None:  # gone between the start and the look: a retention race, not a reuse
+            raise TransientError("case_not_found", f"case {case.case_id} is taken but cannot be described; try again")
+        if request_key is not None and await self._question_differs(existing, case.question):
+            raise BusinessError(
+                "request_key_reused", f"request key {request_key!r} was already used for another question"
+            )
+        return existing
+
+    async def _question_differs(self, case: CaseHandle, question: str) -> bool:
+        asked = await _reading.started_question(self.temporal, case.workflow)
+        return normalised_question(asked) != normalised_question(question)
+
+    async def retry_case(
+        self, applicant: Identity, question: str, *, window_seconds: float, now: float
+    ) -> tuple[str, CaseHandle | None]:
+        """For ``ask`` without a request key: the id a new case of ``question`` takes, and the case the
+        same applicant started with the same question less than ``window_seconds`` ago, if any (see
+        :func:`case_client._rules.retry_case_ids`). A window of 0 gives a random id and no case."""
+        if window_seconds <= 0:
+            return case_id_for(None, applicant), None
+        ids = retry_case_ids(
+            applicant, check_question(question), task_queue=self.task_queue, now=now, window_seconds=window_seconds
+        )
+        return ids.current, await self.recent_case(ids.previous, within_seconds=window_seconds)
+
+    async def recent_case(self, case_id: str, *, within_seconds: float | None = None) -> CaseHandle | None:
+        """The case ``case_id`` if it exists (and, with ``within_seconds``, was first started less than that
+        many seconds ago), its handle's ``existing_since`` set; ``case_closed`` if it ended otherwise than
+        by completing (terminated, timed out, ...): a taken id never runs again."""
+        first_started, status = await _reading.first_start(self.temporal, case_id)
+        if first_started is None:
+            return None
+        if within_seconds is not None and (datetime.now(UTC) - first_started).total_seconds() >= within_seconds:
+            return None
+        if status not in (None, WorkflowExecutionStatus.RUNNING, WorkflowExecutionStatus.COMPLETED):
+            raise BusinessError(
+                "case_closed",
+                f"case {case_id} (the same request) ended as {status.name}; to ask again, pass a new --request-key",
+            )
+        return CaseHandle(self.temporal, _reading.workflow_handle(self.temporal, case_id), existing_since=first_started)
 
     def open(self, case_id: str) -> CaseHandle:
         """A case by its id (``case-`` prefix optional); nothing is read until a method asks."""

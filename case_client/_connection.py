@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -12,10 +13,10 @@ from typing import Any
 
 from temporalio.api.enums.v1 import TaskQueueType
 from temporalio.api.taskqueue.v1 import TaskQueue
-from temporalio.api.workflowservice.v1 import DescribeTaskQueueRequest
+from temporalio.api.workflowservice.v1 import DescribeNamespaceRequest, DescribeTaskQueueRequest
 from temporalio.client import Client, Interceptor
 from temporalio.envconfig import ClientConfig
-from temporalio.service import RPCError
+from temporalio.service import RPCError, RPCStatusCode
 
 from case_tracing import client_interceptors
 from contracts.errors import ConfigurationError, TransientError
@@ -59,9 +60,13 @@ class TemporalTarget:
                 ClientConfig.load_client_connect_config(profile, config_file=config_file, override_env_vars=given)
             )
         except RuntimeError as error:  # the bridge's ConfigError: an unknown profile, a malformed file
+            file = given.get("TEMPORAL_CONFIG_FILE") or config_file
+            fix = f"fix TEMPORAL_CONFIG_FILE={file} or unset it" if file else "fix the Temporal client configuration"
             raise ConfigurationError(
-                "temporal_config", f"cannot load the Temporal client configuration: {error}"
+                "temporal_config", f"cannot load the Temporal client configuration ({one_line_error(error)}); {fix}"
             ) from None
+        except OSError as error:  # a certificate or key path that cannot be read
+            raise ConfigurationError("temporal_tls_file", _unreadable_tls_file(given, error)) from None
         address = config.pop("target_host", None)
         namespace = config.pop("namespace", None)
         return cls(
@@ -70,6 +75,29 @@ class TemporalTarget:
             task_queue=environ.get("SUPPORT_TASK_QUEUE") or cls.task_queue,
             connect_options=config,
         )
+
+
+TLS_PATH_VARIABLES = (
+    "TEMPORAL_TLS_CLIENT_CERT_PATH",
+    "TEMPORAL_TLS_CLIENT_KEY_PATH",
+    "TEMPORAL_TLS_SERVER_CA_CERT_PATH",
+)
+_SNIPPET_LINE = re.compile(r"^\s*(\d+\s*)?\|")
+"""A line of the source excerpt a TOML parse error quotes (``1 | text``, ``  |  ^``)."""
+
+
+def one_line_error(error: BaseException) -> str:
+    """``error``'s message on one line: a parse error's quoted excerpt dropped, the rest joined."""
+    lines = [line.strip() for line in str(error).splitlines()]
+    return "; ".join(line for line in lines if line and not _SNIPPET_LINE.match(line))
+
+
+def _unreadable_tls_file(environ: Mapping[str, str], error: OSError) -> str:
+    for name in TLS_PATH_VARIABLES:
+        path = environ.get(name)
+        if path and not os.path.isfile(path):
+            return f"{name}={path}: no such readable file; point it at the PEM file or unset it"
+    return f"cannot read a TLS file of the Temporal client configuration ({error.filename or error}); fix its path"
 
 
 async def connect(target: TemporalTarget, *, interceptors: Sequence[Interceptor] | None = None) -> Client:
@@ -84,7 +112,7 @@ async def connect(target: TemporalTarget, *, interceptors: Sequence[Interceptor]
     if interceptors is None:
         interceptors = client_interceptors()
     try:
-        return await Client.connect(
+        client = await Client.connect(
             target.address,
             namespace=target.namespace,
             data_converter=CASE_DATA_CONVERTER,
@@ -94,9 +122,29 @@ async def connect(target: TemporalTarget, *, interceptors: Sequence[Interceptor]
     except RuntimeError as error:
         raise TransientError(
             "temporal_unavailable",
-            f"cannot reach Temporal at {target.address} ({error}); start a server (make dev-server) "
-            "or set TEMPORAL_ADDRESS",
+            f"cannot reach Temporal at {target.address} ({one_line_error(error)}); start a server "
+            "(make dev-server) or set TEMPORAL_ADDRESS",
         ) from None
+    await _require_namespace(client, target)
+    return client
+
+
+async def _require_namespace(client: Client, target: TemporalTarget) -> None:
+    """Refuse a namespace the server does not have (every later call would fail with "not found").
+
+    Only a definite NOT_FOUND refuses: a key that may not describe namespaces (Temporal Cloud) is
+    left to the calls the namespace's own permissions allow.
+    """
+    request = DescribeNamespaceRequest(namespace=target.namespace)
+    try:
+        await client.workflow_service.describe_namespace(request, timeout=RPC_TIMEOUT)
+    except RPCError as error:
+        if error.status is RPCStatusCode.NOT_FOUND:
+            raise ConfigurationError(
+                "namespace_unknown",
+                f"TEMPORAL_NAMESPACE={target.namespace}: no such namespace on {target.address}; create it "
+                f"(temporal operator namespace create --namespace {target.namespace}) or name an existing one",
+            ) from None
 
 
 async def live_poller_identities(client: Client, task_queue: str) -> list[str]:

@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import Awaitable, Callable
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from temporalio.client import Client, WorkflowExecutionStatus, WorkflowHandle
 from temporalio.service import RPCError, RPCStatusCode
 
 from case_client._connection import RPC_TIMEOUT, now, require_worker
 from case_client._rules import CASE_NOT_ACCESSIBLE, may_see
-from contracts.case import TERMINAL_STATUSES, CaseStatus, CaseView
+from contracts.case import TERMINAL_STATUSES, CaseInput, CaseStatus, CaseView
 from contracts.errors import AuthorizationError, BusinessError, TransientError
 from contracts.identity import Identity
 from contracts.names import QueryName, workflow_id
@@ -23,6 +24,33 @@ QUERY_TIMEOUT = timedelta(seconds=5)
 def workflow_handle(client: Client, case_id: str) -> WorkflowHandle:
     """The handle of a case's latest run (it follows continue-as-new)."""
     return client.get_workflow_handle(workflow_id(case_id), result_type=CaseView)
+
+
+async def first_start(client: Client, case_id: str) -> tuple[datetime | None, WorkflowExecutionStatus | None]:
+    """When the case ``case_id`` was first started (its first run, before any continue-as-new) and the
+    status of its latest run; ``(None, None)`` if no such workflow exists."""
+    handle = workflow_handle(client, case_id)
+    try:
+        description = await handle.describe(rpc_timeout=RPC_TIMEOUT)
+    except RPCError as error:
+        if error.status is RPCStatusCode.NOT_FOUND:
+            return None, None
+        raise TransientError("temporal_unavailable", f"cannot describe {handle.id}: {error.message}") from None
+    first_run = description.raw_description.workflow_execution_info.first_run_id
+    started = description.start_time
+    if first_run and first_run != description.run_id:
+        with contextlib.suppress(RPCError):  # past retention: the latest run's start is the best known
+            started = (await client.get_workflow_handle(handle.id, run_id=first_run).describe()).start_time
+    return started, description.status
+
+
+async def started_question(client: Client, handle: WorkflowHandle) -> str:
+    """The question a case's run was started with, read from its first history event (no worker needed)."""
+    async for event in handle.fetch_history_events(page_size=1):
+        payloads = event.workflow_execution_started_event_attributes.input.payloads
+        [case] = await client.data_converter.decode(payloads, [CaseInput])
+        return str(case.question)
+    raise TransientError("case_not_found", f"{handle.id} has no history to read its question from")
 
 
 async def query_status(handle: WorkflowHandle, *, rpc_timeout: timedelta | None = None) -> CaseView:

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import hashlib
+import unicodedata
 import uuid
+from dataclasses import dataclass
 
 from contracts import search_attributes as sa
 from contracts.case import (
@@ -16,7 +18,7 @@ from contracts.case import (
     CaseView,
 )
 from contracts.effect_card import markdown_text
-from contracts.errors import ContractError
+from contracts.errors import ConfigurationError, ContractError
 from contracts.identity import Identity, Role
 from contracts.knowledge import Language, question_language
 from contracts.names import WORKFLOW_NAME
@@ -24,6 +26,9 @@ from contracts.names import WORKFLOW_NAME
 CASE_NOT_ACCESSIBLE = "No such case is available to this profile."
 MAX_REQUEST_KEY_CHARS = 200
 DEFAULT_APPROVAL_TTL_SECONDS = CaseOptions().approval_ttl_seconds
+DEFAULT_RETRY_WINDOW_SECONDS = 300.0
+"""``ask`` without a request key: the same question by the same applicant within this many seconds of
+the case it started returns that case (``SUPPORT_RETRY_WINDOW_SECONDS`` changes it)."""
 
 
 def case_id_for(request_key: str | None, identity: Identity) -> str:
@@ -35,6 +40,40 @@ def case_id_for(request_key: str | None, identity: Identity) -> str:
         return uuid.uuid4().hex[:12]
     scoped = f"{identity.tenant}:{identity.subject}:{request_key}"
     return "k" + hashlib.sha256(scoped.encode("utf-8")).hexdigest()[:15]
+
+
+def normalised_question(question: str) -> str:
+    """What makes two questions "the same": Unicode compatibility forms, case and runs of blanks do not count."""
+    return " ".join(unicodedata.normalize("NFKC", question).casefold().split())
+
+
+@dataclass(frozen=True)
+class RetryIds:
+    """The case ids a question without a request key may have: this window's and the one before's."""
+
+    current: str
+    previous: str
+
+
+def retry_case_ids(
+    identity: Identity, question: str, *, task_queue: str, now: float, window_seconds: float
+) -> RetryIds:
+    """The ids of the same question's case in the time bucket of ``now`` and in the bucket before it.
+
+    Time is cut into buckets of ``window_seconds`` (Unix time); a question's case id is derived from
+    the applicant, the task queue, the normalised question and its bucket. A retry in the same bucket
+    names the same case; one just after a bucket boundary finds it under ``previous`` (the caller
+    accepts that case only if it started less than ``window_seconds`` ago). So the same question within
+    the window of its case returns that case, and later starts a new one.
+    """
+    bucket = int(now // window_seconds)
+    text = normalised_question(question)
+
+    def case_id(number: int) -> str:
+        scoped = f"{identity.tenant}:{identity.subject}:{task_queue}:{number}:{text}"
+        return "q" + hashlib.sha256(scoped.encode("utf-8")).hexdigest()[:15]
+
+    return RetryIds(current=case_id(bucket), previous=case_id(bucket - 1))
 
 
 def may_see(view: CaseView, identity: Identity) -> bool:
@@ -73,6 +112,26 @@ def check_ttl(seconds: int) -> int:
             "invalid_ttl",
             f"--ttl-seconds must be from {MIN_APPROVAL_TTL_SECONDS} to {MAX_APPROVAL_TTL_SECONDS} "
             f"(7 days); got {seconds}",
+        )
+    return seconds
+
+
+MAX_RETRY_WINDOW_SECONDS = 86400.0
+
+
+def retry_window_seconds(value: str | None) -> float:
+    """``SUPPORT_RETRY_WINDOW_SECONDS`` checked: seconds from 0 (off: every ``ask`` starts a new case) to a day."""
+    if value is None or value.strip() == "":
+        return DEFAULT_RETRY_WINDOW_SECONDS
+    try:
+        seconds = float(value)
+    except ValueError:
+        seconds = -1.0
+    if not 0 <= seconds <= MAX_RETRY_WINDOW_SECONDS:  # also refuses nan
+        raise ConfigurationError(
+            "invalid_retry_window",
+            f"SUPPORT_RETRY_WINDOW_SECONDS must be from 0 (off) to {MAX_RETRY_WINDOW_SECONDS:.0f} seconds; "
+            f"got {value[:40]!r}",
         )
     return seconds
 

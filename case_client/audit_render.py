@@ -33,7 +33,37 @@ def audit_lines(audit: CaseAudit, source: str | None = None) -> list[str]:
         lines += ["", "problems reading the history"]
         for problem in audit.problems:
             lines += wrap(clean(problem))
-    return lines
+    return bounded(lines)
+
+
+LONG_LINE = 2 * WIDTH
+"""A line longer than this is one unbroken word that is no id or digest (a pasted blob): it is cut."""
+MAX_AUDIT_CHARS = 100_000
+"""The most text an audit prints (a few hundred screens); ``--json`` has everything."""
+WHOLE = "(--json prints the whole audit)"
+
+
+def bounded(lines: list[str]) -> list[str]:
+    """``lines`` with every over-long line cut to :data:`WIDTH` columns and the whole cut after
+    :data:`MAX_AUDIT_CHARS` characters, each cut followed by a line saying how much went and where
+    the whole is: a history may hold megabytes (an answer, a question, a tool result)."""
+    kept: list[str] = []
+    total = 0
+    for number, line in enumerate(lines):
+        if cell_len(line) > LONG_LINE:
+            head = line[:WIDTH]
+            while cell_len(head) > WIDTH:
+                head = head[:-1]
+            kept += [head, f"    ... {len(line) - len(head):,} more characters cut {WHOLE}"]
+        else:
+            kept.append(line)
+        total += min(len(line), LONG_LINE)
+        if total > MAX_AUDIT_CHARS and number + 1 < len(lines):
+            rest = lines[number + 1 :]
+            hidden = sum(len(line) for line in rest)
+            kept.append(f"... {len(rest):,} more lines ({hidden:,} characters) cut {WHOLE}")
+            break
+    return kept
 
 
 # --- sections ---------------------------------------------------------------------------------------

@@ -11,7 +11,7 @@ import json
 import sys
 import textwrap
 from collections.abc import Iterable, Sequence
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -220,20 +220,45 @@ def grid(title: str, rows: Sequence[Sequence[Any]], *, fold: bool = False) -> Ta
     return table
 
 
-def cases_table(query: str, cases: Iterable[CaseSummary]) -> Table:
-    table = Table(title=f"cases ({query})")
-    for column in ("case", "status", "phase", "order", "refund cents", "started"):
-        table.add_column(column)
-    for case in cases:
-        table.add_row(
+def case_list_lines(query: str, cases: Iterable[CaseSummary]) -> list[str]:
+    """``list`` as plain lines that fit 80 columns: the query wrapped at spaces, then one row per case
+    whose case id is whole (never cut or wrapped) and whose time is in UTC to the minute."""
+    header = ("case", "status", "order", "refund", "started (UTC)")
+    rows = [
+        (
             case.case_id,
-            case.status or "-",
-            case.phase or "-",
+            (case.status or "-") + (f"/{case.phase}" if case.phase and case.status == "running" else ""),
             case.order_id or "-",
-            str(case.refund_cents or "-"),
-            case.started.isoformat(timespec="seconds"),
+            str(case.refund_cents) if case.refund_cents is not None else "-",
+            case.started.astimezone(UTC).strftime("%Y-%m-%d %H:%MZ"),
         )
-    return table
+        for case in cases
+    ]
+    widths = [max(len(row[column]) for row in [header, *rows]) for column in range(len(header))]
+    lines = textwrap.wrap(f"cases ({query})", width=CARD_WIDTH, break_long_words=False, break_on_hyphens=False)
+    for row in [header, *rows]:
+        lines.append("  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip())
+    if not rows:
+        lines.append("(no cases)")
+    return lines
+
+
+def case_list_json(cases: Iterable[CaseSummary]) -> str:
+    """``list --json``: one object per case, the fields of :class:`CaseSummary` (times in ISO 8601)."""
+    return json.dumps(
+        [
+            {
+                "case_id": case.case_id,
+                "status": case.status,
+                "phase": case.phase,
+                "order_id": case.order_id,
+                "refund_cents": case.refund_cents,
+                "started": case.started.isoformat(),
+            }
+            for case in cases
+        ],
+        indent=2,
+    )
 
 
 def mcp_table(subject: str, tools: Iterable[Tool], resources: Iterable[Resource]) -> Table:

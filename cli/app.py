@@ -8,11 +8,15 @@
 from __future__ import annotations
 
 import os
+import shlex
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated
 
 import typer
+from typer._click.utils import PacifyFlushWrapper
+from typer.exceptions import TyperException
 
 from contracts.identity import Identity, resolve_profile
 
@@ -45,3 +49,41 @@ def settings_of(ctx: typer.Context) -> Settings:
     settings: Settings = ctx.obj
     settings.state_dir.mkdir(parents=True, exist_ok=True)
     return settings
+
+
+def stdout_gone() -> bool:
+    """Whether typer met a broken pipe on stdout: it then wraps stdout to silence the flush at exit and
+    exits 1, which is no failure of the command (``status CASE | head``)."""
+    return isinstance(sys.stdout, PacifyFlushWrapper)
+
+
+def quiet_broken_pipe() -> int:
+    """Exit 0 without a word when stdout's reader has gone: point stdout at devnull (Python's own
+    advice for SIGPIPE), so that the flush at exit cannot fail again."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    return 0
+
+
+GLOBAL_OPTIONS = ("--profile", "--state-dir")
+
+
+def global_option_hint(error: TyperException, argv: list[str]) -> str | None:
+    """For a global option given after the subcommand, one line with the command as it must be typed
+    (``put --profile before the command: starter.py --profile chen review ...``); else ``None``."""
+    option = getattr(error, "option_name", None)
+    if not isinstance(option, str) or option.split("=", 1)[0] not in GLOBAL_OPTIONS:
+        return None
+    moved: list[str] = []
+    rest: list[str] = []
+    args = iter(argv)
+    for arg in args:
+        name = arg.split("=", 1)[0]
+        if name in GLOBAL_OPTIONS:
+            moved.append(arg)
+            if "=" not in arg:
+                moved.append(next(args, ""))
+        else:
+            rest.append(arg)
+    fixed = shlex.join(["starter.py", *filter(None, moved), *rest])
+    return f"error: put {option.split('=', 1)[0]} before the command: {fixed}"

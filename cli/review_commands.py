@@ -46,6 +46,17 @@ def chosen_decision(approve: bool, reject: bool, *, required: bool) -> Decision 
     return Decision.REJECT if reject else None
 
 
+def refuse_swallowed_flag(digest: str) -> None:
+    """``--digest --approve`` reads ``--approve`` as the digest: the problem to name is then the missing
+    digest, not a missing decision (checked before the decision for that reason)."""
+    if digest.startswith("-"):
+        raise ContractError(
+            "digest_missing",
+            f"--digest has no value ({digest} was read as the digest): give the 64 hexadecimal digits "
+            "review-info shows, e.g. review CASE --digest DIGEST --approve",
+        )
+
+
 def require_reviewer(identity: Identity) -> Identity:
     """Only a reviewer holds a key that signs approvals; anyone else is told so before anything is sent."""
     if identity.role is not Role.REVIEWER:
@@ -66,6 +77,7 @@ def review(
     reject: Annotated[bool, typer.Option("--reject", help="Reject the proposal.")] = False,
 ) -> None:
     """Approve or reject a waiting proposal, signed with the --profile reviewer's own key (a Temporal update)."""
+    refuse_swallowed_flag(digest)
     decision = chosen_decision(approve, reject, required=True)
     assert decision is not None
     if not DIGEST.fullmatch(digest):

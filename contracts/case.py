@@ -408,6 +408,9 @@ class CarriedCase(_Model):
     """The public keys recorded when the applicant was verified (cases with signed credentials)."""
     used_approvals: list[str] = []
     """Token ids of approvals already presented: each is accepted once."""
+    card_facts: bool = False
+    """The case's card shows the invoice total, the warehouse receipt and the decision (see
+    ``workflows.patches.EFFECT_CARD_FACTS``)."""
 
 
 CaseInput.model_rebuild()

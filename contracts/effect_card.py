@@ -29,6 +29,22 @@ class CitedPage(BaseModel):
     title: str
 
 
+class CardDecision(BaseModel):
+    """Who decided the proposal, how and when, as the workflow accepted it (the reviewer's name is the
+    subject their signature proved, or the name an unsigned review of an older case claimed)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    reviewer: str
+    decision: str
+    """``approve`` or ``reject``."""
+    signed: bool
+    """The decision came as a reviewer-signed approval token (every case since signed credentials)."""
+    via: str | None
+    """``update`` or ``signal``: how the decision reached the workflow (None if it was not kept)."""
+    at: datetime
+
+
 class EffectCard(BaseModel):
     """What approving this proposal does, and why the rule allows it (see the module docstring)."""
 
@@ -46,6 +62,13 @@ class EffectCard(BaseModel):
     cited_pages: list[CitedPage]
     digest: str
     expires_at: datetime
+    invoice_total_cents: int | None = None
+    """The order's invoice total (paid items + freight), shown beside the refund (None on older cards)."""
+    return_received: bool | None = None
+    """Whether the returns warehouse has received the item, from the order record (the rule requires it;
+    None on older cards and when the order was not read)."""
+    decided: CardDecision | None = None
+    """The accepted review, once there is one (None on older cards and while the proposal waits)."""
 
     @property
     def amount(self) -> str:
@@ -66,13 +89,40 @@ def effect_rows(card: EffectCard) -> list[CardRow]:
     """The card's lines, in the order every rendering shows them (Web UI, terminal, audit)."""
     return [
         CardRow("refund", f"{card.amount} for {card.order_id}, SIMULATED payment"),
+        *([CardRow("invoice", invoice_text(card.invoice_total_cents, card))] if card.invoice_total_cents else []),
         *([CardRow("item", card.item, data=True)] if card.item else []),
         CardRow("rule", f"{card.rule_version}, quote {card.quote_id}", data=True),
         *(CardRow("why", reason, data=True) for reason in card.reasons),
+        *([CardRow("return", return_text(card.return_received))] if card.return_received is not None else []),
         *(CardRow("policy", f"{page.page_id} {page.title}", data=True) for page in card.cited_pages),
         CardRow("digest", card.digest),
         CardRow("expires", card.expires_at.isoformat(timespec="seconds")),
+        *([decision_row(card.decided)] if card.decided else []),
     ]
+
+
+def invoice_text(total_cents: int, card: EffectCard) -> str:
+    """The invoice total beside the refund, so a reviewer sees which of the two figures is paid."""
+    return (
+        f"total {total_cents} cents ({money(total_cents, card.currency)}); the refund is the item balance, "
+        "not the invoice total"
+    )
+
+
+def return_text(received: bool) -> str:
+    """The warehouse-receipt fact the rule requires, as the order record states it."""
+    if received:
+        return "received at the returns warehouse (order record)"
+    return "NOT received at the returns warehouse (order record)"
+
+
+def decision_row(decided: CardDecision) -> CardRow:
+    """``approved  by chen at 2026-12-01T10:42:07+00:00 (signed approval token, sent as an update)``."""
+    how = "signed approval token" if decided.signed else "unsigned review naming the reviewer"
+    sent = f", sent as {'an update' if decided.via == 'update' else 'a signal'}" if decided.via else ""
+    label = {"approve": "approved", "reject": "rejected"}.get(decided.decision, "decided")
+    at = decided.at.isoformat(timespec="seconds")
+    return CardRow(label, f"by {decided.reviewer} at {at} ({how}{sent})", data=True)
 
 
 def money(cents: int, currency: str) -> str:
@@ -110,9 +160,23 @@ def effect_card(
     *,
     order: Mapping[str, Any] | None,
     evidence: Mapping[str, Passage],
+    invoice: Mapping[str, Any] | None = None,
+    decided: CardDecision | None = None,
+    with_facts: bool = False,
 ) -> EffectCard:
     """The card for a proposal; ``order`` is the case's ``get_order`` fact, ``evidence`` its passages
-    by passage id (the quote cites pages; a page's title is that of any of its passages read)."""
+    by passage id (the quote cites pages; a page's title is that of any of its passages read).
+
+    ``with_facts`` adds the invoice total (the ``get_invoice`` fact when the case read it, else paid
+    items + freight from the quote, which is how an invoice is made), the warehouse receipt from
+    ``order`` and the accepted review ``decided``; a case that started before these rows keeps its card."""
+    extra: dict[str, Any] = {}
+    if with_facts:
+        extra = {
+            "invoice_total_cents": invoice_total(invoice, quote),
+            "return_received": return_received(order, proposal.order_id),
+            "decided": decided,
+        }
     titles = {passage.page_id: passage.page_title for passage in evidence.values()}
     pages = [CitedPage(page_id=page, title=titles.get(page, "(not read in this case)")) for page in quote.citations]
     return EffectCard(
@@ -126,7 +190,22 @@ def effect_card(
         cited_pages=pages,
         digest=digest,
         expires_at=proposal.expires_at,
+        **extra,
     )
+
+
+def invoice_total(invoice: Mapping[str, Any] | None, quote: RefundQuote) -> int:
+    """The invoice's own total when the case read the invoice of the quoted order, else paid items + freight."""
+    if invoice and invoice.get("order_id") == quote.order_id and isinstance(invoice.get("total_cents"), int):
+        return int(invoice["total_cents"])
+    return quote.paid_items_cents + quote.freight_cents
+
+
+def return_received(order: Mapping[str, Any] | None, order_id: str) -> bool | None:
+    """The order record's ``return_received``, if the record read is the proposal's order."""
+    if not order or order.get("order_id") != order_id or not isinstance(order.get("return_received"), bool):
+        return None
+    return bool(order["return_received"])
 
 
 _MARKDOWN_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+!|<>~&:.])")

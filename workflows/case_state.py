@@ -31,7 +31,7 @@ from contracts.case import (
 )
 from contracts.commerce import RefundProposal, RefundQuote, RefundReceipt
 from contracts.credentials import PublicKeys
-from contracts.effect_card import EffectCard, effect_card
+from contracts.effect_card import CardDecision, EffectCard, effect_card
 from contracts.knowledge import Passage
 from contracts.names import EventKind
 from workflows.customer_notice import receipt_notice, status_notice
@@ -145,6 +145,10 @@ class CaseState:
     record_error: str | None = None
     continued: int = 0
     """How many times this case has continued as new before this run."""
+    card_facts: bool = False
+    """The card shows the invoice total, the warehouse receipt and the decision (a patch decides it)."""
+    decided_via: str | None = None
+    """How the accepted review arrived: ``update`` or ``signal``."""
 
     @classmethod
     def from_carried(cls, case: CaseInput, carried: CarriedCase) -> CaseState:
@@ -169,6 +173,7 @@ class CaseState:
             continued=carried.continued,
             public_keys=carried.public_keys,
             used_approvals=set(carried.used_approvals),
+            card_facts=carried.card_facts,
         )
 
     def carry(self) -> CarriedCase:
@@ -194,6 +199,7 @@ class CaseState:
             record_error=self.record_error,
             public_keys=self.public_keys,
             used_approvals=sorted(self.used_approvals),
+            card_facts=self.card_facts,
         )
 
     def search_attributes(self) -> list[SearchAttributeUpdate[Any]]:
@@ -227,12 +233,25 @@ class CaseState:
         if self.proposal is None or self.digest is None or self.quote is None:
             return None
         order = self.facts.get("order")
+        invoice = self.facts.get("invoice")
+        decided = None
+        if self.decision is not None and self.decided_at is not None:
+            decided = CardDecision(
+                reviewer=self.decision.reviewer,
+                decision=self.decision.decision.value,
+                signed=self.approval_token is not None,
+                via=self.decided_via,
+                at=self.decided_at,
+            )
         return effect_card(
             self.proposal,
             self.digest,
             self.quote,
             order=order if isinstance(order, dict) else None,
             evidence=self.evidence,
+            invoice=invoice if isinstance(invoice, dict) else None,
+            decided=decided,
+            with_facts=self.card_facts,
         )
 
     def view(self) -> CaseView:

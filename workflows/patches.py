@@ -64,6 +64,12 @@ ORDER_IDS_ANY_CASE = "order-ids-any-case"
 """``qh-1001`` in a question names QH-1001: the ids in the question are found in either case and
 compared upper-cased with the plan's (never an id absent from the question)."""
 
+EFFECT_CARD_FACTS = "effect-card-facts"
+"""The proposal's card (status query, case record, result, Web UI current details) also shows the invoice
+total beside the refund, the warehouse receipt the rule requires and, once decided, who decided, how
+(signed token, update or signal) and when. Decided when the proposal is made (after a regular activity)
+and carried across continue-as-new; a case that started before it keeps the card it showed."""
+
 DECIDED_BEFORE_LOCAL_STEPS = (ORDER_IDS_BESIDE_CJK, CONFIGURATION_FAILS_CASE, ORDER_IDS_ANY_CASE)
 """The patches whose first ``workflow.patched`` can come right after a local activity resolves (before
 the workflow next waits for a regular activity, a timer or a condition): the plan's order-id rule

@@ -203,6 +203,7 @@ class SupportCaseWorkflow:
         if decision.outcome is not None:
             raise CaseStopped(decision.outcome, decision.code, decision.detail)
         assert s.quote is not None
+        s.card_facts = workflow.patched(patches.EFFECT_CARD_FACTS)
         s.proposal = requests.refund_proposal(s, workflow.now())
         s.digest = s.proposal.digest()
         self._move(Phase.WAITING_APPROVAL)
@@ -326,6 +327,7 @@ class SupportCaseWorkflow:
             return ReviewOutcome(accepted=False, status=status, reason=str(verdict.refusal)), verdict.subject
         decision = verdict.decision
         s.decision, s.decided_at, s.approval_token = decision, workflow.now(), verdict.approval_token
+        s.decided_via = via
         if verdict.token_id:
             s.used_approvals.add(verdict.token_id)
         signed = " (signed)" if verdict.approval_token else ""

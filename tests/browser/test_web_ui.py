@@ -57,6 +57,31 @@ async def timer_summaries(case: CaseHandle) -> list[str]:
     return found
 
 
+async def digest_lines(workflow: WorkflowPage, digest: str) -> list[tuple[str, int]]:
+    """Each text node of Current Details that holds the digest's first characters: its text without the
+    surrounding blanks, and how many line boxes the browser laid the digest's characters out in (1:
+    never wrapped). A digest wrapped by inline code, or split over nodes, shows otherwise."""
+    body = workflow.markdown("current-details").locator("body")
+    found = await body.evaluate(
+        """(body, digest) => {
+            const found = [];
+            const walker = document.createTreeWalker(body, NodeFilter.SHOW_TEXT);
+            for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+                const text = node.textContent;
+                const start = text.indexOf(digest.slice(0, 16));
+                if (start < 0) continue;
+                const range = document.createRange();
+                range.setStart(node, start);
+                range.setEnd(node, Math.min(start + digest.length, text.length));
+                found.push([text.trim(), range.getClientRects().length]);
+            }
+            return found;
+        }""",
+        digest,
+    )
+    return [(text, lines) for text, lines in found]
+
+
 async def test_a_reviewer_sees_the_waiting_refund_and_decides_it_in_the_web_ui(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -76,6 +101,7 @@ async def test_a_reviewer_sees_the_waiting_refund_and_decides_it_in_the_web_ui(
         await expect(workflow.status).to_have_text("Running", ignore_case=True)
         await workflow.expect_markdown("summary", "alice", "QH-1001")
         await workflow.expect_markdown("current-details", "12900", "129.00", digest)
+        assert await digest_lines(workflow, digest) == [(digest, 1)]  # one text node, the exact string, one line
         shot = SCREENSHOT if os.environ.get("SUPPORT_UPDATE_SCREENSHOT") == "1" else tmp_path / SCREENSHOT.name
         await workflow.screenshot(shot)
         assert shot.stat().st_size > 10_000
@@ -120,4 +146,5 @@ async def test_a_reviewer_sees_the_waiting_refund_and_decides_it_in_the_web_ui(
 
         await workflow.open("User Metadata")
         await expect(workflow.status).to_have_text("Completed", ignore_case=True, timeout=UI_TIMEOUT_MS)
-        await workflow.expect_markdown("current-details", ended.receipt.receipt_id)
+        await workflow.expect_markdown("current-details", ended.receipt.receipt_id, "approved:", "by chen at ")
+        assert (digest, 1) in await digest_lines(workflow, digest)  # beside the approval id APR-<its start>

@@ -8,7 +8,15 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from contracts.commerce import RefundProposal
-from contracts.effect_card import effect_card, eligibility_reasons, markdown_text, money, order_item
+from contracts.effect_card import (
+    CardDecision,
+    effect_card,
+    effect_rows,
+    eligibility_reasons,
+    markdown_text,
+    money,
+    order_item,
+)
 from contracts.knowledge import Language, Passage
 from tests.knowledge.test_refund_quote import ORDERS, quote_packaged
 
@@ -91,3 +99,50 @@ def test_data_never_becomes_markup(hostile: str) -> None:
 
 def test_long_text_is_cut() -> None:
     assert len(markdown_text("a" * 500, limit=50)) == 50
+
+
+def _rows(card) -> dict[str, list[str]]:
+    rows: dict[str, list[str]] = {}
+    for row in effect_rows(card):
+        rows.setdefault(row.label, []).append(row.text)
+    return rows
+
+
+def test_with_facts_the_card_shows_the_invoice_total_the_warehouse_receipt_and_the_decision() -> None:
+    order = ORDER.model_dump(mode="json")
+    plain = effect_card(PROPOSAL, "d" * 64, QUOTE, order=order, evidence={})
+    assert {"invoice", "return", "approved", "rejected"}.isdisjoint(_rows(plain))  # a case from before the patch
+    waiting = effect_card(PROPOSAL, "d" * 64, QUOTE, order=order, evidence={}, with_facts=True)
+    rows = _rows(waiting)
+    assert rows["invoice"] == ["total 14100 cents (CNY 141.00); the refund is the item balance, not the invoice total"]
+    assert rows["return"] == ["received at the returns warehouse (order record)"]
+    assert list(rows).index("invoice") == 1 and "approved" not in rows  # beside the refund; nobody decided yet
+    invoice = {"order_id": "QH-1001", "total_cents": 14099}
+    assert _rows(effect_card(PROPOSAL, "d" * 64, QUOTE, order=order, evidence={}, invoice=invoice, with_facts=True))[
+        "invoice"
+    ][0].startswith("total 14099 cents")  # the invoice the case read wins over paid items + freight
+    not_received = effect_card(
+        PROPOSAL, "d" * 64, QUOTE, order=order | {"return_received": False}, evidence={}, with_facts=True
+    )
+    assert _rows(not_received)["return"] == ["NOT received at the returns warehouse (order record)"]
+    other_order = effect_card(PROPOSAL, "d" * 64, QUOTE, order={"order_id": "QH-1002"}, evidence={}, with_facts=True)
+    assert "return" not in _rows(other_order)
+
+
+@pytest.mark.parametrize(
+    ("decision", "signed", "via", "shown"),
+    [
+        ("approve", True, "update", ("approved", "(signed approval token, sent as an update)")),
+        ("approve", True, "signal", ("approved", "(signed approval token, sent as a signal)")),
+        ("reject", True, "update", ("rejected", "(signed approval token, sent as an update)")),
+        ("approve", False, None, ("approved", "(unsigned review naming the reviewer)")),
+    ],
+)
+def test_a_decided_card_says_who_decided_how_and_when(
+    decision: str, signed: bool, via: str | None, shown: tuple[str, str]
+) -> None:
+    decided = CardDecision(reviewer="chen", decision=decision, signed=signed, via=via, at=NOW)
+    card = effect_card(PROPOSAL, "d" * 64, QUOTE, order=None, evidence={}, decided=decided, with_facts=True)
+    label, how = shown
+    assert _rows(card)[label] == [f"by chen at 2026-12-01T10:00:00+00:00 {how}"]
+    assert effect_rows(card)[-1].data  # the reviewer's name is data: escaped where markdown renders it

@@ -86,6 +86,7 @@ async def test_a_worker_whose_token_secret_differs_refuses_to_start_with_one_lin
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI", "DEEPSEEK", "SUPPORT_"))}
     env.update(
         {
+            "SUPPORT_PUBLIC_KEYS": os.environ["SUPPORT_PUBLIC_KEYS"],  # the worker refuses to start without keys
             COMMERCE_URL_ENV: url,
             TOKEN_SECRET_ENV: secrets.token_urlsafe(32),
             "TEMPORAL_ADDRESS": temporal_server.address,

@@ -195,7 +195,8 @@ class WorkerProcess:
 
 def worker_env(address: str, **extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k not in _FOREIGN_ENV}
-    env.update(TEMPORAL_ADDRESS=address, PYTHONUNBUFFERED="1", **extra)
+    # SUPPORT_LOG_LEVEL=INFO: the fault tests read the per-activity log lines (execute_refund case=...)
+    env.update({"TEMPORAL_ADDRESS": address, "PYTHONUNBUFFERED": "1", "SUPPORT_LOG_LEVEL": "INFO", **extra})
     return env
 
 
