@@ -68,6 +68,17 @@ def _signal_during_start_up(script: subprocess.Popen, started: set[int], port: i
     assert not _listening(port) and not _listening(codec_port)
 
 
+def _processes_naming(text: str) -> list[int]:
+    """Pids of the processes whose command line names ``text`` (a test's own state dir)."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        if proc.name.isdigit():
+            with contextlib.suppress(OSError):
+                if text.encode() in (proc / "cmdline").read_bytes():
+                    found.append(int(proc.name))
+    return found
+
+
 @contextlib.contextmanager
 def _held_port() -> Iterator[int]:
     """A port some other program listens on (a plain socket: not a Temporal server)."""
@@ -92,6 +103,7 @@ def test_a_port_another_temporal_server_answers_on_is_refused_with_the_bind_erro
     assert "address already in use" in line  # the dev server's own bind error, not only its log
     assert f"port {port} (TEMPORAL_PORT) is taken: a Temporal server" in line
     assert "set TEMPORAL_PORT to a free port" in line
+    assert _processes_naming(str(tmp_path / "mine")) == []
 
 
 def test_a_taken_codec_port_is_refused_in_one_line_and_nothing_is_left_running(tmp_path: Path) -> None:
@@ -105,6 +117,7 @@ def test_a_taken_codec_port_is_refused_in_one_line_and_nothing_is_left_running(t
     assert f"port {codec_port} (CODEC_PORT) is taken: a program that is not a Temporal server listens" in line
     assert "CODEC_PORT=0 runs without the codec server" in line
     assert not _listening(port)  # the dev server was never started
+    assert _processes_naming(str(tmp_path)) == []  # and no server of this run is left behind
 
 
 def test_the_demo_refuses_a_taken_port_before_it_starts_anything(tmp_path: Path) -> None:
