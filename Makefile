@@ -6,7 +6,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STATE_DIR ?= .state/demo
 
-.PHONY: install browser test lint typecheck demo dev-server codec-server clean compat
+.PHONY: install browser check test lint typecheck demo dev-server codec-server clean compat
 
 $(BIN)/.installed: pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Python 3.11 or newer is required (set PYTHON=...)")'
@@ -36,6 +36,12 @@ browser:
 			{ apt-get update -qq && apt-get install -y -qq --no-install-recommends chromium >/dev/null; }; \
 	}
 
+# The fast layer, before every commit: lint, type check and every test that needs no Temporal server,
+# process, database server or network (tests/layers.py assigns the layers; a test that starts a
+# process here fails and says so). `make test` runs everything.
+check: lint typecheck
+	SUPPORT_TEST_LAYER=check $(BIN)/pytest -q -m "not integration"
+
 test: lint typecheck browser
 	$(BIN)/pytest
 
@@ -46,7 +52,7 @@ demo: install
 # (TEMPORAL_PORT, TEMPORAL_UI_PORT and SUPPORT_STATE_DIR override them), with the codec server on :8089
 # that the UI shows compressed payloads through (CODEC_PORT; 0: none). Ctrl-C stops both.
 dev-server: install
-	$(BIN)/python temporal_dev.py
+	$(BIN)/python -m devstack
 
 # The codec server alone (docs/payloads.md), for a UI or CLI of your own: on 127.0.0.1:$(CODEC_PORT),
 # CORS for the dev server's UI unless CODEC_ARGS says otherwise (e.g. --cors-origin http://localhost:8080).

@@ -58,9 +58,9 @@ from activities.startup_checks import (
     worker_identity,
 )
 from activities.tool_activities import ToolActivities
-from case_client import TemporalTarget, connect
-from case_client.exit_codes import ExitCode, exit_code_for_error
+from case_client import TemporalTarget, connect, live_poller_identities
 from case_tracing import flush_process_tracing, process_tracing, tracer_of
+from cli.exit_codes import ExitCode, exit_code_for_error
 from contracts.case import REHEARSAL_LABEL
 from contracts.errors import ConfigurationError, SupportError
 from contracts.names import TASK_QUEUE
@@ -242,7 +242,7 @@ async def main(argv: list[str] | None = None) -> int:
         commerce = commerce_gateway(args.state_dir, os.environ.get("COMMERCE_DATABASE_URL") or None)
         checked = await commerce.check()
         print(f"worker: {checked.description}", flush=True)
-        await refuse_another_ledger(client, args.task_queue, checked.ledger_id)
+        refuse_another_ledger(await live_poller_identities(client, args.task_queue), args.task_queue, checked.ledger_id)
     except SupportError as error:
         return refused(error)
 

@@ -25,7 +25,7 @@ from mcp.shared.exceptions import MCPError
 from mcp_types import CallToolResult, Resource, TextResourceContents, Tool
 
 from commerce_server.tokens import DATABASE_URL_ENV, PUBLIC_KEYS_ENV, SIGNING_KEY_ENV
-from contracts.errors import AuthorizationError, SupportError, TransientError, error_from_code
+from contracts.errors import AuthorizationError, CommerceErrorCode, SupportError, TransientError, error_from_code
 
 CALL_TIMEOUT_SECONDS = 20.0
 """One commerce call's answer must come within this; well inside the activities' 30 s start-to-close, so
@@ -73,7 +73,9 @@ class CommerceClient:
         if result.is_error:
             raise tool_error_from_result(result)
         if result.structured_content is None:
-            raise error_from_code("tool_call_rejected", f"The {tool} tool returned no structured content.")
+            raise error_from_code(
+                CommerceErrorCode.TOOL_CALL_REJECTED, f"The {tool} tool returned no structured content."
+            )
         return result.structured_content
 
     async def _request(self, request: Awaitable[_T]) -> _T:
@@ -85,8 +87,12 @@ class CommerceClient:
     def failure(self, exc: BaseException) -> SupportError:
         """Translate a transport or protocol failure into a typed error."""
         if self._token_watch is not None and self._token_watch.refused:
-            return AuthorizationError("token_rejected", "The commerce server refused the bearer token (HTTP 401).")
-        return TransientError("commerce_unavailable", f"The commerce server is unavailable ({_describe(exc)}).")
+            return AuthorizationError(
+                CommerceErrorCode.TOKEN_REJECTED, "The commerce server refused the bearer token (HTTP 401)."
+            )
+        return TransientError(
+            CommerceErrorCode.COMMERCE_UNAVAILABLE, f"The commerce server is unavailable ({_describe(exc)})."
+        )
 
 
 def tool_error_from_result(result: CallToolResult) -> SupportError:
@@ -100,7 +106,7 @@ def tool_error_from_result(result: CallToolResult) -> SupportError:
         payload = json.loads(text)
         return error_from_code(str(payload["code"]), str(payload["message"]))
     except (ValueError, TypeError, KeyError):
-        return error_from_code("tool_call_rejected", text[:500] or "The tool call was rejected.")
+        return error_from_code(CommerceErrorCode.TOOL_CALL_REJECTED, text[:500] or "The tool call was rejected.")
 
 
 @asynccontextmanager

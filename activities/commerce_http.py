@@ -17,13 +17,12 @@ from typing import Any
 from activities.commerce_client import CALL_TIMEOUT_SECONDS, open_http_client
 from activities.commerce_sessions import STARTUP_PROBE, CommerceCheck, call_timed_out, describe_commerce
 from commerce_server.tokens import SCOPE_ORDERS_READ, TOOL_SCOPES, mint_token, token_secret_from_env
-from contracts.errors import AuthorizationError, ConfigurationError, SupportError
-from contracts.identity import PROFILES, Identity
+from contracts.errors import AuthorizationError, CommerceErrorCode, ConfigurationError, SupportError, WorkerErrorCode
+from contracts.identity import Identity, check_registered
 
 COMMERCE_URL_ENV = "COMMERCE_MCP_URL"
 TOKEN_TTL_SECONDS = 120
 STARTUP_CHECK_CASE = "worker-startup-check"
-TOKEN_REJECTED = "token_rejected"
 
 
 class CommerceHttpCaller:
@@ -40,11 +39,10 @@ class CommerceHttpCaller:
         return cls(url, token_secret_from_env(environ)) if url else None
 
     async def call(self, identity: Identity, tool: str, arguments: dict[str, Any], *, case_id: str) -> dict[str, Any]:
-        if PROFILES.get(identity.subject) != identity:
-            raise AuthorizationError("identity_rejected", "Only registry profiles may call the commerce server.")
+        check_registered(identity)
         scope = TOOL_SCOPES.get(tool)
         if scope is None:
-            raise AuthorizationError("tool_not_allowed", f"No commerce tool named {tool!r}.")
+            raise AuthorizationError(WorkerErrorCode.TOOL_NOT_ALLOWED, f"No commerce tool named {tool!r}.")
         token = mint_token(
             identity, case_id=case_id, scopes=[scope], secret=self._secret, ttl_seconds=TOKEN_TTL_SECONDS
         )
@@ -69,16 +67,17 @@ class CommerceHttpCaller:
             raise self._configuration_fault(error) from None
         except SupportError as error:
             raise ConfigurationError(
-                "commerce_unreachable", f"cannot reach the commerce server at {self.url} ({error.message})"
+                WorkerErrorCode.COMMERCE_UNREACHABLE,
+                f"cannot reach the commerce server at {self.url} ({error.message})",
             ) from None
 
     def _configuration_fault(self, error: AuthorizationError) -> SupportError:
         """The server refusing a token this worker just minted is a configuration fault, never a business
         answer: the secrets differ (or the clocks do). Other authorization refusals pass through."""
-        if error.code != TOKEN_REJECTED:
+        if error.code != CommerceErrorCode.TOKEN_REJECTED:
             return error
         return ConfigurationError(
-            "commerce_token_rejected",
+            WorkerErrorCode.COMMERCE_TOKEN_REJECTED,
             f"the commerce server at {self.url} refused this worker's token: COMMERCE_TOKEN_SECRET differs "
             "from the server's (or the clocks disagree)",
         )

@@ -32,18 +32,18 @@ from opentelemetry.trace import SpanKind, Tracer
 
 from activities.commerce_client import CALL_TIMEOUT_SECONDS
 from contracts.commerce import SCOPE_RESOURCE_URI
-from contracts.errors import AuthorizationError, ConfigurationError, SupportError, TransientError
-from contracts.identity import PROFILES, Identity, Role
+from contracts.errors import CommerceErrorCode, ConfigurationError, SupportError, TransientError
+from contracts.identity import PROFILES, Identity, Role, check_registered
 
 logger = logging.getLogger(__name__)
 
-UNAVAILABLE = "commerce_unavailable"
+UNAVAILABLE = CommerceErrorCode.COMMERCE_UNAVAILABLE
 """The code the commerce client and this pool use for a lost or unusable connection."""
 
 CLOSE_TIMEOUT_SECONDS = 10.0
 """Upper bound for closing all sessions; the MCP stdio shutdown itself is bounded at about 6 s."""
 
-TIMED_OUT = "commerce_timeout"
+TIMED_OUT = CommerceErrorCode.COMMERCE_TIMEOUT
 """The code of a call that got no answer within :data:`activities.commerce_client.CALL_TIMEOUT_SECONDS`."""
 
 STARTUP_PROBE = next(identity for identity in PROFILES.values() if identity.role is Role.CUSTOMER)
@@ -163,7 +163,7 @@ class CommerceSessionPool:
         raises ``TransientError("commerce_unavailable")``; a call without an answer within
         ``CALL_TIMEOUT_SECONDS`` drops it too (``commerce_timeout``). The next call opens a fresh session.
         """
-        profile = _trusted_profile(identity)
+        profile = check_registered(identity)
         session = await self._session(profile)
         client = session.ready.result()
         try:
@@ -193,7 +193,7 @@ class CommerceSessionPool:
                 return await describe_commerce(client, "over stdio, one process per profile")
         except Exception as error:
             raise ConfigurationError(
-                "commerce_unavailable", f"the commerce server did not start over stdio ({_describe(error)})"
+                UNAVAILABLE, f"the commerce server did not start over stdio ({_describe(error)})"
             ) from None
 
     def live_profiles(self) -> list[str]:
@@ -289,13 +289,6 @@ class TracedCommerce:
 
     async def aclose(self) -> None:
         await self.gateway.aclose()
-
-
-def _trusted_profile(identity: Identity) -> str:
-    """The profile to bind: only an identity exactly as the registry defines it is accepted."""
-    if PROFILES.get(identity.subject) != identity:
-        raise AuthorizationError("identity_rejected", "The applicant is not a registered profile.")
-    return identity.subject
 
 
 def _describe(exc: BaseException) -> str:

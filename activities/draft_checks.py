@@ -25,7 +25,8 @@ first failure is reported:
 
 ``draft_amount_not_in_records``
     A money amount in the answer equals no cents value of the facts (every ``*_cents`` field of the
-    orders, invoices and summaries the tools returned) nor of the quote. A number is a money amount
+    order, invoice, order summaries and quote the tools returned, read as their typed records) nor of
+    the quote. A number is a money amount
     when a currency marker is next to it (``CNY``/``RMB``/``¥``/``人民币`` before it; ``元``/``块``/
     ``yuan``/``CNY`` after it: yuan) or a cents unit follows it (``cents``/``分``, not ``分钟``: cents),
     or when it has exactly two decimals (yuan). Dates, day counts ("day 7", "30-day window", "30 天"),
@@ -45,11 +46,12 @@ Messages name what failed in a few words and never repeat more than a short frag
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
+from contracts.case_facts import CaseFacts, cents_fields
 from contracts.commerce import ORDER_ID_IN_TEXT, RefundQuote
 from contracts.errors import ContractError
 from contracts.knowledge import Language, Passage
@@ -75,6 +77,7 @@ class DraftContext:
     order_id: str | None
     """The order the plan bound (None when the case is about no order)."""
     facts: Mapping[str, Any]
+    """The compose request's facts, as they travel (:class:`~contracts.case_facts.CaseFacts` reads them)."""
     quote: RefundQuote | None
     evidence: tuple[Passage, ...] = ()
     """The passages the model was shown."""
@@ -195,10 +198,10 @@ def money_amounts(answer: str) -> list[Amount]:
 
 
 def allowed_cents(facts: Mapping[str, Any], quote: RefundQuote | None) -> frozenset[Decimal]:
-    """Every cents value of the facts and the quote (fields named ``*_cents``)."""
-    values = set(_cents_fields(facts))
+    """Every cents value of the facts' records and of the quote (their fields named ``*_cents``)."""
+    values = set(CaseFacts(facts).recorded_cents())
     if quote is not None:
-        values.update(_cents_fields(quote.model_dump(mode="json")))
+        values.update(cents_fields(quote))
     return frozenset(Decimal(value) for value in values)
 
 
@@ -230,20 +233,6 @@ def _quoted(answer: str, start: int, end: int, passages: list[str]) -> bool:
     left, right = _SPACE.sub("", answer[:start])[-need:], _SPACE.sub("", answer[end:])[:need]
     windows = [w for w, side in ((left + middle, left), (middle + right, right)) if len(side) == need]
     return any(window in text for window in windows for text in passages)
-
-
-def _cents_fields(value: Any, depth: int = 0) -> Iterator[int]:
-    if depth > 8:
-        return
-    if isinstance(value, Mapping):
-        for key, item in value.items():
-            if isinstance(key, str) and key.endswith("_cents") and isinstance(item, int) and not isinstance(item, bool):
-                yield item
-            else:
-                yield from _cents_fields(item, depth + 1)
-    elif isinstance(value, list | tuple):
-        for item in value:
-            yield from _cents_fields(item, depth + 1)
 
 
 # --- language ------------------------------------------------------------------------------------

@@ -16,8 +16,9 @@ from temporalio import activity
 from activities.commerce_sessions import CommerceGateway
 from contracts.case import CloseRequest, SettleRequest
 from contracts.commerce import ProposalClosed, ProposalClosure, RefundApproval, RefundReceipt
-from contracts.errors import ContractError, SupportError, TransientError
+from contracts.errors import ContractError, SupportError, TransientError, WorkerErrorCode
 from contracts.names import ActivityName
+from contracts.tools import ToolName
 
 
 class SettlementActivities:
@@ -57,9 +58,11 @@ class SettlementActivities:
         """Send the approval and return the commerce server's receipt (typed errors propagate)."""
         proposal = request.proposal
         if (proposal.applicant, proposal.tenant) != (request.applicant.subject, request.applicant.tenant):
-            raise ContractError("settle_request_invalid", "The proposal does not belong to the applicant.")
+            raise ContractError(
+                WorkerErrorCode.SETTLE_REQUEST_INVALID, "The proposal does not belong to the applicant."
+            )
         if proposal.digest() != request.digest:
-            raise ContractError("settle_request_invalid", "The digest does not match the proposal.")
+            raise ContractError(WorkerErrorCode.SETTLE_REQUEST_INVALID, "The digest does not match the proposal.")
         try:
             approval = RefundApproval(
                 approval_id=request.approval_id,
@@ -71,10 +74,10 @@ class SettlementActivities:
                 applicant_token=request.applicant_token,
             )
         except ValidationError as exc:
-            raise ContractError("settle_request_invalid", "The approval is malformed.") from exc
+            raise ContractError(WorkerErrorCode.SETTLE_REQUEST_INVALID, "The approval is malformed.") from exc
         result = await self.pool.call(
             request.applicant,
-            "execute_refund",
+            ToolName.EXECUTE_REFUND,
             {"approval": approval.model_dump(mode="json")},
             case_id=request.case_id,
         )
@@ -82,9 +85,11 @@ class SettlementActivities:
             receipt = RefundReceipt.model_validate(result)
         except ValidationError as exc:
             # The refund may have been recorded; a retry replays the stored receipt by approval id.
-            raise TransientError("invalid_commerce_response", "The receipt was malformed; retrying.") from exc
+            raise TransientError(
+                WorkerErrorCode.INVALID_COMMERCE_RESPONSE, "The receipt was malformed; retrying."
+            ) from exc
         if receipt.approval_id != request.approval_id or receipt.digest != request.digest:
-            raise ContractError("receipt_mismatch", "The receipt does not belong to this approval.")
+            raise ContractError(WorkerErrorCode.RECEIPT_MISMATCH, "The receipt does not belong to this approval.")
         return receipt
 
     @activity.defn(name=ActivityName.CLOSE_REFUND_PROPOSAL)
@@ -92,17 +97,19 @@ class SettlementActivities:
         """Close the case's rejected or expired proposal at the commerce server (idempotent there)."""
         proposal = request.proposal
         if (proposal.applicant, proposal.tenant) != (request.applicant.subject, request.applicant.tenant):
-            raise ContractError("close_request_invalid", "The proposal does not belong to the applicant.")
+            raise ContractError(WorkerErrorCode.CLOSE_REQUEST_INVALID, "The proposal does not belong to the applicant.")
         closure = ProposalClosure(proposal=proposal, digest=request.digest, outcome=request.outcome)
         result = await self.pool.call(
             request.applicant,
-            "close_refund_proposal",
+            ToolName.CLOSE_REFUND_PROPOSAL,
             {"closure": closure.model_dump(mode="json")},
             case_id=request.case_id,
         )
         try:
             closed = ProposalClosed.model_validate(result)
         except ValidationError as exc:
-            raise TransientError("invalid_commerce_response", "The closure answer was malformed; retrying.") from exc
+            raise TransientError(
+                WorkerErrorCode.INVALID_COMMERCE_RESPONSE, "The closure answer was malformed; retrying."
+            ) from exc
         activity.logger.info("close_refund_proposal case=%s outcome=%s", request.case_id, closed.outcome.value)
         return closed

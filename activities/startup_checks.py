@@ -13,6 +13,7 @@ from __future__ import annotations
 import ipaddress
 import os
 import socket
+from collections.abc import Iterable
 from datetime import timedelta
 from urllib.parse import urlsplit
 
@@ -21,7 +22,6 @@ from temporalio.api.operatorservice.v1 import AddSearchAttributesRequest, ListSe
 from temporalio.client import Client
 from temporalio.service import RPCError
 
-from case_client import live_poller_identities
 from contracts.credentials import PublicKeys
 from contracts.errors import ConfigurationError
 from contracts.search_attributes import ALL_KEYS, cli_type
@@ -95,8 +95,9 @@ def worker_identity(ledger_id: str | None) -> str:
     return f"{os.getpid()}@{socket.gethostname()}{LEDGER_MARK}{ledger_id}"
 
 
-async def refuse_another_ledger(client: Client, task_queue: str, ledger_id: str | None) -> None:
-    """Refuse to join a task queue whose live workers pay on another commerce ledger.
+def refuse_another_ledger(live_pollers: Iterable[str], task_queue: str, ledger_id: str | None) -> None:
+    """Refuse to join a task queue whose live workers (``live_pollers``, their identities, as
+    :func:`case_client.live_poller_identities` lists them) pay on another commerce ledger.
 
     Workers of one task queue share their cases: a case quoted by one and settled by another must
     meet the same ledger (a proposal quoted elsewhere is refused at settlement, ledger_mismatch), and
@@ -104,7 +105,7 @@ async def refuse_another_ledger(client: Client, task_queue: str, ledger_id: str 
     """
     ledgers = {
         identity.split(LEDGER_MARK, 1)[1]
-        for identity in await live_poller_identities(client, task_queue)
+        for identity in live_pollers
         if LEDGER_MARK in identity
     }
     others = sorted(ledgers - {str(ledger_id)})

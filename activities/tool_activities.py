@@ -15,9 +15,10 @@ Host-injected values (identity, tenant, language, the fixture as-of date) never 
 from __future__ import annotations
 
 import re
+from collections.abc import Awaitable, Callable
 from typing import Any
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 from temporalio import activity
 
 from activities.commerce_sessions import CommerceGateway
@@ -26,23 +27,39 @@ from contracts.case import ToolObservation, ToolRequest
 from contracts.commerce import FIXTURE_AS_OF, Order
 from contracts.errors import (
     AuthorizationError,
+    CommerceErrorCode,
     ConfigurationError,
     ContractError,
     SupportError,
     TransientError,
+    WorkerErrorCode,
 )
-from contracts.identity import PROFILES
+from contracts.identity import check_registered
 from contracts.knowledge import Passage
 from contracts.names import ActivityName
-from contracts.tools import INVESTIGATION_TOOLS, ToolSpec
+from contracts.tools import (
+    INVESTIGATION_TOOLS,
+    LanguagePreferenceResult,
+    PassageView,
+    RefundQuoteResult,
+    ScoredPassage,
+    SearchResult,
+    SkillResult,
+    ToolName,
+    ToolSource,
+    ToolSpec,
+)
 from knowledge.refund_quote import calculate_refund_quote, policy_page_versions
 from knowledge.skills import load_skill
 from knowledge.store import KnowledgeBase
 
-ACTIVITY_SOURCES = frozenset({"mcp", "knowledge"})
+ACTIVITY_SOURCES = frozenset({ToolSource.MCP, ToolSource.KNOWLEDGE})
 """Tools with another source (``case``: save_case_note) live in workflow state, never here."""
 
 MAX_ERROR_MESSAGE_CHARS = 300
+
+ToolHandler = Callable[[ToolRequest], Awaitable[BaseModel]]
+"""Runs one checked request of one tool and returns its typed result."""
 
 
 class ToolActivities:
@@ -50,6 +67,14 @@ class ToolActivities:
         self.pool = pool
         self.knowledge = knowledge
         self.preferences = preferences
+        self._handlers: dict[ToolName, ToolHandler] = {
+            ToolName.SEARCH_KNOWLEDGE: self._search_knowledge,
+            ToolName.READ_KNOWLEDGE: self._read_knowledge,
+            ToolName.LOAD_SKILL: self._load_skill,
+            ToolName.CALCULATE_REFUND: self._calculate_refund,
+            ToolName.GET_LANGUAGE_PREFERENCE: self._get_language_preference,
+        }
+        """The tools this worker answers itself, by name; commerce reads go to the commerce server."""
 
     @activity.defn(name=ActivityName.RUN_INVESTIGATION_TOOL)
     async def run_investigation_tool(self, request: ToolRequest) -> ToolObservation:
@@ -70,27 +95,38 @@ class ToolActivities:
         return ToolObservation(call_id=request.call_id, name=request.name, ok=True, result=result)
 
     async def dispatch(self, request: ToolRequest) -> dict[str, Any]:
-        """Run one checked request; typed refusals propagate as :class:`SupportError`."""
+        """Run one checked request; typed refusals propagate as :class:`SupportError`.
+
+        A commerce read's result is passed on as the commerce server sent it (the server checks it
+        against the tool's result model); the others are built as their typed result and sent as JSON."""
         spec = INVESTIGATION_TOOLS[request.name]
-        arguments = request.arguments
-        applicant = request.applicant
-        if spec.source == "mcp":
-            return await self.pool.call(applicant, request.name, dict(arguments), case_id=request.case_id)
-        if request.name == "search_knowledge":
-            hits = self.knowledge.search(
-                arguments["query"], tenant=applicant.tenant, language=request.language, as_of=FIXTURE_AS_OF
+        if spec.source is ToolSource.MCP:
+            return await self.pool.call(request.applicant, spec.name, dict(request.arguments), case_id=request.case_id)
+        handler = self._handlers.get(spec.name)
+        if handler is None:
+            raise AuthorizationError(
+                CommerceErrorCode.TOOL_CALL_REJECTED, f"The tool {request.name!r} is not executed here."
             )
-            return {"passages": [_passage_view(hit.passage) | {"score": round(hit.score, 4)} for hit in hits]}
-        if request.name == "read_knowledge":
-            return _passage_view(self._read_passage(request))
-        if request.name == "load_skill":
-            return {"name": arguments["name"], "body": load_skill(arguments["name"], request.language)}
-        if request.name == "calculate_refund":
-            return await self._calculate_refund(request)
-        if request.name == "get_language_preference":
-            preference = self.preferences.get(applicant.subject)
-            return {"language": preference.value if preference else None}
-        raise AuthorizationError("tool_call_rejected", f"The tool {request.name!r} is not executed here.")
+        result = await handler(request)
+        return result.model_dump(mode="json")
+
+    async def _search_knowledge(self, request: ToolRequest) -> SearchResult:
+        hits = self.knowledge.search(
+            request.arguments["query"], tenant=request.applicant.tenant, language=request.language, as_of=FIXTURE_AS_OF
+        )
+        return SearchResult(
+            passages=[ScoredPassage(**dict(PassageView.of(hit.passage)), score=round(hit.score, 4)) for hit in hits]
+        )
+
+    async def _read_knowledge(self, request: ToolRequest) -> PassageView:
+        return PassageView.of(self._read_passage(request))
+
+    async def _load_skill(self, request: ToolRequest) -> SkillResult:
+        name = request.arguments["name"]
+        return SkillResult(name=name, body=load_skill(name, request.language))
+
+    async def _get_language_preference(self, request: ToolRequest) -> LanguagePreferenceResult:
+        return LanguagePreferenceResult(language=self.preferences.get(request.applicant.subject))
 
     def _read_passage(self, request: ToolRequest) -> Passage:
         """A read by id applies the search rule too: the case's tenant, date and language only."""
@@ -99,50 +135,53 @@ class ToolActivities:
         )
         if passage.language is not request.language:
             raise AuthorizationError(
-                "passage_not_accessible", f"Only passages in the case language ({request.language}) are read."
+                WorkerErrorCode.PASSAGE_NOT_ACCESSIBLE,
+                f"Only passages in the case language ({request.language}) are read.",
             )
         return passage
 
-    async def _calculate_refund(self, request: ToolRequest) -> dict[str, Any]:
+    async def _calculate_refund(self, request: ToolRequest) -> RefundQuoteResult:
         """The order comes from the commerce server, the rule from ``refund_rules.json`` and the policy page
         versions from this worker's knowledge base, never from the model."""
         order_id = request.arguments["order_id"]
-        raw = await self.pool.call(request.applicant, "get_order", {"order_id": order_id}, case_id=request.case_id)
+        raw = await self.pool.call(
+            request.applicant, ToolName.GET_ORDER, {"order_id": order_id}, case_id=request.case_id
+        )
         try:
             order = Order.model_validate(raw)
         except ValidationError as exc:
-            raise ContractError("invalid_commerce_response", "The commerce server returned a malformed order.") from exc
+            raise ContractError(
+                WorkerErrorCode.INVALID_COMMERCE_RESPONSE, "The commerce server returned a malformed order."
+            ) from exc
         versions = policy_page_versions(self.knowledge, as_of=FIXTURE_AS_OF)
         quote = calculate_refund_quote(order, as_of=FIXTURE_AS_OF, page_versions=versions)
         passages = [
-            _passage_view(passage)
+            PassageView.of(passage)
             for page_id in quote.citations
             for passage in self.knowledge.read_page(
                 page_id, tenant=request.applicant.tenant, language=request.language, as_of=FIXTURE_AS_OF
             )
         ]
-        return {"quote": quote.model_dump(mode="json"), "passages": passages}
+        return RefundQuoteResult(quote=quote, passages=passages)
 
 
 def _check(request: ToolRequest) -> None:
     """Defensive re-validation of what the workflow already validated."""
-    if PROFILES.get(request.applicant.subject) != request.applicant:
-        raise AuthorizationError("identity_rejected", "The applicant is not a registered profile.")
+    check_registered(request.applicant)
     spec = INVESTIGATION_TOOLS.get(request.name)
     if spec is None or spec.source not in ACTIVITY_SOURCES:
-        raise AuthorizationError("tool_call_rejected", f"The tool {request.name!r} may not be executed.")
+        raise AuthorizationError(
+            CommerceErrorCode.TOOL_CALL_REJECTED, f"The tool {request.name!r} may not be executed."
+        )
     _check_arguments(spec, request.arguments)
 
 
 def _check_arguments(spec: ToolSpec, arguments: dict[str, str]) -> None:
     if set(arguments) != set(spec.params):
-        raise ContractError("tool_call_rejected", f"{spec.name} takes exactly the fields {sorted(spec.params)}.")
+        raise ContractError(
+            CommerceErrorCode.TOOL_CALL_REJECTED, f"{spec.name} takes exactly the fields {sorted(spec.params)}."
+        )
     for name, param in spec.params.items():
         value = arguments[name]
         if len(value) > param.max_length or (param.pattern and not re.fullmatch(param.pattern, value)):
-            raise ContractError("tool_call_rejected", f"{spec.name}: the field {name!r} is not valid.")
-
-
-def _passage_view(passage: Passage) -> dict[str, Any]:
-    """Every :class:`Passage` field (the workflow rebuilds its evidence from them) plus ``title``."""
-    return passage.model_dump(mode="json") | {"title": passage.page_title}
+            raise ContractError(CommerceErrorCode.TOOL_CALL_REJECTED, f"{spec.name}: the field {name!r} is not valid.")

@@ -22,7 +22,7 @@ from case_client import CaseClient
 from contracts.case import CaseStatus
 from contracts.identity import resolve_profile
 from contracts.knowledge import Language
-from temporal_dev import rehearsal_stack
+from devstack.rehearsal_stack import rehearsal_stack
 
 QUESTION = "Where is my order QH-1005? Can I still change the delivery address?"
 CASE_TIMEOUT_SECONDS = 600.0

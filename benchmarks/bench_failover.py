@@ -30,7 +30,8 @@ sys.path.insert(0, str(ROOT))
 
 from temporalio.api.enums.v1 import EventType  # noqa: E402
 
-from temporal_dev import start_dev_server  # noqa: E402
+from contracts.names import ActivityName  # noqa: E402
+from devstack.servers import start_dev_server  # noqa: E402
 from tests.credentials_support import use_test_keys  # noqa: E402
 from tests.faults.fault_support import (  # noqa: E402
     PAUSED_WORKER_SCRIPT,
@@ -45,7 +46,7 @@ from tests.faults.fault_support import (  # noqa: E402
 )
 
 PAUSES = {"model call (compose)": {"FAULT_PAUSE_IN_MODEL": "compose"}, "settlement": {"FAULT_PAUSE_BEFORE_SETTLE": "1"}}
-ACTIVITY = {"model call (compose)": "compose_answer", "settlement": "execute_refund"}
+ACTIVITY = {"model call (compose)": ActivityName.COMPOSE_ANSWER, "settlement": ActivityName.EXECUTE_REFUND}
 
 
 async def first_event_after(handle, moment: datetime) -> tuple[float, str]:

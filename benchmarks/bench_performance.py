@@ -64,7 +64,8 @@ from case_client import CaseClient, CaseHandle  # noqa: E402
 from contracts.case import CaseStatus, CaseView, Decision  # noqa: E402
 from contracts.identity import resolve_profile  # noqa: E402
 from contracts.knowledge import Language  # noqa: E402
-from temporal_dev import RehearsalStack, rehearsal_stack  # noqa: E402
+from contracts.tools import ToolName  # noqa: E402
+from devstack.rehearsal_stack import RehearsalStack, rehearsal_stack  # noqa: E402
 from tests.adversarial.provider import (  # noqa: E402
     REHEARSAL,
     Reply,
@@ -261,12 +262,12 @@ def worst_case_provider(provider: ScriptedProvider) -> None:
         if turn > 6:
             return Reply(content="I have read enough.")
         first = [
-            call("get_order", {"order_id": "QH-1001"}, "t1-0"),
-            call("calculate_refund", {"order_id": "QH-1001"}, "t1-1"),
+            call(ToolName.GET_ORDER, {"order_id": "QH-1001"}, "t1-0"),
+            call(ToolName.CALCULATE_REFUND, {"order_id": "QH-1001"}, "t1-1"),
         ]
         searches = [
             call(
-                "search_knowledge",
+                ToolName.SEARCH_KNOWLEDGE,
                 {"query": f"refund policy window delivery receipt detail {turn} {k}"},
                 f"t{turn}-{k}",
             )

@@ -28,7 +28,7 @@ from contracts.case import CaseStatus
 from contracts.identity import resolve_profile
 from contracts.knowledge import Language
 from contracts.names import REVIEW
-from temporal_dev import RehearsalStack, rehearsal_stack
+from devstack.rehearsal_stack import RehearsalStack, rehearsal_stack
 
 PAUSES = (0.0, 0.05, 0.1, 0.2, 0.33)
 

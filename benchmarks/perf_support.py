@@ -27,10 +27,10 @@ from temporalio.worker import Replayer
 
 from activities.model_settings import ModelSettings
 from case_client import CaseClient
-from case_client.trail import local_activity
+from case_history.trail import local_activity
 from contracts.payload_codec import CASE_DATA_CONVERTER
+from devstack.rehearsal_stack import RehearsalStack
 from keystore import public_keys_location
-from temporal_dev import RehearsalStack
 from tests.payloads.history_payloads import decoded_history, payloads_in
 from worker import support_worker
 from workflows.sandbox import workflow_runner

@@ -2,7 +2,8 @@
 
 :class:`CaseClient` connects through Temporal's environment configuration and starts, opens and
 lists cases; :class:`CaseHandle` reads, waits for and reviews one. Everything here talks to Temporal
-only; what a person sees is rendered by :mod:`case_client.render`, which only the command line imports.
+only: what a person sees is rendered by :mod:`cli.render`, and a fetched history is read by
+:mod:`case_history`.
 """
 
 from case_client._client import ApplicantIssuer, CaseClient, CaseHandle, CaseSummary

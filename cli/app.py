@@ -1,8 +1,9 @@
 """The command line's shared parts: the typer application, its global options and their settings.
 
-``starter.py`` is the entry point; the commands live in :mod:`cli.local_commands` (no Temporal needed),
-``starter.py`` (cases on Temporal), :mod:`cli.review_commands` (a reviewer's signed decisions) and
-:mod:`cli.verify_command` (the chain of proof, offline).
+``starter.py`` is the entry point (:func:`cli.main.run`); the commands live in :mod:`cli.local_commands`
+(no Temporal needed), :mod:`cli.case_commands` (cases on Temporal), :mod:`cli.review_commands` (a
+reviewer's signed decisions), :mod:`cli.verify_command` (the chain of proof, offline) and
+:mod:`cli.audit_command` (the case from its history alone).
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """``starter.py audit CASE [--json] [--history FILE]``: the whole case as its workflow history tells it
-(:mod:`case_client.audit`), for an auditor with no worker, no commerce database and no keys.
+(:mod:`case_history.audit`), for an auditor with no worker, no commerce database and no keys.
 Registered on :data:`cli.app.app` when imported.
 
 The history is fetched from Temporal (the latest run of the case; the same access rule as ``verify``)
@@ -18,12 +18,12 @@ from typing import Annotated
 import typer
 
 from case_client import CASE_NOT_ACCESSIBLE, TemporalTarget, workflow_id
-from case_client.audit import CaseAudit, audit_from_history
-from case_client.audit_json import audit_json
-from case_client.audit_render import audit_lines
-from case_client.exit_codes import ExitCode
-from case_client.trail import history_from_file
+from case_history.audit import CaseAudit, audit_from_history
+from case_history.trail import history_from_file
 from cli.app import app, settings_of
+from cli.audit_json import audit_json
+from cli.audit_render import audit_lines
+from cli.exit_codes import ExitCode
 from cli.verify_command import fetch_history, may_verify
 from contracts.errors import AuthorizationError, ContractError
 from contracts.names import case_id_of

@@ -8,15 +8,14 @@ from typing import Annotated
 
 import typer
 
-from case_client.render import console, grid, mcp_table, quote_table
 from cli.app import app, eval_app, settings_of
+from cli.render import console, grid, mcp_table, quote_table
 
 
 @app.command()
 def init(ctx: typer.Context) -> None:
     """Create the commerce database, missing fixture rows and missing demo keys (never resets anything)."""
-    from commerce_server.db import database_url, make_engine
-    from commerce_server.seed import seed_fixture
+    from commerce_server import database_url, make_engine, seed_fixture
     from keystore import create_demo_keys, keys_dir
 
     settings = settings_of(ctx)
@@ -29,7 +28,7 @@ def init(ctx: typer.Context) -> None:
 @app.command("mcp-tools")
 def mcp_tools(ctx: typer.Context) -> None:
     """List the commerce MCP server's tools and resources, over a real stdio session."""
-    from activities.commerce_client import open_stdio_client
+    from activities import open_stdio_client
 
     settings = settings_of(ctx)
 
@@ -45,8 +44,9 @@ def mcp_tools(ctx: typer.Context) -> None:
 @app.command()
 def quote(ctx: typer.Context, order_id: Annotated[str, typer.Argument(help="Order id, e.g. QH-1001.")]) -> None:
     """Quote the automatic refund for one of your orders: order read through MCP, rule applied here."""
-    from activities.commerce_client import open_stdio_client
+    from activities import open_stdio_client
     from contracts.commerce import Order
+    from contracts.tools import ToolName
     from knowledge.refund_quote import calculate_refund_quote, policy_page_versions
     from knowledge.store import default_knowledge_base
 
@@ -54,7 +54,7 @@ def quote(ctx: typer.Context, order_id: Annotated[str, typer.Argument(help="Orde
 
     async def run() -> None:
         async with open_stdio_client(settings.identity.subject, settings.state_dir) as client:
-            order = Order.model_validate(await client.call("get_order", {"order_id": order_id}))
+            order = Order.model_validate(await client.call(ToolName.GET_ORDER, {"order_id": order_id}))
         versions = policy_page_versions(default_knowledge_base())
         console.print(quote_table(calculate_refund_quote(order, page_versions=versions)))
 
@@ -69,13 +69,15 @@ def create_ticket(
     key: Annotated[str, typer.Option("--key", help="Idempotency key: the same key returns the same ticket.")],
 ) -> None:
     """Open a support ticket on one of your orders (idempotent by --key)."""
-    from activities.commerce_client import open_stdio_client
+    from activities import open_stdio_client
+    from contracts.tools import ToolName
 
     settings = settings_of(ctx)
 
     async def run() -> None:
         async with open_stdio_client(settings.identity.subject, settings.state_dir) as client:
-            ticket = await client.call("create_ticket", {"order_id": order_id, "text": text, "idempotency_key": key})
+            arguments = {"order_id": order_id, "text": text, "idempotency_key": key}
+            ticket = await client.call(ToolName.CREATE_TICKET, arguments)
         console.print(f"ticket {ticket['ticket_id']} on {ticket['order_id']} (key {ticket['idempotency_key']})")
 
     asyncio.run(run())

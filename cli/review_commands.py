@@ -17,8 +17,9 @@ from typing import Annotated
 import typer
 
 from case_client import CaseClient, TemporalTarget, workflow_id
-from case_client.exit_codes import exit_code_for
-from case_client.render import (
+from cli.app import WAIT_SECONDS, app, settings_of
+from cli.exit_codes import exit_code_for
+from cli.render import (
     console,
     print_case_card,
     settle_with_progress,
@@ -26,7 +27,6 @@ from case_client.render import (
     signed_review_forms,
     worker_command,
 )
-from cli.app import WAIT_SECONDS, app, settings_of
 from contracts.case import CaseStatus, CaseView, Decision
 from contracts.credentials import APPROVAL_TOKEN_TTL
 from contracts.errors import AuthorizationError, BusinessError, ContractError

@@ -1,5 +1,5 @@
 """``starter.py verify CASE [--history FILE ...]``: the case's chain of proof, checked from its workflow
-history and the public keys only (:mod:`case_client.verify`). Registered on :data:`cli.app.app` when imported.
+history and the public keys only (:mod:`case_history.verify`). Registered on :data:`cli.app.app` when imported.
 
 The history is fetched from Temporal: the latest run of the case and, run by run, every run it was
 continued from (the run ids Temporal recorded), plus the start of every other run of the same workflow
@@ -20,11 +20,11 @@ from temporalio.client import Client, WorkflowHistory
 from temporalio.service import RPCError, RPCStatusCode
 
 from case_client import CASE_NOT_ACCESSIBLE, CaseClient, TemporalTarget, workflow_id
-from case_client.exit_codes import ExitCode
-from case_client.render import chain_lines, errors
-from case_client.trail import MAX_CHAIN_RUNS, CaseTrail, history_from_file, run_chain, trail_from_history
-from case_client.verify import ChainReport, OtherStart, verify_chain
+from case_history.trail import MAX_CHAIN_RUNS, CaseTrail, history_from_file, run_chain, trail_from_history
+from case_history.verify import ChainReport, OtherStart, verify_chain
 from cli.app import app, settings_of
+from cli.exit_codes import ExitCode
+from cli.render import chain_lines, errors
 from contracts.errors import AuthorizationError, TransientError
 from contracts.identity import Identity, Role
 from contracts.names import case_id_of

@@ -13,7 +13,7 @@ import logging
 from mcp.server.auth.provider import AccessToken, TokenVerifier
 
 from commerce_server.tokens import verify_token
-from contracts.errors import AuthorizationError
+from contracts.errors import AuthorizationError, CommerceErrorCode
 from contracts.identity import PROFILES, Identity
 
 __all__ = [
@@ -32,7 +32,7 @@ def case_of_access_token(access_token: AccessToken) -> str | None:
 def identity_from_access_token(access_token: AccessToken) -> Identity:
     """The identity a verified request acts for (the verifier put the subject there)."""
     if access_token.subject is None or access_token.subject not in PROFILES:
-        raise AuthorizationError("token_rejected", "The request carries no known identity.")
+        raise AuthorizationError(CommerceErrorCode.TOKEN_REJECTED, "The request carries no known identity.")
     return PROFILES[access_token.subject]
 
 

@@ -18,7 +18,7 @@ from sqlmodel import Session
 
 from commerce_server.db import CaseDecisionRow
 from contracts.commerce import ProposalClosed, ProposalClosure, ProposalOutcome
-from contracts.errors import error_from_code
+from contracts.errors import CommerceErrorCode, error_from_code
 from contracts.identity import Identity
 
 PAID = "paid"
@@ -33,10 +33,11 @@ def refuse_if_decided(session: Session, case_id: str, *, approval_id: str) -> No
     when = decided.decided_at.isoformat(timespec="seconds")
     if decided.outcome == PAID:
         raise error_from_code(
-            "case_already_paid", f"Case {case_id} was already paid at {when}; a case is paid once, on one proposal."
+            CommerceErrorCode.CASE_ALREADY_PAID,
+            f"Case {case_id} was already paid at {when}; a case is paid once, on one proposal.",
         )
     raise error_from_code(
-        "case_closed_unpaid",
+        CommerceErrorCode.CASE_CLOSED_UNPAID,
         f"Case {case_id}'s proposal was closed as {decided.outcome} at {when}; no approval of it is paid.",
     )
 
@@ -58,9 +59,9 @@ def close_proposal(session: Session, identity: Identity, closure: ProposalClosur
     """Record that the case's proposal was rejected or expired (idempotent: the first closure stays)."""
     proposal = closure.proposal
     if closure.digest != proposal.digest():
-        raise error_from_code("invalid_argument", "The digest does not match the proposal.")
+        raise error_from_code(CommerceErrorCode.INVALID_ARGUMENT, "The digest does not match the proposal.")
     if (proposal.applicant, proposal.tenant) != (identity.subject, identity.tenant):
-        raise error_from_code("approval_invalid", "The proposal was made for another customer.")
+        raise error_from_code(CommerceErrorCode.APPROVAL_INVALID, "The proposal was made for another customer.")
     existing = session.get(CaseDecisionRow, proposal.case_id)
     if existing is None:
         row = CaseDecisionRow(
@@ -80,9 +81,11 @@ def close_proposal(session: Session, identity: Identity, closure: ProposalClosur
             existing = session.get(CaseDecisionRow, proposal.case_id)
             assert existing is not None
     if (existing.tenant, existing.customer) != (identity.tenant, identity.subject):
-        raise error_from_code("approval_invalid", "This case belongs to another customer.")
+        raise error_from_code(CommerceErrorCode.APPROVAL_INVALID, "This case belongs to another customer.")
     if existing.outcome == PAID:
-        raise error_from_code("case_already_paid", f"Case {proposal.case_id} was already paid; it cannot be closed.")
+        raise error_from_code(
+            CommerceErrorCode.CASE_ALREADY_PAID, f"Case {proposal.case_id} was already paid; it cannot be closed."
+        )
     return _closed(existing)
 
 

@@ -20,12 +20,12 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from commerce_server.tokens import PUBLIC_KEYS_ENV, SIGNING_KEY_ENV
 from contracts.credentials import COMMERCE_KID, PublicKeys
-from contracts.errors import ConfigurationError, SupportError
+from contracts.errors import CommerceErrorCode, ConfigurationError, SupportError
 from keystore import load_private_key, load_public_keys, private_key_path, public_keys_location
 
 _T = TypeVar("_T")
 
-KEYS_UNAVAILABLE = "commerce_keys_unavailable"
+KEYS_UNAVAILABLE = CommerceErrorCode.COMMERCE_KEYS_UNAVAILABLE
 """The one code a refund gets when the server cannot read its keys (a configuration error)."""
 
 

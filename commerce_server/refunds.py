@@ -37,7 +37,7 @@ from contracts.credentials import (
     verify_applicant_of_case,
     verify_approval_token,
 )
-from contracts.errors import AuthorizationError, error_from_code
+from contracts.errors import AuthorizationError, CommerceErrorCode, error_from_code
 from contracts.identity import Identity
 from knowledge.refund_quote import calculate_refund_quote, policy_page_versions
 from knowledge.store import KnowledgeBase, default_knowledge_base
@@ -106,27 +106,31 @@ class RefundSettlement:
         server's own public keys); a missing or forged token is refused."""
         if not approval.approval_token:
             raise error_from_code(
-                "approval_signature_required",
+                CommerceErrorCode.APPROVAL_SIGNATURE_REQUIRED,
                 "A refund is paid only on a reviewer's signed approval token; this approval carries none.",
             )
         try:
             return verify_approval_token(approval.approval_token, self._keys.public_keys())
         except AuthorizationError as refused:
-            raise error_from_code("approval_signature_invalid", f"{refused.code}: {refused.message}") from None
+            raise error_from_code(
+                CommerceErrorCode.APPROVAL_SIGNATURE_INVALID, f"{refused.code}: {refused.message}"
+            ) from None
 
     def _replay(self, recorded: RefundRow, approval: RefundApproval, claims: ApprovalClaims) -> RefundReceipt:
         if (recorded.tenant, recorded.customer) != (self._identity.tenant, self._identity.subject):
-            raise error_from_code("approval_invalid", "This approval does not belong to this customer.")
+            raise error_from_code(CommerceErrorCode.APPROVAL_INVALID, "This approval does not belong to this customer.")
         if recorded.digest != approval.digest:
             raise error_from_code(
-                "idempotency_conflict", "This approval id was already executed for a different proposal."
+                CommerceErrorCode.IDEMPOTENCY_CONFLICT,
+                "This approval id was already executed for a different proposal.",
             )
         use = self._session.exec(
             select(ApprovalUseRow).where(ApprovalUseRow.approval_id == recorded.approval_id)
         ).first()
         if use is not None and use.jti != claims.jti:
             raise error_from_code(
-                "idempotency_conflict", "This approval id was already executed on another approval token."
+                CommerceErrorCode.IDEMPOTENCY_CONFLICT,
+                "This approval id was already executed on another approval token.",
             )
         return signed_receipt(recorded, use, self._keys.signing_key())
 
@@ -138,7 +142,8 @@ class RefundSettlement:
             return None
         if use.approval_id != approval.approval_id:
             raise error_from_code(
-                "approval_reused", "This approval token was already consumed by another refund; it pays once."
+                CommerceErrorCode.APPROVAL_REUSED,
+                "This approval token was already consumed by another refund; it pays once.",
             )
         return self._session.get(RefundRow, use.approval_id)
 
@@ -148,16 +153,21 @@ class RefundSettlement:
         expired, within the settle window."""
         proposal = approval.proposal
         if approval.digest != proposal.digest():
-            raise error_from_code("approval_invalid", "The approval digest does not match the proposal.")
+            raise error_from_code(
+                CommerceErrorCode.APPROVAL_INVALID, "The approval digest does not match the proposal."
+            )
         if (proposal.applicant, proposal.tenant) != (self._identity.subject, self._identity.tenant):
-            raise error_from_code("approval_invalid", "The proposal was made for another customer.")
+            raise error_from_code(CommerceErrorCode.APPROVAL_INVALID, "The proposal was made for another customer.")
         self._check_applicant(approval)
         if approval.reviewer != claims.sub:
             raise error_from_code(
-                "approval_invalid", "reviewer_mismatch: The approval names another reviewer than the one who signed."
+                CommerceErrorCode.APPROVAL_INVALID,
+                "reviewer_mismatch: The approval names another reviewer than the one who signed.",
             )
         if claims.decision != "approve":
-            raise error_from_code("approval_invalid", "not_an_approval: The reviewer's signed decision is a rejection.")
+            raise error_from_code(
+                CommerceErrorCode.APPROVAL_INVALID, "not_an_approval: The reviewer's signed decision is a rejection."
+            )
         try:
             check_approval(
                 claims,
@@ -169,7 +179,7 @@ class RefundSettlement:
                 settle_window=SETTLE_WINDOW,
             )
         except AuthorizationError as refused:
-            code = "approval_expired" if refused.code in LATE else "approval_invalid"
+            code = CommerceErrorCode.APPROVAL_EXPIRED if refused.code in LATE else CommerceErrorCode.APPROVAL_INVALID
             raise error_from_code(code, f"{refused.code}: {refused.message}") from None
 
     def _check_applicant(self, approval: RefundApproval) -> None:
@@ -177,7 +187,7 @@ class RefundSettlement:
         that skipped the applicant check (a hand-made start) never reaches a payment."""
         if not approval.applicant_token:
             raise error_from_code(
-                "applicant_unverified",
+                CommerceErrorCode.APPLICANT_UNVERIFIED,
                 "A refund is paid only for a case an issuer-signed applicant token stands behind; none was sent.",
             )
         try:
@@ -185,15 +195,17 @@ class RefundSettlement:
                 approval.applicant_token, self._keys.public_keys(), case_id=approval.proposal.case_id
             )
         except AuthorizationError as refused:
-            raise error_from_code("applicant_unverified", f"{refused.code}: {refused.message}") from None
+            raise error_from_code(
+                CommerceErrorCode.APPLICANT_UNVERIFIED, f"{refused.code}: {refused.message}"
+            ) from None
         if applicant != self._identity:
-            raise error_from_code("applicant_unverified", "The applicant token names another customer.")
+            raise error_from_code(CommerceErrorCode.APPLICANT_UNVERIFIED, "The applicant token names another customer.")
 
     def _check_ledger(self, approval: RefundApproval) -> None:
         """The proposal must have been quoted on this very database, never on another one."""
         if approval.proposal.ledger_id != self._ledger_id():
             raise error_from_code(
-                "ledger_mismatch",
+                CommerceErrorCode.LEDGER_MISMATCH,
                 "This proposal was quoted on another commerce ledger (or on none); it cannot be paid here.",
             )
 
@@ -289,4 +301,6 @@ class RefundSettlement:
         if recorded is not None:
             return self._replay(recorded, approval, claims)
         refuse_if_decided(self._session, approval.proposal.case_id, approval_id=approval.approval_id)
-        raise error_from_code("quote_changed", "The order or the refund rule changed since approval; quote again.")
+        raise error_from_code(
+            CommerceErrorCode.QUOTE_CHANGED, "The order or the refund rule changed since approval; quote again."
+        )

@@ -30,7 +30,7 @@ from commerce_server.auth import CommerceTokenVerifier, case_of_access_token, id
 from commerce_server.db import read_ledger_id
 from commerce_server.keys import CommerceKeys
 from commerce_server.service import MAX_TICKET_TEXT, CommerceService
-from commerce_server.tokens import SCOPE_ORDERS_READ, TOOL_SCOPES
+from commerce_server.tokens import TOOL_SCOPES
 from contracts.commerce import (
     FIXTURE_AS_OF,
     SCOPE_RESOURCE_URI,
@@ -45,8 +45,9 @@ from contracts.commerce import (
     Shipment,
     Ticket,
 )
-from contracts.errors import AuthorizationError, SupportError, error_from_code
+from contracts.errors import AuthorizationError, CommerceErrorCode, SupportError, error_from_code
 from contracts.identity import Identity
+from contracts.tools import COMMERCE_TOOLS, ToolName
 from knowledge.store import KnowledgeBase
 
 logger = logging.getLogger(__name__)
@@ -62,8 +63,8 @@ SCOPE_DOCUMENT: dict[str, Any] = {
     "as_of": FIXTURE_AS_OF.isoformat(),
     "currency": "CNY, integer cents",
     "tools": {
-        "read": [name for name, scope in TOOL_SCOPES.items() if scope == SCOPE_ORDERS_READ],
-        "write": [name for name, scope in TOOL_SCOPES.items() if scope != SCOPE_ORDERS_READ],
+        "read": [name for name, spec in COMMERCE_TOOLS.items() if spec.read_only],
+        "write": [name for name, spec in COMMERCE_TOOLS.items() if not spec.read_only],
     },
     "scopes": TOOL_SCOPES,
     "identity": (
@@ -101,6 +102,11 @@ READ = ToolAnnotations(read_only_hint=True, idempotent_hint=True, open_world_hin
 WRITE = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=True, open_world_hint=False)
 
 
+def _annotations(tool: ToolName) -> ToolAnnotations:
+    """The MCP hints of a tool: a read or an (idempotent) write, as the tool catalogue says."""
+    return READ if COMMERCE_TOOLS[tool].read_only else WRITE
+
+
 def tool_result(value: BaseModel) -> CallToolResult:
     """A successful result, built as the SDK builds one from a returned model: the model as indented
     JSON text, and as structured content (checked by the SDK against the tool's output schema)."""
@@ -126,9 +132,9 @@ def token_identity(scope: str) -> Identity:
     """HTTP: the identity of the current request's verified token, if it grants ``scope``."""
     access_token = get_access_token()
     if access_token is None:
-        raise AuthorizationError("token_rejected", "This request carries no verified token.")
+        raise AuthorizationError(CommerceErrorCode.TOKEN_REJECTED, "This request carries no verified token.")
     if scope not in access_token.scopes:
-        raise error_from_code("scope_missing", f"The token does not grant the {scope} scope.")
+        raise error_from_code(CommerceErrorCode.SCOPE_MISSING, f"The token does not grant the {scope} scope.")
     return identity_from_access_token(access_token)
 
 
@@ -155,7 +161,7 @@ class _Dispatcher:
             self._ledger = read_ledger_id(self._engine)
         return self._ledger
 
-    async def run(self, tool: str, operation: Callable[[CommerceService], BaseModel]) -> CallToolResult:
+    async def run(self, tool: ToolName, operation: Callable[[CommerceService], BaseModel]) -> CallToolResult:
         try:
             identity = self._resolve_identity(TOOL_SCOPES[tool])
             service = CommerceService(
@@ -168,7 +174,7 @@ class _Dispatcher:
             return tool_error(error.code, error.message)
         except Exception:
             logger.exception("%s failed unexpectedly", tool)
-            return tool_error("internal_error", "The commerce server could not complete this request.")
+            return tool_error(CommerceErrorCode.INTERNAL_ERROR, "The commerce server could not complete this request.")
         return tool_result(result)
 
 
@@ -199,37 +205,37 @@ def build_server(
     )
     dispatch = _Dispatcher(engine, resolve_identity, knowledge, keys or CommerceKeys.from_environment())
 
-    @mcp.tool(annotations=READ)
+    @mcp.tool(name=ToolName.LIST_ORDERS, annotations=_annotations(ToolName.LIST_ORDERS))
     async def list_orders() -> Annotated[CallToolResult, OrderList]:
         """List the signed-in customer's own orders (summaries, sorted by order id)."""
-        return await dispatch.run("list_orders", lambda service: service.list_orders())
+        return await dispatch.run(ToolName.LIST_ORDERS, lambda service: service.list_orders())
 
-    @mcp.tool(annotations=READ)
+    @mcp.tool(name=ToolName.GET_ORDER, annotations=_annotations(ToolName.GET_ORDER))
     async def get_order(order_id: OrderId) -> Annotated[CallToolResult, Order]:
         """Read one of the customer's orders: status, amounts in cents, delivery date, version."""
-        return await dispatch.run("get_order", lambda service: service.get_order(order_id))
+        return await dispatch.run(ToolName.GET_ORDER, lambda service: service.get_order(order_id))
 
-    @mcp.tool(annotations=READ)
+    @mcp.tool(name=ToolName.GET_SHIPMENT, annotations=_annotations(ToolName.GET_SHIPMENT))
     async def get_shipment(order_id: OrderId) -> Annotated[CallToolResult, Shipment]:
         """Read the shipment of one of the customer's orders: carrier, tracking number, events."""
-        return await dispatch.run("get_shipment", lambda service: service.get_shipment(order_id))
+        return await dispatch.run(ToolName.GET_SHIPMENT, lambda service: service.get_shipment(order_id))
 
-    @mcp.tool(annotations=READ)
+    @mcp.tool(name=ToolName.GET_INVOICE, annotations=_annotations(ToolName.GET_INVOICE))
     async def get_invoice(order_id: OrderId) -> Annotated[CallToolResult, Invoice]:
         """Read the invoice of one of the customer's orders (total = paid items + freight)."""
-        return await dispatch.run("get_invoice", lambda service: service.get_invoice(order_id))
+        return await dispatch.run(ToolName.GET_INVOICE, lambda service: service.get_invoice(order_id))
 
-    @mcp.tool(annotations=READ)
+    @mcp.tool(name=ToolName.GET_PRODUCT, annotations=_annotations(ToolName.GET_PRODUCT))
     async def get_product(sku: Sku) -> Annotated[CallToolResult, Product]:
         """Read a catalogue product: names, category and warranty months."""
-        return await dispatch.run("get_product", lambda service: service.get_product(sku))
+        return await dispatch.run(ToolName.GET_PRODUCT, lambda service: service.get_product(sku))
 
-    @mcp.tool(annotations=READ)
+    @mcp.tool(name=ToolName.GET_TICKET, annotations=_annotations(ToolName.GET_TICKET))
     async def get_ticket(ticket_id: TicketId) -> Annotated[CallToolResult, Ticket]:
         """Read one of the customer's support tickets."""
-        return await dispatch.run("get_ticket", lambda service: service.get_ticket(ticket_id))
+        return await dispatch.run(ToolName.GET_TICKET, lambda service: service.get_ticket(ticket_id))
 
-    @mcp.tool(annotations=WRITE)
+    @mcp.tool(name=ToolName.CREATE_TICKET, annotations=_annotations(ToolName.CREATE_TICKET))
     async def create_ticket(
         order_id: OrderId,
         text: TicketText,
@@ -237,24 +243,26 @@ def build_server(
     ) -> Annotated[CallToolResult, Ticket]:
         """Open a support ticket on one of the customer's orders, at most once per idempotency key."""
         return await dispatch.run(
-            "create_ticket", lambda service: service.create_ticket(order_id, text, idempotency_key)
+            ToolName.CREATE_TICKET, lambda service: service.create_ticket(order_id, text, idempotency_key)
         )
 
-    @mcp.tool(annotations=WRITE)
+    @mcp.tool(name=ToolName.EXECUTE_REFUND, annotations=_annotations(ToolName.EXECUTE_REFUND))
     async def execute_refund(approval: RefundApproval) -> Annotated[CallToolResult, RefundReceipt]:
         """Pay a human-approved refund proposal (simulated), exactly once per approval id."""
         access_token = get_access_token()
         if access_token is not None and case_of_access_token(access_token) != approval.proposal.case_id:
-            return tool_error("approval_invalid", "The bearer token was issued for another case.")
-        return await dispatch.run("execute_refund", lambda service: service.execute_refund(approval))
+            return tool_error(CommerceErrorCode.APPROVAL_INVALID, "The bearer token was issued for another case.")
+        return await dispatch.run(ToolName.EXECUTE_REFUND, lambda service: service.execute_refund(approval))
 
-    @mcp.tool(annotations=WRITE)
+    @mcp.tool(name=ToolName.CLOSE_REFUND_PROPOSAL, annotations=_annotations(ToolName.CLOSE_REFUND_PROPOSAL))
     async def close_refund_proposal(closure: ProposalClosure) -> Annotated[CallToolResult, ProposalClosed]:
         """Record that a case's refund proposal was rejected or expired: no approval of the case is paid after."""
         access_token = get_access_token()
         if access_token is not None and case_of_access_token(access_token) != closure.proposal.case_id:
-            return tool_error("approval_invalid", "The bearer token was issued for another case.")
-        return await dispatch.run("close_refund_proposal", lambda service: service.close_refund_proposal(closure))
+            return tool_error(CommerceErrorCode.APPROVAL_INVALID, "The bearer token was issued for another case.")
+        return await dispatch.run(
+            ToolName.CLOSE_REFUND_PROPOSAL, lambda service: service.close_refund_proposal(closure)
+        )
 
     @mcp.resource(
         SCOPE_RESOURCE_URI,

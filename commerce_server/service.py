@@ -49,7 +49,7 @@ from contracts.commerce import (
     Ticket,
     canonical_digest,
 )
-from contracts.errors import SupportError, TransientError, error_from_code
+from contracts.errors import CommerceErrorCode, SupportError, TransientError, error_from_code
 from contracts.identity import Identity
 from knowledge.store import KnowledgeBase
 
@@ -60,10 +60,10 @@ IDEMPOTENCY_KEY = re.compile(r"^[A-Za-z0-9._:-]{1,128}$")
 MAX_TICKET_TEXT = 1500
 
 _NOT_ACCESSIBLE = {
-    "order": ("order_not_accessible", "No such order is available to this customer."),
-    "shipment": ("shipment_not_accessible", "No such shipment is available to this customer."),
-    "invoice": ("invoice_not_accessible", "No such invoice is available to this customer."),
-    "ticket": ("ticket_not_accessible", "No such ticket is available to this customer."),
+    "order": (CommerceErrorCode.ORDER_NOT_ACCESSIBLE, "No such order is available to this customer."),
+    "shipment": (CommerceErrorCode.SHIPMENT_NOT_ACCESSIBLE, "No such shipment is available to this customer."),
+    "invoice": (CommerceErrorCode.INVOICE_NOT_ACCESSIBLE, "No such invoice is available to this customer."),
+    "ticket": (CommerceErrorCode.TICKET_NOT_ACCESSIBLE, "No such ticket is available to this customer."),
 }
 
 
@@ -79,7 +79,7 @@ def ticket_id_for(identity: Identity, idempotency_key: str) -> str:
 
 
 def _invalid(message: str) -> SupportError:
-    return error_from_code("invalid_argument", message)
+    return error_from_code(CommerceErrorCode.INVALID_ARGUMENT, message)
 
 
 def _require(pattern: re.Pattern[str], value: str, message: str) -> None:
@@ -121,7 +121,9 @@ class CommerceService:
             with self._session() as session:
                 row = session.get(LedgerRow, LEDGER_ROW)
             if row is None:
-                raise TransientError("database_unavailable", "The commerce database has no ledger id; run init.")
+                raise TransientError(
+                    CommerceErrorCode.DATABASE_UNAVAILABLE, "The commerce database has no ledger id; run init."
+                )
             self._ledger = row.ledger_id
         return self._ledger
 
@@ -188,7 +190,7 @@ class CommerceService:
         with self._session() as session:
             product = session.get(ProductRow, sku)
         if product is None:
-            raise error_from_code("product_not_found", "No product with this SKU exists.")
+            raise error_from_code(CommerceErrorCode.PRODUCT_NOT_FOUND, "No product with this SKU exists.")
         return Product.model_validate(product.model_dump())
 
     def get_ticket(self, ticket_id: str) -> Ticket:
@@ -272,7 +274,9 @@ class CommerceService:
             with Session(self._engine, expire_on_commit=False) as session:
                 yield session
         except OperationalError as exc:
-            raise TransientError("database_unavailable", "The commerce database is unavailable; try again.") from exc
+            raise TransientError(
+                CommerceErrorCode.DATABASE_UNAVAILABLE, "The commerce database is unavailable; try again."
+            ) from exc
 
     def _owned_by_identity(self) -> tuple[ColumnElement[bool], ...]:
         return (
@@ -310,7 +314,9 @@ class CommerceService:
 
 def _same_ticket(existing: TicketRow, content_digest: str) -> Ticket:
     if existing.content_digest != content_digest:
-        raise error_from_code("idempotency_conflict", "This idempotency key was already used for a different ticket.")
+        raise error_from_code(
+            CommerceErrorCode.IDEMPOTENCY_CONFLICT, "This idempotency key was already used for a different ticket."
+        )
     return _ticket(existing)
 
 

@@ -19,8 +19,9 @@ from collections.abc import Iterable, Mapping
 import jwt
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from contracts.errors import AuthorizationError, ConfigurationError
+from contracts.errors import AuthorizationError, CommerceErrorCode, ConfigurationError
 from contracts.identity import PROFILES, Identity
+from contracts.tools import COMMERCE_TOOLS, Scope
 
 __all__ = [
     "ALGORITHM",
@@ -67,23 +68,13 @@ DEFAULT_TTL_SECONDS = 300
 MAX_TTL_SECONDS = 600
 """Tokens minted for longer than this are refused whatever their expiry: they must be short-lived."""
 
-SCOPE_ORDERS_READ = "orders:read"
-SCOPE_TICKETS_WRITE = "tickets:write"
-SCOPE_REFUND_EXECUTE = "refund:execute"
-ALL_SCOPES = (SCOPE_ORDERS_READ, SCOPE_TICKETS_WRITE, SCOPE_REFUND_EXECUTE)
+SCOPE_ORDERS_READ = Scope.ORDERS_READ
+SCOPE_TICKETS_WRITE = Scope.TICKETS_WRITE
+SCOPE_REFUND_EXECUTE = Scope.REFUND_EXECUTE
+ALL_SCOPES = tuple(Scope)
 
-TOOL_SCOPES: dict[str, str] = {
-    "list_orders": SCOPE_ORDERS_READ,
-    "get_order": SCOPE_ORDERS_READ,
-    "get_shipment": SCOPE_ORDERS_READ,
-    "get_invoice": SCOPE_ORDERS_READ,
-    "get_product": SCOPE_ORDERS_READ,
-    "get_ticket": SCOPE_ORDERS_READ,
-    "create_ticket": SCOPE_TICKETS_WRITE,
-    "execute_refund": SCOPE_REFUND_EXECUTE,
-    "close_refund_proposal": SCOPE_REFUND_EXECUTE,
-}
-"""The one scope each tool needs on a bearer token."""
+TOOL_SCOPES: dict[str, str] = {name: spec.scope for name, spec in COMMERCE_TOOLS.items() if spec.scope is not None}
+"""The one scope each commerce tool needs on a bearer token (from the tool catalogue)."""
 
 
 class TokenClaims(BaseModel):
@@ -153,10 +144,12 @@ def verify_token(token: str, *, secret: str) -> TokenClaims:
         claims = TokenClaims.model_validate(decoded)
     except (jwt.PyJWTError, ValidationError) as exc:
         reason = f"The bearer token was rejected ({type(exc).__name__})."
-        raise AuthorizationError("token_rejected", reason) from exc
+        raise AuthorizationError(CommerceErrorCode.TOKEN_REJECTED, reason) from exc
     if claims.exp - claims.iat > MAX_TTL_SECONDS:
-        raise AuthorizationError("token_rejected", "The bearer token is valid for longer than this server accepts.")
+        raise AuthorizationError(
+            CommerceErrorCode.TOKEN_REJECTED, "The bearer token is valid for longer than this server accepts."
+        )
     profile = PROFILES.get(claims.sub)
     if profile is None or profile.tenant != claims.tenant:
-        raise AuthorizationError("token_rejected", "The bearer token names an unknown identity.")
+        raise AuthorizationError(CommerceErrorCode.TOKEN_REJECTED, "The bearer token names an unknown identity.")
     return claims

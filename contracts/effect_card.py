@@ -18,7 +18,7 @@ from typing import Any, NamedTuple
 
 from pydantic import BaseModel, ConfigDict
 
-from contracts.commerce import RefundProposal, RefundQuote
+from contracts.commerce import Invoice, Order, RefundProposal, RefundQuote
 from contracts.knowledge import Passage
 
 
@@ -146,11 +146,11 @@ def eligibility_reasons(quote: RefundQuote) -> list[str]:
     return reasons
 
 
-def order_item(order: Mapping[str, Any] | None, order_id: str) -> str | None:
+def order_item(order: Order | None, order_id: str) -> str | None:
     """``SKU × quantity (category)`` of the order record read for this case, if it is the proposal's order."""
-    if not order or order.get("order_id") != order_id or "sku" not in order:
+    if order is None or order.order_id != order_id:
         return None
-    return f"{order['sku']} × {order.get('quantity', '?')} ({order.get('category', '?')})"
+    return f"{order.sku} × {order.quantity} ({order.category})"
 
 
 def effect_card(
@@ -158,9 +158,9 @@ def effect_card(
     digest: str,
     quote: RefundQuote,
     *,
-    order: Mapping[str, Any] | None,
+    order: Order | None,
     evidence: Mapping[str, Passage],
-    invoice: Mapping[str, Any] | None = None,
+    invoice: Invoice | None = None,
     decided: CardDecision | None = None,
     with_facts: bool = False,
 ) -> EffectCard:
@@ -194,18 +194,18 @@ def effect_card(
     )
 
 
-def invoice_total(invoice: Mapping[str, Any] | None, quote: RefundQuote) -> int:
+def invoice_total(invoice: Invoice | None, quote: RefundQuote) -> int:
     """The invoice's own total when the case read the invoice of the quoted order, else paid items + freight."""
-    if invoice and invoice.get("order_id") == quote.order_id and isinstance(invoice.get("total_cents"), int):
-        return int(invoice["total_cents"])
+    if invoice is not None and invoice.order_id == quote.order_id:
+        return invoice.total_cents
     return quote.paid_items_cents + quote.freight_cents
 
 
-def return_received(order: Mapping[str, Any] | None, order_id: str) -> bool | None:
+def return_received(order: Order | None, order_id: str) -> bool | None:
     """The order record's ``return_received``, if the record read is the proposal's order."""
-    if not order or order.get("order_id") != order_id or not isinstance(order.get("return_received"), bool):
+    if order is None or order.order_id != order_id:
         return None
-    return bool(order["return_received"])
+    return order.return_received
 
 
 _MARKDOWN_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+!|<>~&:.])")

@@ -75,36 +75,84 @@ ERROR_TYPES: dict[ErrorClass, type[SupportError]] = {
     ErrorClass.CONFIGURATION: ConfigurationError,
 }
 
-# Stable commerce error codes and their class. The commerce server sends the code; clients rebuild
-# the typed error from it with :func:`error_from_code`.
+
+class CommerceErrorCode(StrEnum):
+    """The stable codes of the commerce server's refusals and of the commerce client's own failures: the
+    server sends the code in a tool error, and clients rebuild the typed error from it with
+    :func:`error_from_code`."""
+
+    ORDER_NOT_ACCESSIBLE = "order_not_accessible"
+    SHIPMENT_NOT_ACCESSIBLE = "shipment_not_accessible"
+    INVOICE_NOT_ACCESSIBLE = "invoice_not_accessible"
+    TICKET_NOT_ACCESSIBLE = "ticket_not_accessible"
+    PRODUCT_NOT_FOUND = "product_not_found"
+    APPROVAL_INVALID = "approval_invalid"
+    APPROVAL_EXPIRED = "approval_expired"
+    APPROVAL_SIGNATURE_REQUIRED = "approval_signature_required"
+    APPROVAL_SIGNATURE_INVALID = "approval_signature_invalid"
+    APPROVAL_REUSED = "approval_reused"
+    APPLICANT_UNVERIFIED = "applicant_unverified"
+    COMMERCE_KEYS_UNAVAILABLE = "commerce_keys_unavailable"
+    QUOTE_CHANGED = "quote_changed"
+    REFUND_NOT_ELIGIBLE = "refund_not_eligible"
+    IDEMPOTENCY_CONFLICT = "idempotency_conflict"
+    CASE_CLOSED_UNPAID = "case_closed_unpaid"
+    CASE_ALREADY_PAID = "case_already_paid"
+    LEDGER_MISMATCH = "ledger_mismatch"
+    INVALID_ARGUMENT = "invalid_argument"
+    TOOL_CALL_REJECTED = "tool_call_rejected"
+    SCOPE_MISSING = "scope_missing"
+    TOKEN_REJECTED = "token_rejected"
+    DATABASE_UNAVAILABLE = "database_unavailable"
+    COMMERCE_UNAVAILABLE = "commerce_unavailable"
+    COMMERCE_TIMEOUT = "commerce_timeout"
+    INTERNAL_ERROR = "internal_error"
+
+
 COMMERCE_ERROR_CLASSES: dict[str, ErrorClass] = {
-    "order_not_accessible": ErrorClass.AUTHORIZATION,
-    "shipment_not_accessible": ErrorClass.AUTHORIZATION,
-    "invoice_not_accessible": ErrorClass.AUTHORIZATION,
-    "ticket_not_accessible": ErrorClass.AUTHORIZATION,
-    "product_not_found": ErrorClass.BUSINESS,
-    "approval_invalid": ErrorClass.AUTHORIZATION,
-    "approval_expired": ErrorClass.BUSINESS,
-    "approval_signature_required": ErrorClass.AUTHORIZATION,
-    "approval_signature_invalid": ErrorClass.AUTHORIZATION,
-    "approval_reused": ErrorClass.AUTHORIZATION,
-    "applicant_unverified": ErrorClass.AUTHORIZATION,
-    "commerce_keys_unavailable": ErrorClass.CONFIGURATION,
-    "quote_changed": ErrorClass.BUSINESS,
-    "refund_not_eligible": ErrorClass.BUSINESS,
-    "idempotency_conflict": ErrorClass.BUSINESS,
-    "case_closed_unpaid": ErrorClass.BUSINESS,
-    "case_already_paid": ErrorClass.BUSINESS,
-    "ledger_mismatch": ErrorClass.BUSINESS,
-    "invalid_argument": ErrorClass.CONTRACT,
-    "tool_call_rejected": ErrorClass.CONTRACT,
-    "scope_missing": ErrorClass.AUTHORIZATION,
-    "token_rejected": ErrorClass.AUTHORIZATION,
-    "database_unavailable": ErrorClass.TRANSIENT,
-    "commerce_unavailable": ErrorClass.TRANSIENT,
-    "commerce_timeout": ErrorClass.TRANSIENT,
-    "internal_error": ErrorClass.TRANSIENT,
+    CommerceErrorCode.ORDER_NOT_ACCESSIBLE: ErrorClass.AUTHORIZATION,
+    CommerceErrorCode.SHIPMENT_NOT_ACCESSIBLE: ErrorClass.AUTHORIZATION,
+    CommerceErrorCode.INVOICE_NOT_ACCESSIBLE: ErrorClass.AUTHORIZATION,
+    CommerceErrorCode.TICKET_NOT_ACCESSIBLE: ErrorClass.AUTHORIZATION,
+    CommerceErrorCode.PRODUCT_NOT_FOUND: ErrorClass.BUSINESS,
+    CommerceErrorCode.APPROVAL_INVALID: ErrorClass.AUTHORIZATION,
+    CommerceErrorCode.APPROVAL_EXPIRED: ErrorClass.BUSINESS,
+    CommerceErrorCode.APPROVAL_SIGNATURE_REQUIRED: ErrorClass.AUTHORIZATION,
+    CommerceErrorCode.APPROVAL_SIGNATURE_INVALID: ErrorClass.AUTHORIZATION,
+    CommerceErrorCode.APPROVAL_REUSED: ErrorClass.AUTHORIZATION,
+    CommerceErrorCode.APPLICANT_UNVERIFIED: ErrorClass.AUTHORIZATION,
+    CommerceErrorCode.COMMERCE_KEYS_UNAVAILABLE: ErrorClass.CONFIGURATION,
+    CommerceErrorCode.QUOTE_CHANGED: ErrorClass.BUSINESS,
+    CommerceErrorCode.REFUND_NOT_ELIGIBLE: ErrorClass.BUSINESS,
+    CommerceErrorCode.IDEMPOTENCY_CONFLICT: ErrorClass.BUSINESS,
+    CommerceErrorCode.CASE_CLOSED_UNPAID: ErrorClass.BUSINESS,
+    CommerceErrorCode.CASE_ALREADY_PAID: ErrorClass.BUSINESS,
+    CommerceErrorCode.LEDGER_MISMATCH: ErrorClass.BUSINESS,
+    CommerceErrorCode.INVALID_ARGUMENT: ErrorClass.CONTRACT,
+    CommerceErrorCode.TOOL_CALL_REJECTED: ErrorClass.CONTRACT,
+    CommerceErrorCode.SCOPE_MISSING: ErrorClass.AUTHORIZATION,
+    CommerceErrorCode.TOKEN_REJECTED: ErrorClass.AUTHORIZATION,
+    CommerceErrorCode.DATABASE_UNAVAILABLE: ErrorClass.TRANSIENT,
+    CommerceErrorCode.COMMERCE_UNAVAILABLE: ErrorClass.TRANSIENT,
+    CommerceErrorCode.COMMERCE_TIMEOUT: ErrorClass.TRANSIENT,
+    CommerceErrorCode.INTERNAL_ERROR: ErrorClass.TRANSIENT,
 }
+"""The class of each commerce code; an unknown code is a contract error."""
+
+
+class WorkerErrorCode(StrEnum):
+    """Codes the worker's tool and settlement activities raise themselves (they reach the workflow in the
+    activity's failure, or the model in a refused tool observation)."""
+
+    IDENTITY_REJECTED = "identity_rejected"
+    TOOL_NOT_ALLOWED = "tool_not_allowed"
+    PASSAGE_NOT_ACCESSIBLE = "passage_not_accessible"
+    INVALID_COMMERCE_RESPONSE = "invalid_commerce_response"
+    SETTLE_REQUEST_INVALID = "settle_request_invalid"
+    CLOSE_REQUEST_INVALID = "close_request_invalid"
+    RECEIPT_MISMATCH = "receipt_mismatch"
+    COMMERCE_TOKEN_REJECTED = "commerce_token_rejected"
+    COMMERCE_UNREACHABLE = "commerce_unreachable"
 
 
 def error_from_code(code: str, message: str) -> SupportError:
@@ -116,7 +164,7 @@ def error_from_code(code: str, message: str) -> SupportError:
 MAX_FAILURE_MESSAGE_CHARS = 300
 """A failure message crossing into Temporal is cut to this many characters (at most ~1.2 KB of UTF-8)."""
 MAX_CODE_CHARS = 80
-INTERNAL_ERROR = "internal_error"
+INTERNAL_ERROR = CommerceErrorCode.INTERNAL_ERROR
 """The code of an exception that is not a :class:`SupportError`: a bug or an unexpected library error."""
 
 

@@ -10,7 +10,7 @@ from enum import StrEnum
 
 from pydantic import BaseModel, ConfigDict
 
-from contracts.errors import AuthorizationError
+from contracts.errors import AuthorizationError, WorkerErrorCode
 
 
 class Role(StrEnum):
@@ -53,3 +53,13 @@ def reviewer_for(tenant: str) -> Identity:
         if identity.role is Role.REVIEWER and identity.tenant == tenant:
             return identity
     raise AuthorizationError("unknown_tenant", f"No reviewer profile for tenant {tenant!r}.")
+
+
+def check_registered(identity: Identity) -> str:
+    """The subject of ``identity`` if it is a registry profile exactly as the registry defines it; any other
+    identity (an unknown subject, another tenant, role or name) is refused with ``identity_rejected``.
+
+    The one check every worker-side caller of the commerce server makes before acting for an applicant."""
+    if PROFILES.get(identity.subject) != identity:
+        raise AuthorizationError(WorkerErrorCode.IDENTITY_REJECTED, "The applicant is not a registered profile.")
+    return identity.subject

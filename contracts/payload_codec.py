@@ -184,7 +184,7 @@ class CaseCompressionCodec(PayloadCodec):
 
 
 class HistoryPayloadConverter:
-    """What history readers (``case_client.trail``) decode payloads with: the case codec's decoding,
+    """What history readers (``case_history.trail``) decode payloads with: the case codec's decoding,
     then the pydantic payload converter. Synchronous: a fetched or exported history is already here."""
 
     def __init__(self) -> None:

@@ -1,17 +1,149 @@
-"""The twelve investigation tools the model may request, described once.
+"""The tool catalogue: every tool a case can call, named once, with its scope and its result model.
 
-The workflow validates every requested call against these specs before anything is scheduled; the
-model adapter turns the same specs into OpenAI function-tool schemas. Host-injected values
-(identity, tenant, language, as-of date) are never parameters here.
+The model may request the read-only tools (:data:`INVESTIGATION_TOOLS`); the workflow validates every
+requested call against these specs before anything is scheduled, and the model adapter turns the same
+specs into OpenAI function-tool schemas. The write tools (:data:`WRITE_TOOLS`) are the commerce
+server's, called only by the worker's own activities: never offered to the model, always refused if
+requested. Host-injected values (identity, tenant, language, as-of date) are never parameters here.
+
+Each spec names the bearer-token scope the commerce server requires for it (commerce tools only), and
+the pydantic model of a successful result. On the wire (activity results, carried facts) a result stays
+the JSON object the tool returned; readers parse it into the model with :meth:`ToolSpec.typed_result`.
 """
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict
+from enum import StrEnum
+from typing import Any
 
-from contracts.commerce import ORDER_ID_SCHEMA_PATTERN
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from contracts.commerce import (
+    ORDER_ID_SCHEMA_PATTERN,
+    Invoice,
+    Order,
+    OrderList,
+    Product,
+    ProposalClosed,
+    RefundQuote,
+    RefundReceipt,
+    Shipment,
+    Ticket,
+)
+from contracts.knowledge import Language, Passage
 
 MAX_ARGUMENT_CHARS = 1500
+
+
+class ToolName(StrEnum):
+    """Every tool's name, as the model, the workflow, the activities and the commerce server spell it."""
+
+    LIST_ORDERS = "list_orders"
+    GET_ORDER = "get_order"
+    GET_SHIPMENT = "get_shipment"
+    GET_INVOICE = "get_invoice"
+    GET_PRODUCT = "get_product"
+    GET_TICKET = "get_ticket"
+    SEARCH_KNOWLEDGE = "search_knowledge"
+    READ_KNOWLEDGE = "read_knowledge"
+    LOAD_SKILL = "load_skill"
+    CALCULATE_REFUND = "calculate_refund"
+    GET_LANGUAGE_PREFERENCE = "get_language_preference"
+    SAVE_CASE_NOTE = "save_case_note"
+    CREATE_TICKET = "create_ticket"
+    EXECUTE_REFUND = "execute_refund"
+    CLOSE_REFUND_PROPOSAL = "close_refund_proposal"
+
+
+class ToolSource(StrEnum):
+    """Where a call goes."""
+
+    MCP = "mcp"
+    """The commerce MCP server."""
+    KNOWLEDGE = "knowledge"
+    """This worker's knowledge base, refund rule and preferences."""
+    CASE = "case"
+    """The workflow's own state (no activity)."""
+
+
+class Scope(StrEnum):
+    """The scopes of a commerce bearer token; each commerce tool needs exactly one."""
+
+    ORDERS_READ = "orders:read"
+    TICKETS_WRITE = "tickets:write"
+    REFUND_EXECUTE = "refund:execute"
+
+
+class FactKey(StrEnum):
+    """The key under which a case's facts keep a tool's successful result (see :mod:`contracts.case_facts`)."""
+
+    ORDERS = "list_orders"
+    ORDER = "order"
+    SHIPMENT = "shipment"
+    INVOICE = "invoice"
+    PRODUCT = "product"
+    TICKET = "ticket"
+    QUOTE = "quote"
+    """The ``quote`` of a ``calculate_refund`` result (not the whole result)."""
+    LANGUAGE_PREFERENCE = "language_preference"
+
+
+# --- the results of the tools that are not the commerce server's ---------------------------------
+
+
+class PassageView(Passage):
+    """A passage as a tool returns it: every :class:`Passage` field (the workflow rebuilds its evidence
+    from them) and ``title``."""
+
+    title: str
+
+    @classmethod
+    def of(cls, passage: Passage) -> PassageView:
+        return cls(**dict(passage), title=passage.page_title)
+
+
+class ScoredPassage(PassageView):
+    """One search hit: the passage and its BM25 score (rounded to four decimals)."""
+
+    score: float
+
+
+class SearchResult(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    passages: list[ScoredPassage]
+
+
+class SkillResult(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    name: str
+    body: str
+
+
+class RefundQuoteResult(BaseModel):
+    """The exact automatic quote and the passages of the policy pages it rests on."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    quote: RefundQuote
+    passages: list[PassageView]
+
+
+class LanguagePreferenceResult(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    language: Language | None
+    """The customer's consented reply language, None when there is none."""
+
+
+class CaseNoteSaved(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    saved: bool
+
+
+# --- the specs -----------------------------------------------------------------------------------
 
 
 class ParamSpec(BaseModel):
@@ -27,11 +159,26 @@ class ParamSpec(BaseModel):
 class ToolSpec(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    name: str
+    name: ToolName
     description: str
     params: dict[str, ParamSpec]
-    source: str
-    """Where the call goes: ``mcp`` (commerce server read), ``knowledge``, or ``case`` (workflow state)."""
+    """The string fields the model fills (write tools, never offered to the model, list none here)."""
+    source: ToolSource
+    result: type[BaseModel]
+    """The model of a successful result."""
+    scope: Scope | None = None
+    """The scope a commerce bearer token must grant for this tool (commerce tools only)."""
+    read_only: bool = True
+    """A read: the model may request it. Writes are the worker's own calls, never the model's."""
+    fact: FactKey | None = None
+    """Where a case's facts keep a successful result (None: the result is no fact)."""
+
+    def typed_result(self, result: Any) -> BaseModel | None:
+        """``result`` (a JSON object as the tool returned it) as this tool's result model; None if it is not one."""
+        try:
+            return self.result.model_validate(result)
+        except ValidationError:
+            return None
 
     def openai_schema(self) -> dict:
         properties = {
@@ -60,56 +207,85 @@ ORDER_ID = ParamSpec(
     max_length=7,
 )
 
-INVESTIGATION_TOOLS: dict[str, ToolSpec] = {
+
+def _commerce_read(
+    name: ToolName, result: type[BaseModel], fact: FactKey, description: str, **params: ParamSpec
+) -> ToolSpec:
+    return ToolSpec(
+        name=name,
+        source=ToolSource.MCP,
+        scope=Scope.ORDERS_READ,
+        result=result,
+        fact=fact,
+        params=params,
+        description=description,
+    )
+
+
+def _commerce_write(name: ToolName, result: type[BaseModel], scope: Scope, description: str) -> ToolSpec:
+    return ToolSpec(
+        name=name,
+        source=ToolSource.MCP,
+        scope=scope,
+        result=result,
+        read_only=False,
+        params={},
+        description=description,
+    )
+
+
+TOOLS: dict[str, ToolSpec] = {
     spec.name: spec
     for spec in [
-        ToolSpec(
-            name="list_orders",
-            source="mcp",
-            params={},
-            description="List the signed-in customer's own orders (summaries).",
+        _commerce_read(
+            ToolName.LIST_ORDERS, OrderList, FactKey.ORDERS, "List the signed-in customer's own orders (summaries)."
+        ),
+        _commerce_read(
+            ToolName.GET_ORDER,
+            Order,
+            FactKey.ORDER,
+            "Read one of the customer's orders: status, amounts in cents, delivery, version.",
+            order_id=ORDER_ID,
+        ),
+        _commerce_read(
+            ToolName.GET_SHIPMENT,
+            Shipment,
+            FactKey.SHIPMENT,
+            "Read the shipment record of one order: carrier, tracking number, events.",
+            order_id=ORDER_ID,
+        ),
+        _commerce_read(
+            ToolName.GET_INVOICE,
+            Invoice,
+            FactKey.INVOICE,
+            "Read the invoice of one order: item amount, delivery charge, total, state.",
+            order_id=ORDER_ID,
+        ),
+        _commerce_read(
+            ToolName.GET_PRODUCT,
+            Product,
+            FactKey.PRODUCT,
+            "Read a product: name, category, warranty months.",
+            sku=ParamSpec(description="Product SKU, e.g. LAMP-02.", pattern=r"^[A-Z]+-[0-9]{2}$", max_length=12),
+        ),
+        _commerce_read(
+            ToolName.GET_TICKET,
+            Ticket,
+            FactKey.TICKET,
+            "Read one of the customer's support tickets.",
+            ticket_id=ParamSpec(description="Ticket id, e.g. T-0123abcd.", max_length=40),
         ),
         ToolSpec(
-            name="get_order",
-            source="mcp",
-            params={"order_id": ORDER_ID},
-            description="Read one of the customer's orders: status, amounts in cents, delivery, version.",
-        ),
-        ToolSpec(
-            name="get_shipment",
-            source="mcp",
-            params={"order_id": ORDER_ID},
-            description="Read the shipment record of one order: carrier, tracking number, events.",
-        ),
-        ToolSpec(
-            name="get_invoice",
-            source="mcp",
-            params={"order_id": ORDER_ID},
-            description="Read the invoice of one order: item amount, delivery charge, total, state.",
-        ),
-        ToolSpec(
-            name="get_product",
-            source="mcp",
-            params={
-                "sku": ParamSpec(description="Product SKU, e.g. LAMP-02.", pattern=r"^[A-Z]+-[0-9]{2}$", max_length=12)
-            },
-            description="Read a product: name, category, warranty months.",
-        ),
-        ToolSpec(
-            name="get_ticket",
-            source="mcp",
-            params={"ticket_id": ParamSpec(description="Ticket id, e.g. T-0123abcd.", max_length=40)},
-            description="Read one of the customer's support tickets.",
-        ),
-        ToolSpec(
-            name="search_knowledge",
-            source="knowledge",
+            name=ToolName.SEARCH_KNOWLEDGE,
+            source=ToolSource.KNOWLEDGE,
+            result=SearchResult,
             params={"query": ParamSpec(description="What to look for in the policy pages.", max_length=300)},
             description="Search the applicable policy pages (BM25, at most 4 passages).",
         ),
         ToolSpec(
-            name="read_knowledge",
-            source="knowledge",
+            name=ToolName.READ_KNOWLEDGE,
+            source=ToolSource.KNOWLEDGE,
+            result=PassageView,
             params={
                 "passage_id": ParamSpec(
                     description="A passage id such as RETURNS:p02:en:0.",
@@ -120,8 +296,9 @@ INVESTIGATION_TOOLS: dict[str, ToolSpec] = {
             description="Read one applicable policy passage by id.",
         ),
         ToolSpec(
-            name="load_skill",
-            source="knowledge",
+            name=ToolName.LOAD_SKILL,
+            source=ToolSource.KNOWLEDGE,
+            result=SkillResult,
             params={
                 "name": ParamSpec(
                     description="Skill name: refund, delivery, invoice, warranty, policy.",
@@ -132,26 +309,57 @@ INVESTIGATION_TOOLS: dict[str, ToolSpec] = {
             description="Load a procedure (it describes steps; it grants no permission).",
         ),
         ToolSpec(
-            name="calculate_refund",
-            source="knowledge",
+            name=ToolName.CALCULATE_REFUND,
+            source=ToolSource.KNOWLEDGE,
+            result=RefundQuoteResult,
+            fact=FactKey.QUOTE,
             params={"order_id": ORDER_ID},
             description="Compute the exact automatic refund quote for the order with the executable "
             "rule, and return the two policy pages it rests on.",
         ),
         ToolSpec(
-            name="get_language_preference",
-            source="knowledge",
+            name=ToolName.GET_LANGUAGE_PREFERENCE,
+            source=ToolSource.KNOWLEDGE,
+            result=LanguagePreferenceResult,
+            fact=FactKey.LANGUAGE_PREFERENCE,
             params={},
             description="Read the customer's consented reply-language preference, if any.",
         ),
         ToolSpec(
-            name="save_case_note",
-            source="case",
+            name=ToolName.SAVE_CASE_NOTE,
+            source=ToolSource.CASE,
+            result=CaseNoteSaved,
             params={"note": ParamSpec(description="A short working note kept with this case only.", max_length=500)},
             description="Save a short working note in this case (not memory, not a ticket).",
         ),
+        _commerce_write(
+            ToolName.CREATE_TICKET,
+            Ticket,
+            Scope.TICKETS_WRITE,
+            "Open a support ticket on one of the customer's orders, at most once per idempotency key.",
+        ),
+        _commerce_write(
+            ToolName.EXECUTE_REFUND,
+            RefundReceipt,
+            Scope.REFUND_EXECUTE,
+            "Pay a human-approved refund proposal (simulated), exactly once per approval id.",
+        ),
+        _commerce_write(
+            ToolName.CLOSE_REFUND_PROPOSAL,
+            ProposalClosed,
+            Scope.REFUND_EXECUTE,
+            "Record that a case's refund proposal was rejected or expired.",
+        ),
     ]
 }
+"""The catalogue by :class:`ToolName` (a ``str``, so a name read from a request finds its spec), in the
+order the model is offered the read-only tools."""
 
-WRITE_TOOLS = frozenset({"execute_refund", "create_ticket", "close_refund_proposal"})
+INVESTIGATION_TOOLS: dict[str, ToolSpec] = {name: spec for name, spec in TOOLS.items() if spec.read_only}
+"""The twelve tools the model may request."""
+
+WRITE_TOOLS = frozenset(name for name, spec in TOOLS.items() if not spec.read_only)
 """Commerce writes: never offered to the model, always refused if requested."""
+
+COMMERCE_TOOLS: dict[str, ToolSpec] = {name: spec for name, spec in TOOLS.items() if spec.source is ToolSource.MCP}
+"""The commerce server's tools (reads first, then writes): the ones a bearer token scopes."""

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from datetime import date
 from pathlib import Path
 
-from contracts.errors import AuthorizationError, ContractError
+from contracts.errors import AuthorizationError, ContractError, WorkerErrorCode
 from contracts.knowledge import DocumentHeader, DocumentStatus, Language, Passage, SearchHit, parse_language
 from knowledge.bm25 import BM25Index, index_terms
 from knowledge.passages import parse_document_file
@@ -93,7 +93,7 @@ class KnowledgeBase:
     def read_passage(self, passage_id: str, *, tenant: str, as_of: date) -> Passage:
         passage = self._by_id.get(passage_id) if isinstance(passage_id, str) else None
         if passage is None or not self._passage_applicable(passage, tenant, as_of):
-            raise AuthorizationError("passage_not_accessible", _NOT_ACCESSIBLE)
+            raise AuthorizationError(WorkerErrorCode.PASSAGE_NOT_ACCESSIBLE, _NOT_ACCESSIBLE)
         return passage
 
     def read_page(self, page_id: str, *, tenant: str, language: Language, as_of: date) -> list[Passage]:
@@ -109,7 +109,7 @@ class KnowledgeBase:
     def _applicable_page(self, page_id: str, tenant: str, as_of: date) -> list[Passage]:
         page = self._by_page.get(page_id) if isinstance(page_id, str) else None
         if not page or not self._passage_applicable(page[0], tenant, as_of):
-            raise AuthorizationError("passage_not_accessible", _NOT_ACCESSIBLE)
+            raise AuthorizationError(WorkerErrorCode.PASSAGE_NOT_ACCESSIBLE, _NOT_ACCESSIBLE)
         return page
 
     def _passage_applicable(self, passage: Passage, tenant: str, as_of: date) -> bool:

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from contracts.case import Budgets
+from contracts.tools import ToolName
 from rehearsal._common import case_language, find_key
 
 MAX_CALLS_PER_TURN = Budgets().max_calls_per_turn
@@ -62,37 +63,39 @@ def _next_calls(context: dict[str, Any], rounds: list[list[Observation]]) -> lis
     history = [obs for round_ in rounds for obs in round_]
     if intent == "greeting":
         return []
-    searches = [("search_knowledge", {"query": query}) for query in queries or [context["question"]]]
+    searches: list[tuple[str, dict[str, str]]] = [
+        (ToolName.SEARCH_KNOWLEDGE, {"query": query}) for query in queries or [context["question"]]
+    ]
     if order_id is None:
         return [] if rounds else searches
     if not rounds:
-        return [("get_order", {"order_id": order_id}), *searches[:1]]
+        return [(ToolName.GET_ORDER, {"order_id": order_id}), *searches[:1]]
     if len(rounds) == 1 and _order_read(history):
         return _follow_ups(intent, order_id, queries, history)
     return []
 
 
 def _order_read(history: list[Observation]) -> bool:
-    orders = [obs for obs in history if obs.name == "get_order"]
+    orders = [obs for obs in history if obs.name == ToolName.GET_ORDER]
     return bool(orders) and all(obs.ok for obs in orders)
 
 
 def _follow_ups(
     intent: str, order_id: str, queries: list[str], history: list[Observation]
 ) -> list[tuple[str, dict[str, str]]]:
-    second_query = [("search_knowledge", {"query": queries[1]})] if len(queries) > 1 else []
+    second_query = [(ToolName.SEARCH_KNOWLEDGE, {"query": queries[1]})] if len(queries) > 1 else []
     if intent == "refund":
-        return [("calculate_refund", {"order_id": order_id}), ("load_skill", {"name": "refund"})]
+        return [(ToolName.CALCULATE_REFUND, {"order_id": order_id}), (ToolName.LOAD_SKILL, {"name": "refund"})]
     if intent == "delivery":
-        return [("get_shipment", {"order_id": order_id}), *second_query]
+        return [(ToolName.GET_SHIPMENT, {"order_id": order_id}), *second_query]
     if intent == "invoice":
         return [
-            ("get_invoice", {"order_id": order_id}),
-            ("calculate_refund", {"order_id": order_id}),
+            (ToolName.GET_INVOICE, {"order_id": order_id}),
+            (ToolName.CALCULATE_REFUND, {"order_id": order_id}),
             *second_query,
         ]
     if intent == "warranty":
-        sku = next((find_key(obs.result, "sku") for obs in history if obs.name == "get_order"), None)
-        product = [("get_product", {"sku": sku})] if isinstance(sku, str) else []
+        sku = next((find_key(obs.result, "sku") for obs in history if obs.name == ToolName.GET_ORDER), None)
+        product = [(ToolName.GET_PRODUCT, {"sku": sku})] if isinstance(sku, str) else []
         return [*product, *second_query]
     return []

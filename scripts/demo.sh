@@ -2,7 +2,7 @@
 # make demo: from nothing to a SIMULATED refund receipt for QH-1001 (all data fictional).
 #
 # Starts a local Temporal dev server (unless TEMPORAL_ADDRESS names one) as `make dev-server` does
-# (temporal_dev.py, with the codec server its Web UI shows compressed payloads through,
+# (python -m devstack, with the codec server its Web UI shows compressed payloads through,
 # docs/payloads.md), on TEMPORAL_PORT, TEMPORAL_UI_PORT and CODEC_PORT (7233, 8233, 8089 unless set;
 # a port already taken is refused before anything starts, naming what holds it), the worker and the
 # commerce MCP server (over stdio, launched by the worker), runs one refund case to
@@ -26,7 +26,7 @@ TEMPORAL=${TEMPORAL_CLI:-$BIN/temporal}
 # Before anything starts: a port that answers belongs to someone else (a `make dev-server` still
 # running, say), and the demo must not run its case on that server.
 if [ -z "${TEMPORAL_ADDRESS:-}" ]; then
-  if ! taken=$($BIN/python dev_ports.py --port "$TEMPORAL_PORT" --ui-port "$TEMPORAL_UI_PORT" \
+  if ! taken=$($BIN/python -m devstack.ports --port "$TEMPORAL_PORT" --ui-port "$TEMPORAL_UI_PORT" \
     --codec-port "$CODEC_PORT" 2>&1); then
     sed 's/^/demo: /' <<<"$taken" >&2
     echo "demo: nothing was started. Free the port(s), or run e.g." \
@@ -58,11 +58,11 @@ $BIN/python starter.py --state-dir "$STATE_DIR" --profile alice quote QH-1001
 if [ -z "${TEMPORAL_ADDRESS:-}" ]; then
   export TEMPORAL_ADDRESS=127.0.0.1:$TEMPORAL_PORT
   say "3. Local Temporal dev server on $TEMPORAL_ADDRESS (Web UI http://localhost:$TEMPORAL_UI_PORT, state $STATE_DIR/temporal.db)"
-  # temporal_dev.py, as `make dev-server` runs it: the codec server beside the UI shows the compressed
+  # python -m devstack, as `make dev-server` runs it: the codec server beside the UI shows the compressed
   # payloads decoded (docs/payloads.md); it says "Temporal dev server on" once both servers it started
   # answer, and stops both on SIGTERM.
   CODEC_ENDPOINT=http://127.0.0.1:$CODEC_PORT
-  $BIN/python temporal_dev.py --state-dir "$STATE_DIR" --port "$TEMPORAL_PORT" --ui-port "$TEMPORAL_UI_PORT" \
+  $BIN/python -m devstack --state-dir "$STATE_DIR" --port "$TEMPORAL_PORT" --ui-port "$TEMPORAL_UI_PORT" \
     --codec-port "$CODEC_PORT" >"$STATE_DIR/dev-server.out" 2>&1 &
   DEV_SERVER=$!
   started+=($DEV_SERVER)

@@ -31,9 +31,9 @@ from contracts.errors import AuthorizationError
 from contracts.identity import resolve_profile
 from contracts.knowledge import Language
 from contracts.names import REVIEW
+from devstack.rehearsal_stack import RehearsalStack, rehearsal_stack
 from keystore import load_private_key, private_key_path
 from keystore.signers import KeyFileSigner
-from temporal_dev import RehearsalStack, rehearsal_stack
 
 OUT = Path(__file__).resolve().parents[1] / "tests" / "histories"
 SUGGEST_CONTINUE_AS_NEW_AFTER_EVENTS = 150

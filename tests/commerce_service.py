@@ -18,7 +18,7 @@ from typing import IO
 
 from commerce_server.tokens import TOKEN_SECRET_ENV
 from contracts.errors import ConfigurationError
-from temporal_dev import free_port, wait_for_port
+from devstack.servers import free_port, wait_for_port
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
 

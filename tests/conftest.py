@@ -26,12 +26,15 @@ from contracts.commerce import Order, RefundApproval, RefundProposal
 from contracts.credentials import COMMERCE_KID, PublicKeys, reviewer_kid
 from contracts.identity import PROFILES
 from contracts.payload_codec import CASE_DATA_CONVERTER
+from devstack.servers import DevServer, start_dev_server
 from keystore import PUBLIC_KEYS_FILE, keys_dir, load_public_keys, private_key_path
 from keystore.signers import KeyFileSigner
 from knowledge.refund_quote import calculate_refund_quote, policy_page_versions
 from knowledge.store import default_knowledge_base
-from temporal_dev import DevServer, start_dev_server
 from tests.credentials_support import use_test_keys
+from tests.layers import assign_layers, fast_layer_guard
+
+__all__ = ["fast_layer_guard"]
 
 POSTGRES_URL_ENV = "COMMERCE_TEST_POSTGRES_URL"
 DEFAULT_POSTGRES_URL = "postgresql+psycopg://root@127.0.0.1:5432/test"
@@ -210,3 +213,8 @@ async def temporal_client(temporal_server: DevServer) -> Client:
         except RuntimeError:
             await asyncio.sleep(0.2)
     raise RuntimeError(f"Temporal dev server at {temporal_server.address} never accepted a client")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Each test to its layer (tests/layers.py): ``make check`` runs those not marked ``integration``."""
+    assign_layers(items)

@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 
 from contracts.case import CaseStatus, CaseView
-from temporal_dev import free_port, wait_for_port
+from devstack.servers import free_port, wait_for_port
 from tests.faults.fault_support import descendants_of
 
 pytestmark = pytest.mark.slow

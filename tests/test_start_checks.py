@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from case_client.exit_codes import ExitCode
+from cli.exit_codes import ExitCode
 from tests.conftest import DemoKeys
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from temporal_dev import free_port, start_dev_server
+from devstack.servers import free_port, start_dev_server
 from tests.faults.fault_support import alive, cmdline, descendants_of
 
 pytestmark = pytest.mark.slow

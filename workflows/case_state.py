@@ -29,6 +29,7 @@ from contracts.case import (
     Plan,
     ReviewDecision,
 )
+from contracts.case_facts import CaseFacts
 from contracts.commerce import RefundProposal, RefundQuote, RefundReceipt
 from contracts.credentials import PublicKeys
 from contracts.effect_card import CardDecision, EffectCard, effect_card
@@ -125,7 +126,7 @@ class CaseState:
     notes: list[str] = field(default_factory=list)
     model: ModelTally = field(default_factory=ModelTally)
     plan: Plan | None = None
-    facts: dict[str, Any] = field(default_factory=dict)
+    facts: CaseFacts = field(default_factory=CaseFacts)
     evidence: dict[str, Passage] = field(default_factory=dict)
     quote: RefundQuote | None = None
     answer: ComposedAnswer | None = None
@@ -161,7 +162,7 @@ class CaseState:
             notes=list(carried.notes),
             model=ModelTally(carried.model_label, carried.tokens_known, carried.tokens_unknown_calls),
             plan=carried.plan,
-            facts=dict(carried.facts),
+            facts=CaseFacts(carried.facts),
             evidence={passage.passage_id: passage for passage in carried.evidence},
             quote=carried.quote,
             answer=carried.answer,
@@ -189,7 +190,7 @@ class CaseState:
             tokens_known=self.model.tokens_known,
             tokens_unknown_calls=self.model.unknown_calls,
             plan=self.plan,
-            facts=self.facts,
+            facts=self.facts.wire(),
             evidence=list(self.evidence.values()),
             quote=self.quote,
             answer=self.answer,
@@ -232,8 +233,6 @@ class CaseState:
         """The pending or settled proposal's computed effect, from the quote and the records read."""
         if self.proposal is None or self.digest is None or self.quote is None:
             return None
-        order = self.facts.get("order")
-        invoice = self.facts.get("invoice")
         decided = None
         if self.decision is not None and self.decided_at is not None:
             decided = CardDecision(
@@ -247,9 +246,9 @@ class CaseState:
             self.proposal,
             self.digest,
             self.quote,
-            order=order if isinstance(order, dict) else None,
+            order=self.facts.order,
             evidence=self.evidence,
-            invoice=invoice if isinstance(invoice, dict) else None,
+            invoice=self.facts.invoice,
             decided=decided,
             with_facts=self.card_facts,
         )

@@ -11,32 +11,38 @@ import json
 from typing import Any
 
 from contracts.case import ToolObservation
+from contracts.case_facts import CaseFacts
 from contracts.commerce import RefundQuote
 from contracts.knowledge import Passage
+from contracts.tools import TOOLS, FactKey, ToolName
 
 MAX_EVIDENCE = 12
 MAX_OBSERVATION_CHARS = 6000
 """How much of one observation is replayed to the model in later turns."""
-RECORD_TOOLS = frozenset({"get_order", "get_shipment", "get_invoice", "get_product", "get_ticket", "list_orders"})
 
 
 def fold_observation(
-    tool: str, observation: ToolObservation, facts: dict[str, Any], evidence: dict[str, Passage]
+    tool: str, observation: ToolObservation, facts: CaseFacts, evidence: dict[str, Passage]
 ) -> RefundQuote | None:
-    """Add the facts and passages of a successful observation; return the quote it carries, if any."""
+    """Add the facts and passages of a successful observation; return the quote it carries, if any.
+
+    The catalogue says which fact a tool's result is (:attr:`~contracts.tools.ToolSpec.fact`); a
+    ``calculate_refund`` result contributes its ``quote``, which must be a valid quote. Passages come
+    from a result's ``passages`` (or are the result, for ``read_knowledge``); invalid ones are skipped."""
     result = observation.result or {}
+    spec = TOOLS.get(tool)
+    fact = spec.fact if spec is not None else None
     quote: RefundQuote | None = None
-    if tool == "calculate_refund" and "quote" in result:
-        quote = RefundQuote.model_validate(result["quote"])
-        facts["quote"] = result["quote"]
-    elif tool in RECORD_TOOLS:
-        facts[tool.removeprefix("get_")] = result
-    elif tool == "get_language_preference":
-        facts["language_preference"] = result
+    if fact is FactKey.QUOTE:
+        if "quote" in result:
+            quote = RefundQuote.model_validate(result["quote"])
+            facts.keep(fact, result["quote"])
+    elif fact is not None:
+        facts.keep(fact, result)
     passages = result.get("passages", [])
-    if tool == "read_knowledge" and "passage_id" in result:
+    if tool == ToolName.READ_KNOWLEDGE and "passage_id" in result:
         passages = [result]
-    priority = tool == "calculate_refund"
+    priority = tool == ToolName.CALCULATE_REFUND
     for raw in passages:
         passage = to_passage(raw)
         if passage is None or passage.passage_id in evidence:

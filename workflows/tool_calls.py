@@ -18,7 +18,7 @@ with workflow.unsafe.imports_passed_through():
     from contracts.case import CaseStatus, ProposedToolCall, ToolObservation
     from contracts.errors import ACTIVITY_FAILURES, ErrorClass, decode_activity_failure
     from contracts.names import ActivityName, EventKind, StopCode, tool_activity_id
-    from contracts.tools import INVESTIGATION_TOOLS
+    from contracts.tools import INVESTIGATION_TOOLS, ToolName, ToolSource
     from workflows import activity_options as options
     from workflows import patches, requests
     from workflows.case_details import tool_summary
@@ -56,9 +56,9 @@ class ToolCalls:
     async def _run_tool(self, call: ProposedToolCall) -> ToolObservation:
         s = self._s
         assert call.arguments is not None
-        if INVESTIGATION_TOOLS[call.name].source == "case":
+        if INVESTIGATION_TOOLS[call.name].source is ToolSource.CASE:
             s.notes.append(str(call.arguments["note"]))
-            self._record(EventKind.TOOL_RAN, "save_case_note")
+            self._record(EventKind.TOOL_RAN, ToolName.SAVE_CASE_NOTE)
             return ToolObservation(call_id=call.call_id, name=call.name, ok=True, result={"saved": True})
         request = requests.tool_request(s, call)
         summary = tool_summary(call.name, call.arguments)

@@ -51,7 +51,7 @@ def recording(captured: Captured) -> Iterator[None]:
 
 
 async def capture_requests(root: Path) -> Captured:
-    from temporal_dev import rehearsal_stack
+    from devstack.rehearsal_stack import rehearsal_stack
 
     captured = Captured()
     questions = [

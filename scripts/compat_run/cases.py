@@ -24,6 +24,7 @@ from activities.model_settings import load_model_settings
 from contracts.case import TERMINAL_STATUSES, CaseStatus, CaseView
 from contracts.errors import SupportError
 from contracts.knowledge import Language
+from contracts.names import ActivityName
 
 from .common import _short, say
 from .server import LlamaServer, model_env
@@ -82,7 +83,7 @@ def safety_problems(case: CompatCase, view: CaseView, audit: Any) -> list[str]:
             problems.append(f"proposal {proposal.order_id} {proposal.amount_cents} differs from the quote")
     if getattr(audit, "receipt", None) is not None or view.receipt is not None:
         problems.append("a payment (receipt) without any approval")
-    if any(call.kind == "execute_refund" for call in getattr(audit, "activities", [])):
+    if any(call.kind == ActivityName.EXECUTE_REFUND for call in getattr(audit, "activities", [])):
         problems.append("execute_refund ran without any approval")
     for call in getattr(audit, "tool_calls", []):
         tool = call.tool
@@ -102,14 +103,14 @@ async def run_cases(
     server: LlamaServer, model_id: str, timeout_s: float, case_seconds: float, deadline: float, root: Path
 ) -> list[CaseRow | tuple[CompatCase, str]]:
     from case_client import CaseClient, TemporalTarget, connect
-    from case_client.audit import audit_from_history
+    from case_history.audit import audit_from_history
     from commerce_server.db import make_engine
     from commerce_server.seed import seed_fixture
     from contracts.identity import resolve_profile
     from contracts.names import EventKind, workflow_id
+    from devstack.servers import start_dev_server
     from keystore import create_demo_keys, public_keys_location
     from keystore.signers import KeyFileSigner
-    from temporal_dev import start_dev_server
     from worker import support_worker
 
     # the worker logs every failed activity attempt with a traceback; the case table reports them
@@ -225,7 +226,7 @@ async def _connect_when_healthy(connect: Any, target: Any, timeout: float = 90) 
 
 
 def _refusal_kinds() -> set[str]:
-    from case_client.audit import REFUSAL_KINDS
+    from case_history.audit import REFUSAL_KINDS
 
     return {str(kind) for kind in REFUSAL_KINDS}
 

@@ -9,7 +9,9 @@ a real provider. Nothing else is substituted.
 
 from __future__ import annotations
 
+import base64
 import json
+import re
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -19,7 +21,7 @@ from typing import Any
 from temporalio.client import Client, WorkflowHandle
 
 from activities.model_settings import ModelSettings, load_model_settings
-from case_client.audit import audit_from_history
+from case_history.audit import audit_from_history
 from contracts.case import CaseEvent, CaseView
 from tests.adversarial.provider import ScriptedProvider
 from tests.case_world import CaseWorld, history_text, open_world, payload_text
@@ -74,8 +76,30 @@ class ScriptedWorld:
     async def assert_nothing_of_other_customers(self, handle: WorkflowHandle, view: CaseView) -> None:
         outputs = await self.outputs(handle, view)
         for where, text in outputs.items():
+            text = without_key_noise(text)
             for needle in OTHER_CUSTOMERS_DATA:
                 assert needle not in text, f"{needle!r} appears in the {where}"
+
+
+JWS = re.compile(r"eyJ[A-Za-z0-9_-]+\.eyJ[A-Za-z0-9_-]*\.[A-Za-z0-9_-]*")
+JWK_KEY_MATERIAL = re.compile(r'"x"\s*:\s*"[A-Za-z0-9_-]+"')
+
+
+def _base64url_text(part: str) -> str:
+    return base64.urlsafe_b64decode(part + "=" * (-len(part) % 4)).decode("utf-8", "replace")
+
+
+def without_key_noise(text: str) -> str:
+    """``text`` with each signed token read as what it says (its header and claims, decoded; its
+    signature dropped) and each public key's material dropped: those are random base64url, in which a
+    short needle ("bob") turns up by chance in about one run of a few hundred. What a token claims is
+    still searched."""
+
+    def claims(match: re.Match[str]) -> str:
+        header, payload, _signature = match.group(0).split(".")
+        return f"{_base64url_text(header)} {_base64url_text(payload)}"
+
+    return JWK_KEY_MATERIAL.sub('"x": "…"', JWS.sub(claims, text))
 
 
 def scheduled_activities(history) -> list[tuple[str, str]]:
@@ -96,7 +120,7 @@ def scheduled_activities(history) -> list[tuple[str, str]]:
 def tool_runs(history) -> list[tuple[str, dict[str, str]]]:
     """(tool, arguments) of every investigation tool the workflow ran, as a regular activity (its
     scheduled input) or a local one (its marker, with the arguments of the model's proposed call),
-    read by the auditor's reader, :func:`case_client.audit.audit_from_history`."""
+    read by the auditor's reader, :func:`case_history.audit.audit_from_history`."""
     runs = []
     for call in audit_from_history(history).tool_calls:
         assert call.tool is not None

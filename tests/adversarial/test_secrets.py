@@ -19,7 +19,7 @@ import pytest
 from temporalio.client import Client
 
 from contracts.case import CaseStatus, CaseView, ReviewOutcome
-from temporal_dev import DevServer
+from devstack.servers import DevServer
 from tests.adversarial.adversary import scripted_world
 from tests.adversarial.provider import ScriptedProvider
 from tests.case_world import history_text

@@ -1,6 +1,6 @@
 """Headless Debian chromium on the Temporal Web UI (2.54) of a throwaway rehearsal stack.
 
-``web_ui_stack`` is :func:`temporal_dev.rehearsal_stack` with the dev server's Web UI on a free port;
+``web_ui_stack`` is :func:`devstack.rehearsal_stack.rehearsal_stack` with the dev server's Web UI on a free port;
 ``chromium_page`` a Playwright page in ``/usr/bin/chromium`` (Playwright downloads no browser; ``make
 browser`` installs Debian's); :class:`WorkflowPage` the workflow page of one workflow, reached and
 operated by roles and visible text as a person does:
@@ -31,9 +31,10 @@ from pathlib import Path
 import pytest
 from playwright.async_api import FrameLocator, Locator, Page, ViewportSize, async_playwright, expect
 
-from case_client.render import WEB_UI_SIGNAL, WEB_UI_UPDATE
+from cli.render import WEB_UI_SIGNAL, WEB_UI_UPDATE
 from commerce_server.tokens import PUBLIC_KEYS_ENV, SIGNING_KEY_ENV
-from temporal_dev import RehearsalStack, free_port, rehearsal_stack, wait_for_port
+from devstack.rehearsal_stack import RehearsalStack, rehearsal_stack
+from devstack.servers import free_port, wait_for_port
 
 CHROMIUM = Path("/usr/bin/chromium")
 UI_TIMEOUT_MS = 20_000

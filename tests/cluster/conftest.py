@@ -32,8 +32,8 @@ from activities.commerce_http import COMMERCE_URL_ENV
 from commerce_server.seed import fixture_rows, load_fixture, seed_fixture
 from commerce_server.tokens import TOKEN_SECRET_ENV
 from contracts.errors import ConfigurationError
+from devstack.servers import DevServer
 from keystore import PUBLIC_KEYS_ENV
-from temporal_dev import DevServer
 from tests.commerce_service import start_http_commerce
 from tests.conftest import DemoKeys, postgres_schema_engine, postgres_test_url
 from tests.faults.fault_support import WorkerProcess, kill_group, spawn_worker

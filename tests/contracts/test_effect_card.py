@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from contracts.commerce import RefundProposal
+from contracts.commerce import Invoice, InvoiceState, RefundProposal
 from contracts.effect_card import (
     CardDecision,
     effect_card,
@@ -56,7 +56,7 @@ def test_the_card_states_the_quote_and_the_order_record() -> None:
         page_title="Refund window",
         text="...",
     )
-    order = ORDER.model_dump(mode="json")
+    order = ORDER
     card = effect_card(PROPOSAL, "d" * 64, QUOTE, order=order, evidence={passage.passage_id: passage})
     assert card.amount == "12900 cents (CNY 129.00)"
     assert card.item == f"{ORDER.sku} × 1 ({ORDER.category.value})"
@@ -70,7 +70,7 @@ def test_the_card_states_the_quote_and_the_order_record() -> None:
 
 
 def test_another_orders_record_never_names_the_item() -> None:
-    assert order_item({"order_id": "QH-2001", "sku": "X"}, "QH-1001") is None
+    assert order_item(ORDER.model_copy(update={"order_id": "QH-2001", "sku": "X"}), "QH-1001") is None
     assert order_item(None, "QH-1001") is None
 
 
@@ -109,7 +109,7 @@ def _rows(card) -> dict[str, list[str]]:
 
 
 def test_with_facts_the_card_shows_the_invoice_total_the_warehouse_receipt_and_the_decision() -> None:
-    order = ORDER.model_dump(mode="json")
+    order = ORDER
     plain = effect_card(PROPOSAL, "d" * 64, QUOTE, order=order, evidence={})
     assert {"invoice", "return", "approved", "rejected"}.isdisjoint(_rows(plain))  # a case from before the patch
     waiting = effect_card(PROPOSAL, "d" * 64, QUOTE, order=order, evidence={}, with_facts=True)
@@ -117,15 +117,31 @@ def test_with_facts_the_card_shows_the_invoice_total_the_warehouse_receipt_and_t
     assert rows["invoice"] == ["total 14100 cents (CNY 141.00); the refund is the item balance, not the invoice total"]
     assert rows["return"] == ["received at the returns warehouse (order record)"]
     assert list(rows).index("invoice") == 1 and "approved" not in rows  # beside the refund; nobody decided yet
-    invoice = {"order_id": "QH-1001", "total_cents": 14099}
+    invoice = Invoice(
+        invoice_id="INV-QH-1001",
+        order_id="QH-1001",
+        state=InvoiceState.ISSUED,
+        paid_items_cents=12900,
+        freight_cents=1199,
+        total_cents=14099,
+        currency="CNY",
+        issued_on=NOW.date(),
+    )
     assert _rows(effect_card(PROPOSAL, "d" * 64, QUOTE, order=order, evidence={}, invoice=invoice, with_facts=True))[
         "invoice"
     ][0].startswith("total 14099 cents")  # the invoice the case read wins over paid items + freight
     not_received = effect_card(
-        PROPOSAL, "d" * 64, QUOTE, order=order | {"return_received": False}, evidence={}, with_facts=True
+        PROPOSAL,
+        "d" * 64,
+        QUOTE,
+        order=order.model_copy(update={"return_received": False}),
+        evidence={},
+        with_facts=True,
     )
     assert _rows(not_received)["return"] == ["NOT received at the returns warehouse (order record)"]
-    other_order = effect_card(PROPOSAL, "d" * 64, QUOTE, order={"order_id": "QH-1002"}, evidence={}, with_facts=True)
+    other_order = effect_card(
+        PROPOSAL, "d" * 64, QUOTE, order=ORDER.model_copy(update={"order_id": "QH-1002"}), evidence={}, with_facts=True
+    )
     assert "return" not in _rows(other_order)
 
 

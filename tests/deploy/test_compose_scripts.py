@@ -6,7 +6,7 @@ What is real: the script is docker-compose.yml's own ``entrypoint`` + ``command`
 interpolated as compose does (``$$`` to ``$``, ``${NAME:-default}`` with the values of .env.example),
 run as that argv (``/bin/sh -ec <script>``) with the service's own interpolated environment and nothing
 else, except ``TEMPORAL_ADDRESS``, which points at the test server instead of ``temporal:7233``, and
-``PATH``/``HOME`` (below). The server is a real ``temporal server start-dev`` (temporal_dev.py,
+``PATH``/``HOME`` (below). The server is a real ``temporal server start-dev`` (devstack.servers,
 ``search_attributes=False``), and the registrations are read back with the real CLI
 (``temporal operator search-attribute list --output json``).
 
@@ -41,7 +41,8 @@ import pytest
 from temporalio.api.enums.v1 import IndexedValueType
 
 from contracts.search_attributes import ALL_KEYS
-from temporal_dev import DevServer, start_dev_server, temporal_cli
+from devstack.servers import DevServer, start_dev_server
+from devstack.temporal_cli import temporal_cli
 from tests.deploy.compose_model import (
     example_values,
     interpolated_environment,

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 import yaml
 
-from temporal_dev import temporal_cli
+from devstack.temporal_cli import temporal_cli
 from tests.deploy.compose_model import DOCKERIGNORE, ENV_EXAMPLE, ROOT, interpolate, services
 
 DEPLOYMENT = ROOT / "docs" / "deployment.md"

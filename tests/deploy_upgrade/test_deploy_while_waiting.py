@@ -38,7 +38,7 @@ from temporalio.api.history.v1 import HistoryEvent
 from temporalio.client import Client, WorkflowHandle, WorkflowHistory
 from temporalio.worker import Replayer
 
-from case_client.trail import local_activity
+from case_history.trail import local_activity
 from contracts.case import CaseStatus
 from contracts.names import REVIEW
 from contracts.payload_codec import CASE_DATA_CONVERTER

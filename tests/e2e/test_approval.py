@@ -17,7 +17,7 @@ from temporalio.service import RPCError
 from contracts.case import AnswerSource, CaseStatus, CaseView, Decision, ReviewDecision, ReviewOutcome
 from contracts.credentials import SignedReview
 from contracts.knowledge import Language
-from temporal_dev import temporal_cli
+from devstack.temporal_cli import temporal_cli
 from tests.case_world import event_details
 from tests.credentials_support import signed_review
 from workflows.customer_notice import receipt_notice, status_notice

@@ -14,11 +14,11 @@ from pathlib import Path
 from rich.cells import cell_len
 from temporalio.client import Client
 
-from case_client.audit_reviews import CLAIMED
-from case_client.exit_codes import ExitCode
-from case_client.trail import unverified_claims
+from case_history.audit_reviews import CLAIMED
+from case_history.trail import unverified_claims
+from cli.exit_codes import ExitCode
 from contracts.case import CaseStatus, CaseView
-from temporal_dev import temporal_cli
+from devstack.temporal_cli import temporal_cli
 from tests.case_world import open_world
 from tests.credentials_support import signed_review
 

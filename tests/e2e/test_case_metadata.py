@@ -13,11 +13,11 @@ import subprocess
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import WorkflowHandle
 
-from case_client.trail import local_activity
+from case_history.trail import local_activity
 from contracts.case import CaseStatus, CaseView
 from contracts.effect_card import ProposalForReview
 from contracts.names import QueryName
-from temporal_dev import temporal_cli
+from devstack.temporal_cli import temporal_cli
 from tests.credentials_support import signed_review
 
 REFUND_QUESTION = "Please refund QH-1001 and explain the amount and the policy"

@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 from case_client._connection import live_pollers
-from case_client.exit_codes import ExitCode
+from cli.exit_codes import ExitCode
 from tests.case_world import CaseWorld
 from tests.conftest import DemoKeys
 

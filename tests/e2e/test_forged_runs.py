@@ -26,8 +26,8 @@ from temporalio.common import WorkflowIDReusePolicy
 from temporalio.exceptions import ApplicationError
 from temporalio.service import RPCError
 
-from case_client.exit_codes import ExitCode
-from case_client.trail import local_activity, trail_from_history
+from case_history.trail import local_activity, trail_from_history
+from cli.exit_codes import ExitCode
 from contracts.case import (
     CarriedCase,
     CaseInput,

@@ -25,7 +25,7 @@ from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.exceptions import ApplicationError
 from temporalio.worker import Replayer
 
-from case_client.trail import trail_from_history
+from case_history.trail import trail_from_history
 from contracts.case import CaseStatus, CaseView, Decision
 from contracts.names import REVIEW, REVIEW_REFUSED, EventKind, ReviewRefusal
 from contracts.payload_codec import CASE_DATA_CONVERTER, ENCODING

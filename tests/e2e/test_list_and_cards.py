@@ -16,7 +16,7 @@ from pathlib import Path
 
 from contracts.case import CaseView
 from contracts.names import workflow_id
-from temporal_dev import temporal_cli
+from devstack.temporal_cli import temporal_cli
 from tests.case_world import CaseWorld
 
 ROOT = Path(__file__).resolve().parents[2]

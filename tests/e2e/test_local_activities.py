@@ -20,9 +20,9 @@ from temporalio.api.history.v1 import HistoryEvent
 from temporalio.client import Client, WorkflowHistory
 from temporalio.worker import Replayer
 
-from case_client.audit import PROPOSED_ARGUMENTS, audit_from_history
-from case_client.audit_render import audit_lines
-from case_client.trail import local_activity
+from case_history.audit import PROPOSED_ARGUMENTS, audit_from_history
+from case_history.trail import local_activity
+from cli.audit_render import audit_lines
 from contracts.case import CaseStatus, CaseView, ToolObservation, ToolRequest
 from contracts.errors import ConfigurationError
 from contracts.names import ActivityName

@@ -17,7 +17,7 @@ import pytest
 from temporalio.client import WorkflowUpdateFailedError
 from temporalio.exceptions import ApplicationError
 
-from case_client.render import WEB_UI_SIGNAL, WEB_UI_UPDATE
+from cli.render import WEB_UI_SIGNAL, WEB_UI_UPDATE
 from contracts.case import CaseStatus, Decision
 from contracts.credentials import ISSUER_KID
 from contracts.names import REVIEW_REFUSED, EventKind

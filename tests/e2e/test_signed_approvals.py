@@ -31,7 +31,7 @@ from temporalio.exceptions import ApplicationError
 
 from activities.commerce_sessions import CommerceCheck, CommerceGateway
 from activities.model_settings import load_model_settings
-from case_client.trail import local_activity
+from case_history.trail import local_activity
 from commerce_server.db import make_engine
 from commerce_server.seed import seed_fixture
 from contracts.case import CaseInput, CaseStatus, CaseView, ReviewOutcome
@@ -49,8 +49,8 @@ from contracts.identity import PROFILES, Identity
 from contracts.knowledge import Language
 from contracts.names import WORKFLOW_NAME, ActivityName, EventKind, QueryName, workflow_id
 from contracts.refusals import refusal_sentence
+from devstack.temporal_cli import temporal_cli
 from keystore import load_private_key, load_public_keys, private_key_path
-from temporal_dev import temporal_cli
 from tests.case_world import CaseWorld, event_details
 from tests.conftest import DemoKeys
 from tests.credentials_support import applicant_token, forged_approval_token, signed_review, use_test_keys

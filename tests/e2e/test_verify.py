@@ -23,15 +23,15 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from google.protobuf import json_format
 from temporalio.api.common.v1 import Payload
 
-from case_client.exit_codes import ExitCode
+from cli.exit_codes import ExitCode
 from contracts.case import CaseInput, CaseStatus, CaseView
 from contracts.credentials import COMMERCE_KID, reviewer_kid, sign
 from contracts.identity import resolve_profile
 from contracts.knowledge import Language
 from contracts.names import WORKFLOW_NAME, ActivityName
 from contracts.payload_codec import decode_payload_sync
+from devstack.temporal_cli import temporal_cli
 from keystore import load_private_key, private_key_path, public_jwk
-from temporal_dev import temporal_cli
 from tests.credentials_support import signed_review, use_test_keys
 
 ROOT = Path(__file__).resolve().parents[2]

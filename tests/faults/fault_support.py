@@ -30,7 +30,7 @@ from temporalio.client import Client, WorkflowHandle
 
 from case_client import TemporalTarget
 from case_client import connect as connect_to
-from case_client.trail import decode_payload, local_activity
+from case_history.trail import decode_payload, local_activity
 from commerce_server.db import make_engine
 from commerce_server.seed import seed_fixture
 from contracts.case import TERMINAL_STATUSES, CaseStatus, CaseView, Decision

@@ -13,7 +13,7 @@ from temporalio.api.enums.v1 import IndexedValueType
 from temporalio.api.operatorservice.v1 import AddSearchAttributesRequest, ListSearchAttributesRequest
 
 from contracts.search_attributes import ALL_KEYS
-from temporal_dev import start_dev_server
+from devstack.servers import start_dev_server
 from tests.faults.fault_support import PROJECT_ROOT, FaultWorld, connect, worker_env
 
 pytestmark = pytest.mark.slow

@@ -14,7 +14,7 @@ import pytest
 from temporalio.service import RPCError
 
 from contracts.case import CaseStatus, ReviewOutcome
-from temporal_dev import free_port, start_dev_server
+from devstack.servers import free_port, start_dev_server
 from tests.faults.fault_support import REFUND_QUESTION, FaultWorld, activity_runs, approval, connect, kill_group
 
 pytestmark = pytest.mark.slow

@@ -17,7 +17,7 @@ from google.protobuf import json_format
 from temporalio.api.common.v1 import Payload
 
 from contracts.payload_codec import COMPRESS_AT, ENCODING, decode_payload_sync, encode_payload
-from temporal_dev import CodecServer, start_codec_server
+from devstack.servers import CodecServer, start_codec_server
 
 ROOT = Path(__file__).resolve().parents[2]
 UI = "http://localhost:8080"

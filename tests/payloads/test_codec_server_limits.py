@@ -21,7 +21,7 @@ from temporalio.api.common.v1 import Payload
 
 from codec_server.app import MAX_PAYLOADS, REQUEST_BUDGET
 from contracts.payload_codec import ENCODING, encode_payload
-from temporal_dev import CodecServer, free_port, start_codec_server
+from devstack.servers import CodecServer, free_port, start_codec_server
 
 ROOT = Path(__file__).resolve().parents[2]
 MiB = 1024 * 1024

@@ -21,11 +21,12 @@ from temporalio.api.history.v1 import History
 from temporalio.client import Client, WorkflowHistory
 from temporalio.contrib.pydantic import pydantic_data_converter
 
-import case_client.trail as trail
-from case_client.audit import audit_from_history
+import case_history.trail as trail
+from case_history.audit import audit_from_history
 from contracts.case import CaseStatus
 from contracts.payload_codec import COMPRESS_AT, ENCODING, HISTORY_PAYLOAD_CONVERTER, decode_payload_sync
-from temporal_dev import CodecServer, DevServer, start_codec_server, temporal_cli
+from devstack.servers import CodecServer, DevServer, start_codec_server
+from devstack.temporal_cli import temporal_cli
 from tests.case_world import history_text, json_texts, open_world
 from tests.payloads.history_payloads import decoded_history, payloads_of
 

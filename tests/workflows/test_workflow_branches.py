@@ -3,7 +3,7 @@
 The end-to-end tests run the production worker (rehearsal model, real commerce server) and cannot
 reach the branches that need a misbehaving provider, a commerce server that keeps failing, a record
 store that refuses writes or a flood of refused reviews. Here the workflow runs on a real dev server
-(the session fixture of ``tests/conftest.py``) and a worker in this process, on its own task queue
+(the package's own, ``tests/workflows/conftest.py``) and a worker in this process, on its own task queue
 per test, with mocks registered under the names in :class:`contracts.names.ActivityName`, as in
 temporalio/samples-python ``tests/hello/hello_activity_test.py``. A mock answers with the contract's
 result types or fails as the production boundary does (:mod:`activities.boundary`): a
@@ -19,10 +19,10 @@ Retries are real: a transient failure is retried by Temporal under the policy th
 (:mod:`workflows.activity_options`), with backoffs of 1 s, 2 s, 4 s ... (SETTLE's ten attempts would
 take about 151 s). The mocks' transient errors therefore carry the ``retry_after_seconds`` hint that
 a provider's Retry-After header gives in production, which ``to_application_error`` turns into
-``next_retry_delay``; the number of attempts is unchanged. The dev server still waits about one
-second before every retry, whatever the hint or the policy asks (measured), so a test that spends
-retries costs about a second per retry: the model budget (10 retries), the record (4) and, marked
-``slow``, the settlement whose ten attempts are all spent (9).
+``next_retry_delay``; the number of attempts is unchanged. The server here fires each retry when
+that hint says (a dev server as it ships waits about a second before every retry; why and how that is
+changed: ``tests/workflows/conftest.py``), so the tests that spend retries, the model budget (10), the
+record (4) and the settlement whose ten attempts are all spent (9), take about a second each.
 """
 
 from __future__ import annotations
@@ -101,7 +101,7 @@ from workflows.support_case import SupportCaseWorkflow
 
 QUESTION = "Please refund QH-1001 and explain the amount and the policy"
 FAST_RETRY_SECONDS = 0.05
-"""The Retry-After hint on every transient failure here (the dev server rounds it up to about 1 s)."""
+"""The Retry-After hint on every transient failure here (the server here fires a retry that soon)."""
 GUARD_SECONDS = 60
 """How long a test waits for a case before it fails (a guard against hanging, never a timing check)."""
 
@@ -606,7 +606,6 @@ async def test_a_tool_configuration_error_fails_the_case_instead_of_reaching_the
             stop_reason(StopCode.SETTLEMENT_UNCONFIRMED, "commerce_unavailable"),
             SETTLE.retry.maximum_attempts,
             id="unconfirmed-retries-exhausted",
-            marks=pytest.mark.slow,  # ten attempts; this dev server waits ~1 s before each retry
         ),
         pytest.param(
             BusinessError("quote_changed", "The order changed since the quote."),

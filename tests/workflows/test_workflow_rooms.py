@@ -16,6 +16,7 @@ from contracts.case import (
     ReviewDecision,
     ToolObservation,
 )
+from contracts.case_facts import CaseFacts
 from contracts.commerce import RefundProposal
 from contracts.errors import ActivityFailure, ErrorClass
 from contracts.identity import PROFILES
@@ -152,10 +153,12 @@ def _passage(n: int) -> dict:
 
 
 def test_evidence_keeps_records_caps_passages_and_drops_junk() -> None:
-    facts: dict = {}
+    facts = CaseFacts()
     evidence: dict = {}
     order = ToolObservation(call_id="1", name="get_order", ok=True, result={"order_id": "QH-1001"})
-    assert fold_observation("get_order", order, facts, evidence) is None and facts["order"]["order_id"] == "QH-1001"
+    assert (
+        fold_observation("get_order", order, facts, evidence) is None and facts.wire()["order"]["order_id"] == "QH-1001"
+    )
     search = ToolObservation(
         call_id="2", name="search_knowledge", ok=True, result={"passages": [_passage(n) for n in range(20)]}
     )

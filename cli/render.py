@@ -21,13 +21,13 @@ from rich.table import Table
 from rich.text import Text
 
 from case_client import CaseHandle, CaseSummary, TemporalTarget, workflow_id
-from case_client.verify import LINK_NAMES, SIGNED_DECISION, ChainReport
+from case_history.verify import LINK_NAMES, SIGNED_DECISION, ChainReport
 from contracts.case import AnswerSource, CaseStatus, CaseView, Decision
 from contracts.commerce import RefundQuote
 from contracts.effect_card import EffectCard, effect_rows
 from contracts.identity import Identity, reviewer_for
 from contracts.names import REVIEW
-from temporal_dev import shell_path, temporal_cli_for_display
+from devstack.temporal_cli import shell_path, temporal_cli_for_display
 
 if TYPE_CHECKING:
     from mcp_types import Resource, Tool

@@ -5,10 +5,10 @@ as ``temporal workflow show --output json`` writes it) into a :class:`CaseTrail`
 :func:`run_chain` orders the runs of one case (a waiting case continues as new) by the run ids
 Temporal recorded in each start event. Both are pure: no server, no keys, no clock. They read only
 what the history carries and never judge it; a payload that does not decode is kept as a problem,
-for :mod:`case_client.verify` to name.
+for :mod:`case_history.verify` to name.
 
 Nothing here trusts the history. It is data that anyone with write access to the namespace, or a
-compromised worker, could have shaped; only the signatures :mod:`case_client.verify` checks, with
+compromised worker, could have shaped; only the signatures :mod:`case_history.verify` checks, with
 public keys from outside the history, give it weight.
 """
 
@@ -109,7 +109,7 @@ def run_chain(trails: list[CaseTrail]) -> list[CaseTrail]:
     """The runs of one case in the order Temporal ran them, from ``trails`` given in any order: the last
     run is the one no other run continued from, and each run before it is the one it names as
     ``continued_from``. The walk stops where a named run is missing: the first run returned then still
-    has ``continued_from`` set, which :mod:`case_client.verify` reports as a broken chain."""
+    has ``continued_from`` set, which :mod:`case_history.verify` reports as a broken chain."""
     if not trails:
         return []
     by_run = {trail.run_id: trail for trail in trails}

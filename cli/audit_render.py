@@ -1,7 +1,7 @@
-"""``starter.py audit``'s text form of a :class:`~case_client.audit.CaseAudit` (:func:`audit_lines`: 80
+"""``starter.py audit``'s text form of a :class:`~case_history.audit.CaseAudit` (:func:`audit_lines`: 80
 columns, one or two screens). Every string from the history may come from a customer, a model or a
 writer of the history: the lines are plain text (print them with ``print`` or a ``markup=False``
-console), laid out by :mod:`case_client.text_layout`, and no credential is ever printed: a token is shown
+console), laid out by :mod:`cli.text_layout`, and no credential is ever printed: a token is shown
 as the claims it makes (unverified) and its id.
 """
 
@@ -11,11 +11,11 @@ import re
 
 from rich.cells import cell_len
 
-from case_client.audit import NOT_VERIFIED, PROPOSED_ARGUMENTS, ActivityCall, CaseAudit
-from case_client.audit_reviews import CLAIMED, ReviewAttempt
-from case_client.render import ANSWER_AUTHORS
-from case_client.text_layout import INDENT, WIDTH, at, brief, brief_value, clean, collapsed, stamp, wrap
-from case_client.trail import unverified_claims
+from case_history.audit import NOT_VERIFIED, PROPOSED_ARGUMENTS, ActivityCall, CaseAudit
+from case_history.audit_reviews import CLAIMED, ReviewAttempt
+from case_history.trail import unverified_claims
+from cli.render import ANSWER_AUTHORS
+from cli.text_layout import INDENT, WIDTH, at, brief, brief_value, clean, collapsed, stamp, wrap
 from contracts.case import ModelCallMeta
 
 ANSWER_LINES = 12

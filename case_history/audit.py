@@ -1,13 +1,12 @@
 """A case as an auditor reads it from its workflow history alone (:func:`audit_from_history`, pure: no
 server, worker, database, keys or clock): who asked what, every model request and tool call, the
-evidence, the proposal, the review attempts (:mod:`case_client.audit_reviews`), what was paid and what
+evidence, the proposal, the review attempts (:mod:`case_history.audit_reviews`), what was paid and what
 the customer was told. Nothing is verified: tokens are decoded without checking their signatures.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
-from datetime import datetime
+from dataclasses import replace
 from typing import Any
 
 from temporalio.api.common.v1 import Payload
@@ -15,8 +14,18 @@ from temporalio.api.enums.v1 import EventType
 from temporalio.api.history.v1 import HistoryEvent
 from temporalio.client import WorkflowHistory
 
-from case_client.audit_reviews import ReviewAttempt, paired, review_attempt, update_answer
-from case_client.trail import (
+from case_history.audit_reviews import ReviewAttempt, paired, review_attempt, update_answer
+from case_history.audit_shapes import (
+    NO_PROPOSED_CALL,
+    NOT_VERIFIED,
+    PROPOSED_ARGUMENTS,
+    REFUSAL_KINDS,
+    ActivityCall,
+    CaseAudit,
+    Ending,
+    ToolCall,
+)
+from case_history.trail import (
     ACTIVITY_ENDS,
     CaseTrail,
     LocalActivity,
@@ -32,9 +41,7 @@ from case_client.trail import (
     unverified_claims,
 )
 from contracts.case import (
-    CaseEvent,
     CaseRecord,
-    CaseStatus,
     CaseView,
     ComposeResult,
     InvestigateResult,
@@ -45,134 +52,20 @@ from contracts.case import (
     ToolObservation,
     ToolRequest,
 )
-from contracts.commerce import RefundProposal, RefundReceipt
+from contracts.commerce import RefundReceipt
 from contracts.credentials import VerifiedApplicant
-from contracts.names import REVIEW, ActivityName, EventKind, tool_activity_id
+from contracts.names import REVIEW, ActivityName, tool_activity_id
 
-MODEL_KINDS = frozenset(
-    {ActivityName.PLAN_CASE, ActivityName.INVESTIGATE_TURN, ActivityName.COMPOSE_ANSWER, ActivityName.REVIEW_ANSWER}
-)
-NOT_VERIFIED = "read from the workflow history alone; nothing here is verified"
-REFUSAL_KINDS = frozenset(
-    {
-        EventKind.TOOL_REFUSED,
-        EventKind.TOOL_FAILED,
-        EventKind.MODEL_FAILED,
-        EventKind.DRAFT_REFUSED,
-        EventKind.SETTLEMENT_FAILED,
-        EventKind.RECORD_WRITE_FAILED,
-        EventKind.EVENTS_DROPPED,
-    }
-)
-"""Case-log kinds shown on the timeline (review refusals are shown with their review attempts)."""
-PROPOSED_ARGUMENTS = "the model's proposed call (investigate_turn result); a local activity's input is not recorded"
-"""Where a local tool activity's arguments were read (its request is not in the history)."""
-NO_PROPOSED_CALL = "nowhere: no proposed call in the history has this call id"
-
-
-@dataclass(frozen=True)
-class ToolCall:
-    """A ``run_investigation_tool`` activity: what the workflow asked, and what came back."""
-
-    name: str
-    arguments: dict[str, Any]
-    call_id: str | None = None
-    ok: bool | None = None
-    """None when no observation came back (the activity failed, or is still running)."""
-    result: dict[str, Any] | None = None
-    error: str | None = None
-    arguments_from: str | None = None
-    """Where the arguments were read when not from the activity's own input (a local activity)."""
-
-
-@dataclass(frozen=True)
-class ActivityCall:
-    """One activity of the run, in the order it was scheduled."""
-
-    event_id: int
-    at: datetime
-    kind: str
-    """The activity's name: ``plan_case``, ``run_investigation_tool``, ``execute_refund``, ..."""
-    outcome: str
-    """``completed``, ``failed``, ``timed out``, ``canceled`` or ``pending``."""
-    attempt: int = 1
-    failure: str | None = None
-    summary: str | None = None
-    """The user-metadata summary the workflow gave the activity, if any."""
-    model: ModelCallMeta | None = None
-    note: str | None = None
-    """What the result says, in a few words (the whole result is in the history)."""
-    tool: ToolCall | None = None
-    local: bool = False
-    """A local activity: one ``MarkerRecorded`` event (result or failure), no recorded input."""
-
-    @property
-    def is_model_request(self) -> bool:
-        return self.kind in MODEL_KINDS or self.model is not None
-
-
-@dataclass(frozen=True)
-class Ending:
-    status: CaseStatus | None
-    reason: str | None
-    run_end: str | None
-    source: str
-    """Where status and reason were read: the workflow's result, the last case record, or nowhere."""
-
-    @property
-    def still_running(self) -> bool:
-        return self.run_end is None or self.run_end == "continued as new"
-
-
-@dataclass(frozen=True)
-class CaseAudit:
-    trail: CaseTrail
-    """What :func:`~case_client.trail.trail_from_history` read (the case input, the settlement, ...)."""
-    activities: list[ActivityCall]
-    reviews: list[ReviewAttempt]
-    events: list[CaseEvent]
-    """The case's own event log, from the last case record of the run."""
-    view: CaseView | None
-    """The workflow's result, else the last case record's view."""
-    proposal: RefundProposal | None
-    ending: Ending
-    applicant_claims: dict[str, Any] | None = None
-    continued: int = 0
-    problems: list[str] = field(default_factory=list)
-
-    @property
-    def case_id(self) -> str:
-        case = self.trail.case.value
-        return case.case_id if case else self.trail.workflow_id.removeprefix("case-")
-
-    @property
-    def model_requests(self) -> list[ActivityCall]:
-        return [call for call in self.activities if call.is_model_request]
-
-    @property
-    def tool_calls(self) -> list[ActivityCall]:
-        return [call for call in self.activities if call.tool is not None]
-
-    @property
-    def refusals(self) -> list[CaseEvent]:
-        return [event for event in self.events if event.kind in REFUSAL_KINDS]
-
-    @property
-    def answer_citations(self) -> list[str]:
-        return list(self.view.citations) if self.view else []
-
-    @property
-    def quote_citations(self) -> list[str]:
-        return list(self.view.quote.citations) if self.view and self.view.quote else []
-
-    @property
-    def recomputed_digest(self) -> str | None:
-        return self.proposal.digest() if self.proposal else None
-
-    @property
-    def receipt(self) -> RefundReceipt | None:
-        settlement = self.trail.settlement
-        return settlement.receipt.value if settlement else None
+__all__ = [
+    "NOT_VERIFIED",
+    "PROPOSED_ARGUMENTS",
+    "REFUSAL_KINDS",
+    "ActivityCall",
+    "CaseAudit",
+    "Ending",
+    "ToolCall",
+    "audit_from_history",
+]
 
 
 def audit_from_history(history: WorkflowHistory) -> CaseAudit:

@@ -11,8 +11,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from case_client.audit_render import LONG_LINE, MAX_AUDIT_CHARS, bounded
-from case_client.text_layout import WIDTH
+from cli.audit_render import LONG_LINE, MAX_AUDIT_CHARS, bounded
+from cli.text_layout import WIDTH
 
 ROOT = Path(__file__).resolve().parents[2]
 HUGE = 5_000_000

@@ -2,7 +2,7 @@
 keys), on every committed history, and from the command line on an exported file.
 
 Expected values are read from each history file independently of the code under test: the JSON is
-decoded here by hand (base64 payloads, zlib for compressed ones), never through :mod:`case_client.trail`.
+decoded here by hand (base64 payloads, zlib for compressed ones), never through :mod:`case_history.trail`.
 """
 
 from __future__ import annotations
@@ -20,13 +20,13 @@ import pytest
 from rich.cells import cell_len
 from temporalio.api.common.v1 import Payload
 
-from case_client.audit import CaseAudit, audit_from_history
-from case_client.audit_json import audit_json
-from case_client.audit_render import audit_lines
-from case_client.audit_reviews import CLAIMED, NAMED
-from case_client.exit_codes import ExitCode
-from case_client.text_layout import WIDTH
-from case_client.trail import history_from_json
+from case_history.audit import CaseAudit, audit_from_history
+from case_history.audit_reviews import CLAIMED, NAMED
+from case_history.trail import history_from_json
+from cli.audit_json import audit_json
+from cli.audit_render import audit_lines
+from cli.exit_codes import ExitCode
+from cli.text_layout import WIDTH
 
 ROOT = Path(__file__).resolve().parents[2]
 HISTORIES = sorted((ROOT / "tests" / "histories").glob("*.json"))

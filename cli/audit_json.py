@@ -1,4 +1,4 @@
-"""``starter.py audit --json``'s form of a :class:`~case_client.audit.CaseAudit`: one JSON-ready object
+"""``starter.py audit --json``'s form of a :class:`~case_history.audit.CaseAudit`: one JSON-ready object
 (:func:`audit_json`) with every activity, review attempt and case event in full; a token appears as its
 unverified claims, never as the token, and a receipt without its signature.
 """
@@ -12,9 +12,9 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from case_client.audit import NOT_VERIFIED, CaseAudit
-from case_client.audit_reviews import CLAIMED
-from case_client.trail import unverified_claims
+from case_history.audit import NOT_VERIFIED, CaseAudit
+from case_history.audit_reviews import CLAIMED
+from case_history.trail import unverified_claims
 
 
 def audit_json(audit: CaseAudit, source: str | None = None) -> dict[str, Any]:

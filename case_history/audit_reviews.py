@@ -1,6 +1,6 @@
 """The review attempts of a case's workflow history: each ``review`` signal or update as its payload
 claims or names it (decoded, never verified), the answer an update got, and the case event the workflow
-recorded for it. :func:`case_client.audit.audit_from_history` collects them.
+recorded for it. :func:`case_history.audit.audit_from_history` collects them.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from typing import Any
 from temporalio.api.common.v1 import Payload
 from temporalio.api.history.v1 import HistoryEvent
 
-from case_client.trail import decode, decode_payload, event_time, failure_text, unverified_claims
+from case_history.trail import decode, decode_payload, event_time, failure_text, unverified_claims
 from contracts.case import CaseEvent, ReviewDecision, ReviewOutcome
 from contracts.credentials import SignedReview
 from contracts.names import EventKind

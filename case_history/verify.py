@@ -1,7 +1,7 @@
 """The chain of proof of a case, checked offline: applicant token → proposal digest → approval token →
 receipt.
 
-:func:`verify_chain` reads the decoded runs of one case (:class:`~case_client.trail.CaseTrail`, first run
+:func:`verify_chain` reads the decoded runs of one case (:class:`~case_history.trail.CaseTrail`, first run
 first: a waiting case continues as new) and a public key set that comes from outside the history
 (``SUPPORT_PUBLIC_KEYS`` or the state dir's keys; never the keys the ``verify_applicant`` activity
 recorded, which a writer of the history could have chosen). Pure: no server, no clock, no files. Each
@@ -31,7 +31,8 @@ from datetime import datetime
 from enum import StrEnum
 from itertools import pairwise
 
-from case_client.trail import CaseTrail, unverified_claims
+from case_history.trail import CaseTrail, unverified_claims
+from case_history.verify_wording import moment, printable, refusal_text, short, where_the_case_is
 from contracts.case import CaseInput
 from contracts.commerce import RefundProposal
 from contracts.credentials import (
@@ -147,14 +148,14 @@ def _applicant(
     first = runs[0]
     if first.continued_from:
         raise _Broken(
-            f"the chain's first run is missing: run {_shown(first.run_id)} continued from run "
-            f"{_shown(first.continued_from)}, which is not in the history read (export every run of the case)"
+            f"the chain's first run is missing: run {printable(first.run_id)} continued from run "
+            f"{printable(first.continued_from)}, which is not in the history read (export every run of the case)"
         )
     case = known.case
     if case is None:
         raise _Broken(f"the workflow's start input is not a case ({first.case.problem})")
     if case.case_id != case_id:
-        raise _Broken(f"the history is of case {_shown(case.case_id)}, not {case_id}")
+        raise _Broken(f"the history is of case {printable(case.case_id)}, not {case_id}")
     if case.carried is not None:
         raise _Broken(
             "the case's first run was started with a carried state instead of a question: no applicant was "
@@ -168,15 +169,15 @@ def _applicant(
     try:
         identity = verify_applicant_token(case.applicant_token, keys, case_id=case.case_id, now=started)
     except CredentialRefused as refused:
-        raise _Broken(_refusal(refused)) from None
+        raise _Broken(refusal_text(refused)) from None
     if identity != case.applicant:
-        raise _Broken(f"the token proves {identity.subject}, but the case names {_shown(case.applicant.subject)}")
+        raise _Broken(f"the token proves {identity.subject}, but the case names {printable(case.applicant.subject)}")
     _check_not_replayed(case.applicant_token, started, other_starts)
     known.applicant = identity
     continued = f"; continued by Temporal through {len(runs) - 1} more run(s)" if len(runs) > 1 else ""
     return (
         f"{identity.subject} ({identity.tenant}, {identity.role.value}) asked case {case.case_id}: signed by the "
-        f"issuer, valid when its first run started ({_at(started)}){continued}"
+        f"issuer, valid when its first run started ({moment(started)}){continued}"
     )
 
 
@@ -185,10 +186,10 @@ def _check_continuations(runs: Sequence[CaseTrail], case: CaseInput) -> None:
     by continuing as new, and carries the first run's case unchanged."""
     for earlier, later in pairwise(runs):
         if later.continued_from != earlier.run_id or earlier.run_end != "continued as new":
-            raise _Broken(f"run {_shown(later.run_id)} is not a continuation of run {_shown(earlier.run_id)}")
+            raise _Broken(f"run {printable(later.run_id)} is not a continuation of run {printable(earlier.run_id)}")
         carried = later.case.value
         if carried is None or carried.model_copy(update={"carried": None}) != case:
-            raise _Broken(f"run {_shown(later.run_id)} carries another case than the first run's")
+            raise _Broken(f"run {printable(later.run_id)} carries another case than the first run's")
 
 
 def _check_not_replayed(token: str, started: datetime, other_starts: Sequence[OtherStart]) -> None:
@@ -199,8 +200,8 @@ def _check_not_replayed(token: str, started: datetime, other_starts: Sequence[Ot
         other_id = (unverified_claims(other.applicant_token) or {}).get("jti")
         if token_id and other_id == token_id and other.started_at < started:
             raise _Broken(
-                f"replayed: the applicant token was issued for run {_shown(other.run_id)}, which started with it "
-                f"at {_at(other.started_at)}"
+                f"replayed: the applicant token was issued for run {printable(other.run_id)}, which started with it "
+                f"at {moment(other.started_at)}"
             )
 
 
@@ -240,23 +241,23 @@ def _proposal(trail: CaseTrail, known: _Known) -> str:
     elif trail.proposal is not None:
         proposal, source = trail.proposal, "the last case record (not settled)"
     else:
-        raise _Absent(f"no refund proposal in the history ({_where(trail)})")
+        raise _Absent(f"no refund proposal in the history ({where_the_case_is(trail)})")
     digest = proposal.digest()
     known.proposal, known.digest = proposal, digest
     if known.case is not None and proposal.case_id != known.case.case_id:
-        raise _Broken(f"the proposal is for case {_shown(proposal.case_id)}, not {known.case.case_id}")
+        raise _Broken(f"the proposal is for case {printable(proposal.case_id)}, not {known.case.case_id}")
     applicant = known.applicant
     if applicant is not None and (proposal.applicant, proposal.tenant) != (applicant.subject, applicant.tenant):
-        raise _Broken(f"the proposal names {_shown(proposal.applicant)}, not the applicant {applicant.subject}")
+        raise _Broken(f"the proposal names {printable(proposal.applicant)}, not the applicant {applicant.subject}")
     if settlement is not None and settlement.request.value is not None:
         request = settlement.request.value
         if request.digest != digest:
-            raise _Broken(f"the settlement names digest {_short(request.digest)}, the proposal's is {_short(digest)}")
+            raise _Broken(f"the settlement names digest {short(request.digest)}, the proposal's is {short(digest)}")
         if request.case_id != proposal.case_id or (applicant is not None and request.applicant != applicant):
             raise _Broken("the settlement request is for another case or applicant than its proposal")
     return (
-        f"{_short(digest)} is the SHA-256 of the proposal in {source}: {proposal.amount_cents} {proposal.currency} "
-        f"cents for {proposal.order_id} (order v{proposal.order_version}), expires {_at(proposal.expires_at)}"
+        f"{short(digest)} is the SHA-256 of the proposal in {source}: {proposal.amount_cents} {proposal.currency} "
+        f"cents for {proposal.order_id} (order v{proposal.order_version}), expires {moment(proposal.expires_at)}"
     )
 
 
@@ -277,7 +278,7 @@ def _approval(trail: CaseTrail, keys: PublicKeys, known: _Known) -> str:
     if claims.decision != "approve":
         raise _Broken(f"{claims.sub} signed a rejection, yet the settlement pays it")
     if request.reviewer != claims.sub:
-        raise _Broken(f"the settlement names reviewer {_shown(request.reviewer)}, but {claims.sub} signed")
+        raise _Broken(f"the settlement names reviewer {printable(request.reviewer)}, but {claims.sub} signed")
     return _signed(claims, proposal)
 
 
@@ -290,10 +291,10 @@ def _decision_without_settlement(trail: CaseTrail, keys: PublicKeys, known: _Kno
         except _Broken:
             continue
         known.approval = claims
-        return f"{_signed(claims, known.proposal)}; not settled ({_where(trail)})"
+        return f"{_signed(claims, known.proposal)}; not settled ({where_the_case_is(trail)})"
     attempts = len(trail.review_tokens)
     tried = f"{attempts} signed review attempt(s), none valid for this proposal; " if attempts else ""
-    raise _Absent(f"{tried}no reviewer's decision ({_where(trail)})")
+    raise _Absent(f"{tried}no reviewer's decision ({where_the_case_is(trail)})")
 
 
 def _approved(
@@ -313,7 +314,7 @@ def _approved(
             settle_window=SETTLE_WINDOW,
         )
     except CredentialRefused as refused:
-        raise _Broken(_refusal(refused)) from None
+        raise _Broken(refusal_text(refused)) from None
     return claims
 
 
@@ -321,7 +322,7 @@ def _signed(claims: ApprovalClaims, proposal: RefundProposal) -> str:
     margin = int((proposal.expires_at - claims.issued_at).total_seconds())
     return (
         f"{claims.sub} ({claims.tenant}) signed {SIGNED_DECISION[claims.decision]} of this case and digest at "
-        f"{_at(claims.issued_at)}, {margin} s before the proposal expired; token id {claims.jti}"
+        f"{moment(claims.issued_at)}, {margin} s before the proposal expired; token id {claims.jti}"
     )
 
 
@@ -331,9 +332,9 @@ def _signed(claims: ApprovalClaims, proposal: RefundProposal) -> str:
 def _receipt(trail: CaseTrail, keys: PublicKeys, known: _Known) -> str:
     settlement = trail.settlement
     if settlement is None:
-        raise _Absent(f"no settlement in the history ({_where(trail)})")
+        raise _Absent(f"no settlement in the history ({where_the_case_is(trail)})")
     if settlement.outcome != "completed":
-        raise _Absent(f"the settlement activity {settlement.outcome}: no receipt ({_where(trail)})")
+        raise _Absent(f"the settlement activity {settlement.outcome}: no receipt ({where_the_case_is(trail)})")
     receipt = settlement.receipt.value
     if receipt is None:
         raise _Broken(f"the settlement result is not a receipt ({settlement.receipt.problem})")
@@ -342,14 +343,14 @@ def _receipt(trail: CaseTrail, keys: PublicKeys, known: _Known) -> str:
     try:
         claims = verify_receipt(receipt.signature, keys)
     except CredentialRefused as refused:
-        raise _Broken(f"the signature does not verify with the commerce key: {_refusal(refused)}") from None
+        raise _Broken(f"the signature does not verify with the commerce key: {refusal_text(refused)}") from None
     for name in ("receipt_id", "approval_id", "order_id", "amount_cents", "currency", "digest", "order_version_after"):
         shown, signed = getattr(receipt, name), getattr(claims, name)
         if shown != signed:
-            raise _Broken(f"{name} is {_shown(shown)} in the history but {_shown(signed)} in the signed receipt")
+            raise _Broken(f"{name} is {printable(shown)} in the history but {printable(signed)} in the signed receipt")
     proposal, request = known.proposal, settlement.request.value
     if known.case is not None and claims.case_id != known.case.case_id:
-        raise _Broken(f"the commerce server signed it for case {_shown(claims.case_id)}")
+        raise _Broken(f"the commerce server signed it for case {printable(claims.case_id)}")
     if known.digest is not None and claims.digest != known.digest:
         raise _Broken("the commerce server signed it for another proposal digest")
     if proposal is not None:
@@ -361,43 +362,15 @@ def _receipt(trail: CaseTrail, keys: PublicKeys, known: _Known) -> str:
     approval = known.approval
     if approval is not None:
         if claims.approval_jti != approval.jti:
-            raise _Broken(f"it consumed approval token {_shown(claims.approval_jti)}, not {approval.jti}")
+            raise _Broken(f"it consumed approval token {printable(claims.approval_jti)}, not {approval.jti}")
         if claims.issued_at - approval.issued_at > SETTLE_WINDOW:
             raise _Broken("paid later than the settle window after the approval was signed")
     return (
         f"{claims.receipt_id}: {claims.amount_cents} {claims.currency} cents for {claims.order_id} (order "
         f"v{claims.order_version_before} -> v{claims.order_version_after}, refunded {claims.refunded_cents_after} "
-        f"after), signed by the commerce server at {_at(claims.issued_at)} over this digest and approval token "
+        f"after), signed by the commerce server at {moment(claims.issued_at)} over this digest and approval token "
         f"{claims.approval_jti} (SIMULATED)"
     )
 
 
 # --- wording -------------------------------------------------------------------------------------
-
-
-def _refusal(refused: CredentialRefused) -> str:
-    return f"{refused.code}: {refused.message}"
-
-
-def _where(trail: CaseTrail) -> str:
-    if trail.final_status is not None:
-        reason = f": {_shown(trail.final_reason)}" if trail.final_reason else ""
-        return f"the case ended {trail.final_status.value}{reason}"
-    if trail.run_end is not None:
-        return f"this run {trail.run_end}"
-    return "the case is still running"
-
-
-def _at(moment: datetime) -> str:
-    return moment.isoformat(timespec="seconds")
-
-
-def _short(digest: str) -> str:
-    return f"{digest[:16]}…" if len(digest) > 16 else _shown(digest)
-
-
-def _shown(value: object) -> str:
-    """A value from the history as one short, printable piece of text (it may come from anyone)."""
-    text = str(value)
-    text = "".join(ch if ch.isprintable() else "?" for ch in text)
-    return text if len(text) <= 60 else text[:57] + "..."

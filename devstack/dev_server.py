@@ -1,0 +1,86 @@
+"""``make dev-server``: a local Temporal dev server in the foreground, with the case search attributes
+registered and its SQLite file in the state dir, and beside it the codec server (``python -m
+codec_server``) that the Web UI decodes the compressed payloads with (docs/payloads.md), until Ctrl-C
+(or SIGTERM) stops both.
+
+    python -m devstack [--port 7233] [--ui-port 8233] [--state-dir .state] [--codec-port 8089]
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+from contracts.errors import ConfigurationError
+from devstack.ports import port_problems
+from devstack.servers import CodecServer, start_codec_server, start_dev_server, ui_origins
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run a dev server in the foreground (``make dev-server``) until SIGINT or SIGTERM.
+
+    A server that cannot start (its port taken, say) is one line on stderr, with the server's own
+    error, what holds the port and the variable that moves it, and exit 2; the success line is printed
+    only once the servers this process started are the ones answering."""
+    import argparse
+    import signal
+    import threading
+
+    parser = argparse.ArgumentParser(description="Run a local Temporal dev server for the support cases.")
+    parser.add_argument("--port", type=int, default=int(os.environ.get("TEMPORAL_PORT") or 7233))
+    parser.add_argument("--ui-port", type=int, default=int(os.environ.get("TEMPORAL_UI_PORT") or 8233))
+    parser.add_argument("--state-dir", type=Path, default=Path(os.environ.get("SUPPORT_STATE_DIR") or ".state"))
+    parser.add_argument(
+        "--codec-port",
+        type=int,
+        default=int(os.environ.get("CODEC_PORT") or 8089),
+        help="port of the codec server the Web UI decodes compressed payloads with; 0: none",
+    )
+    args = parser.parse_args(argv)
+    # Before anything starts: the servers run in sessions of their own, so a signal that killed this
+    # process during start-up would leave them running. One that arrives then stops both once they answer.
+    asked_to_stop = threading.Event()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, lambda _signum, _frame: asked_to_stop.set())
+    codec: CodecServer | None = None
+    codec_log = args.state_dir / "codec-server.log"
+    try:
+        if args.codec_port:
+            codec = start_codec_server(codec_log, port=args.codec_port, cors_origins=ui_origins(args.ui_port))
+    except ConfigurationError as error:
+        _refuse(error, {"CODEC_PORT": args.codec_port}, codec_log, "CODEC_PORT=0 runs without the codec server")
+        return 2
+    server_log = args.state_dir / "temporal-dev-server.log"
+    try:
+        server = start_dev_server(
+            args.state_dir, port=args.port, ui_port=args.ui_port, codec_endpoint=codec.endpoint if codec else None
+        )
+    except ConfigurationError as error:
+        if codec:
+            codec.stop()
+        _refuse(error, {"TEMPORAL_PORT": args.port, "TEMPORAL_UI_PORT": args.ui_port}, server_log)
+        return 2
+    decoding = f", codec server {codec.endpoint} (the UI shows compressed payloads decoded)" if codec else ""
+    print(
+        f"Temporal dev server on {server.address}, Web UI http://localhost:{args.ui_port}{decoding}, "
+        f"state {args.state_dir / 'temporal.db'}; Ctrl-C stops it",
+        flush=True,
+    )
+    while not asked_to_stop.wait(0.2) and server.process.poll() is None:
+        pass
+    if not asked_to_stop.is_set():
+        print(
+            f"dev-server: the Temporal dev server stopped by itself ({server.process.returncode}); log: {server_log}",
+            file=sys.stderr,
+        )
+    server.stop()
+    if codec:
+        codec.stop()
+    return 0 if asked_to_stop.is_set() else 1
+
+
+def _refuse(error: ConfigurationError, ports: dict[str, int], log: Path, hint: str = "") -> None:
+    """One line on stderr: the server's own error, then each of ``ports`` that another program holds."""
+    parts = [error.message, *port_problems(ports), *([hint] if hint else [])]
+    print(f"dev-server: {'; '.join(parts)} (log: {log})", file=sys.stderr, flush=True)

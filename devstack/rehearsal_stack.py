@@ -1,0 +1,82 @@
+"""A whole throwaway case stack in one context manager, for scripts/record_histories.py, the benchmarks
+and tests: a dev server, a seeded SQLite commerce database, demo keys and an in-process worker with
+the rehearsal model."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from temporalio.client import Client
+
+from devstack.servers import start_dev_server
+
+if TYPE_CHECKING:
+    from case_client import CaseClient
+    from keystore.signers import KeyFileSigner
+
+
+@dataclass(frozen=True)
+class RehearsalStack:
+    """What :func:`rehearsal_stack` yields: the client, the worker's task queue, and the state dir whose
+    demo keys the worker and its commerce server verify credentials with."""
+
+    client: Client
+    task_queue: str
+    state_dir: Path
+
+    @property
+    def signer(self) -> KeyFileSigner:
+        """Signs as the login service (applicant tokens) and as each reviewer, with this stack's keys."""
+        from keystore.signers import KeyFileSigner
+
+        return KeyFileSigner(self.state_dir)
+
+    @property
+    def cases(self) -> CaseClient:
+        """The case client on the worker's task queue; every case it starts carries a signed applicant token."""
+        from case_client import CaseClient
+
+        return CaseClient.for_client(self.client, task_queue=self.task_queue, issuer=self.signer.applicant_token)
+
+
+@asynccontextmanager
+async def rehearsal_stack(root: Path, **server_options: Any) -> AsyncIterator[RehearsalStack]:
+    """A throwaway dev server, a seeded SQLite commerce database, demo keys and one in-process worker
+    with the rehearsal model, all under ``root``; yields them as a :class:`RehearsalStack`.
+
+    The worker verifies credentials with the public keys of ``root/state`` (never ``SUPPORT_PUBLIC_KEYS``
+    from the environment); the commerce server it starts over stdio finds the same state dir's keys
+    unless ``COMMERCE_PUBLIC_KEYS`` / ``COMMERCE_SIGNING_KEY`` name others. Used by
+    scripts/record_histories.py and the benchmarks; ``server_options`` go to :func:`start_dev_server`.
+    """
+    from activities.model_settings import load_model_settings
+    from case_client import TemporalTarget, connect
+    from commerce_server import make_engine, seed_fixture
+    from keystore import create_demo_keys, public_keys_location
+    from worker import support_worker
+
+    server = start_dev_server(root / "temporal", **server_options)
+    try:
+        client = await connect(TemporalTarget(address=server.address))
+        state_dir = root / "state"
+        state_dir.mkdir(parents=True, exist_ok=True)
+        create_demo_keys(state_dir)
+        engine = make_engine(f"sqlite:///{state_dir / 'commerce.db'}")
+        seed_fixture(engine)
+        engine.dispose()
+        task_queue = f"local-{uuid.uuid4().hex[:8]}"
+        async with support_worker(
+            client,
+            state_dir,
+            task_queue=task_queue,
+            model_settings=load_model_settings({}),
+            public_keys=public_keys_location(state_dir, {}),
+        ):
+            yield RehearsalStack(client, task_queue, state_dir)
+    finally:
+        server.stop()
