@@ -6,21 +6,8 @@ Everything the worker handles is fictional. This module is the only place that k
 the workflow, the activities, the model gateway (the rehearsal model is injected here when no
 provider is configured), the commerce gateway (stdio sessions, or HTTP when ``COMMERCE_MCP_URL`` is
 set) and the knowledge base. ``support_worker`` builds and runs a worker as an async context manager
-(as the Temporal samples do with ``async with Worker(...)``); tests and the dev stack use it too.
-
-Environment: ``TEMPORAL_ADDRESS`` (default localhost:7233), ``TEMPORAL_NAMESPACE`` (default
-"default"), ``SUPPORT_STATE_DIR`` (default .state), ``SUPPORT_TASK_QUEUE``, ``COMMERCE_DATABASE_URL``
-(default: SQLite in the state dir), ``SUPPORT_PUBLIC_KEYS`` (the public key set that verifies
-applicant tokens and approvals; default: the state dir's keys/public-keys.json), the model
-provider variables (see activities/model_settings.py; none set means the rehearsal model) and
-``SUPPORT_LOG_LEVEL`` (the level of the per-activity log lines, default WARNING; the worker's own
-start lines are always printed). Every check runs before the worker polls: a configuration error
-(a bad setting, an unknown namespace, a public key set that is missing, unreachable, plain http or
-holding a private key) prints one line and exits 2; an unreachable Temporal server prints one line
-and exits 5 (try again). SIGINT or SIGTERM stops the worker and closes its commerce sessions.
-Tracing is off unless the standard OpenTelemetry variables turn it on (``OTEL_TRACES_EXPORTER``,
-``OTEL_EXPORTER_OTLP_ENDPOINT``; see case_tracing.py and docs/tracing.md); a bad tracing setting,
-a malformed endpoint among them, is a configuration error too.
+(as the Temporal samples do with ``async with Worker(...)``); tests and the dev stack use it too. The
+environment it reads is listed at :func:`main`.
 """
 
 from __future__ import annotations
@@ -209,6 +196,22 @@ def refused(error: SupportError) -> int:
 
 
 async def main(argv: list[str] | None = None) -> int:
+    """Check everything, then run the worker until SIGINT or SIGTERM; return the exit status.
+
+    Environment: ``TEMPORAL_ADDRESS`` (default localhost:7233), ``TEMPORAL_NAMESPACE`` (default
+    "default"), ``SUPPORT_STATE_DIR`` (default .state), ``SUPPORT_TASK_QUEUE``, ``COMMERCE_DATABASE_URL``
+    (default: SQLite in the state dir), ``SUPPORT_PUBLIC_KEYS`` (the public key set that verifies
+    applicant tokens and approvals; default: the state dir's keys/public-keys.json), the model
+    provider variables (see activities/model_settings.py; none set means the rehearsal model) and
+    ``SUPPORT_LOG_LEVEL`` (the level of the per-activity log lines, default WARNING; the worker's own
+    start lines are always printed). Every check runs before the worker polls: a configuration error
+    (a bad setting, an unknown namespace, a public key set that is missing, unreachable, plain http or
+    holding a private key) prints one line and exits 2; an unreachable Temporal server prints one line
+    and exits 5 (try again). SIGINT or SIGTERM stops the worker and closes its commerce sessions.
+    Tracing is off unless the standard OpenTelemetry variables turn it on (``OTEL_TRACES_EXPORTER``,
+    ``OTEL_EXPORTER_OTLP_ENDPOINT``; see case_tracing.py and docs/tracing.md); a bad tracing setting,
+    a malformed endpoint among them, is a configuration error too.
+    """
     args = parse_args(argv)
     try:
         level = log_level()

@@ -2,18 +2,7 @@
 
 Starting the commerce server for every tool call would cost a process start, a database connection
 and an MCP handshake each time. The pool keeps one stdio session per identity instead and shares it
-between concurrent activities.
-
-Each session is owned by a dedicated task. The MCP client's context managers open anyio task groups
-and cancel scopes, which must be exited by the same task that entered them; an activity task comes
-and goes, so it can never own a session. The owner task enters the session with an
-:class:`contextlib.AsyncExitStack`, publishes the client, waits until asked to stop, and then exits
-the stack itself. Activities only send requests over the session.
-
-A session whose transport failed (the server process died, a pipe broke) is dropped and told to
-close; the failure surfaces as ``TransientError("commerce_unavailable")`` so that Temporal retries
-the activity, and the retry opens a fresh session. The pool never retries a call by itself:
-retries belong to Temporal.
+between concurrent activities. The pool never retries a call by itself: retries belong to Temporal.
 """
 
 from __future__ import annotations
@@ -99,7 +88,14 @@ SessionOpener = Callable[[str], AbstractAsyncContextManager[CommerceCaller]]
 
 
 class _OwnedSession:
-    """A session entered, held and exited by its own owner task."""
+    """A session entered, held and exited by its own owner task.
+
+    The MCP client's context managers open anyio task groups and cancel scopes, which must be exited by
+    the same task that entered them; an activity task comes and goes, so it can never own a session.
+    The owner task enters the session with an :class:`contextlib.AsyncExitStack`, publishes the client,
+    waits until asked to stop, and then exits the stack itself. Activities only send requests over the
+    session.
+    """
 
     def __init__(self, profile: str, opener: SessionOpener) -> None:
         self.profile = profile
@@ -140,7 +136,12 @@ class _OwnedSession:
 
 
 class CommerceSessionPool:
-    """Keeps one MCP stdio session to the commerce server per profile and routes calls to it."""
+    """Keeps one MCP stdio session to the commerce server per profile and routes calls to it.
+
+    A session whose transport failed (the server process died, a pipe broke) is dropped and told to
+    close; the failure surfaces as ``TransientError("commerce_unavailable")`` so that Temporal retries
+    the activity, and the retry opens a fresh session.
+    """
 
     def __init__(
         self, state_dir: Path, database_url: str | None = None, *, opener: SessionOpener | None = None

@@ -1,46 +1,11 @@
-"""Code checks on a composed draft, run before any reviewer (model or person) sees it (issue 11, item 4).
+"""Code checks on a composed draft, run before any reviewer (model or person) sees it.
 
 A weak reviewer model passes nonsense, so the claims a draft can get wrong in ways code can see are
 checked here, without a model, against the request the draft was composed for. A failing draft raises
 a :class:`~contracts.errors.ContractError` and is refused exactly like a draft that breaks its JSON
 contract: the workflow records ``draft_refused`` with the code, asks for one rewrite, then hands the
-case to a person; the refused text is never shown to the customer. Checks run in this order and the
-first failure is reported:
-
-``draft_names_other_order``
-    The answer names an order id (``QH-1234``, as :data:`contracts.commerce.ORDER_ID_IN_TEXT` finds it
-    in free text) other than the order the plan bound. When the plan bound no order, an id may appear
-    only as a format example, right after "for example", "e.g.", "such as", "例如" or "比如".
-
-``draft_contradicts_quote``
-    The quote says the order is not eligible, yet the answer describes it as refundable. A
-    conservative keyword rule (see :data:`_ELIGIBLE_CLAIMS`): phrases such as "eligible for a refund",
-    "qualifies for a refund", "refundable", "will/can/could be refunded", "you will receive a refund",
-    "可以退款", "符合退款条件", "可退", "将退还"; a phrase preceded within its own clause by a negation
-    ("not", "no", "never", "n't", "non-", "不", "没", "无", "未", "非") is not a claim, so the honest
-    "does not qualify for an automatic refund" and "不符合自动退款条件" pass. Only this direction is
-    checked: an eligible quote described as ineligible sends the customer to a person, not money out.
-    A phrase quoted verbatim from a policy passage the model was shown ("… reduces what can still be
-    refunded") is the policy's general rule, not a claim about the order: it passes, as amounts do.
-
-``draft_amount_not_in_records``
-    A money amount in the answer equals no cents value of the facts (every ``*_cents`` field of the
-    order, invoice, order summaries and quote the tools returned, read as their typed records) nor of
-    the quote. A number is a money amount
-    when a currency marker is next to it (``CNY``/``RMB``/``¥``/``人民币`` before it; ``元``/``块``/
-    ``yuan``/``CNY`` after it: yuan) or a cents unit follows it (``cents``/``分``, not ``分钟``: cents),
-    or when it has exactly two decimals (yuan). Dates, day counts ("day 7", "30-day window", "30 天"),
-    order ids and version numbers are not amounts. An amount quoted verbatim from a policy passage the
-    model was shown (the worked examples of RETURNS and INVOICES: "a customer paid CNY 129.00 …") is
-    the policy's, not a claim about the order: it passes when it occurs verbatim (spaces aside) in such
-    a passage together with :data:`QUOTE_CONTEXT_CHARS` non-space characters of its context on one side.
-
-``draft_language_mismatch``
-    Measured over letters: CJK ideographs against Latin letters. An English case whose answer is
-    mostly Chinese (over half the letters CJK) and a Chinese case whose answer is almost without
-    Chinese (under a fifth of the letters CJK; no CJK at all is always refused) are refused.
-
-Messages name what failed in a few words and never repeat more than a short fragment of the draft.
+case to a person; the refused text is never shown to the customer. Messages name what failed in a few
+words and never repeat more than a short fragment of the draft.
 """
 
 from __future__ import annotations
@@ -84,7 +49,10 @@ class DraftContext:
 
 
 def check_draft(answer: str, context: DraftContext) -> None:
-    """Raise ContractError with the first failing check's code; return None when the draft passes."""
+    """Raise ContractError with the first failing check's code; return None when the draft passes.
+
+    The checks run in this order: order ids, the quote's eligibility, amounts, language.
+    """
     check_order_ids(answer, context.order_id)
     check_quote_eligibility(answer, context.quote, context.evidence)
     check_amounts(answer, allowed_cents(context.facts, context.quote), context.evidence)
@@ -97,6 +65,10 @@ _EXAMPLE_MARKER = re.compile(r"(?:for example|for instance|e\.g\.|such as|例如
 
 
 def check_order_ids(answer: str, bound_order_id: str | None) -> None:
+    """``draft_names_other_order``: the answer names an order id (``QH-1234``, as
+    :data:`contracts.commerce.ORDER_ID_IN_TEXT` finds it in free text) other than the order the plan
+    bound. When the plan bound no order, an id may appear only as a format example, right after "for
+    example", "e.g.", "such as", "例如" or "比如"."""
     for match in ORDER_ID_IN_TEXT.finditer(answer):
         order_id = match.group(0)
         if order_id == bound_order_id:
@@ -138,6 +110,18 @@ _NEGATION = re.compile(
 
 
 def check_quote_eligibility(answer: str, quote: RefundQuote | None, evidence: Iterable[Passage] = ()) -> None:
+    """``draft_contradicts_quote``: the quote says the order is not eligible, yet the answer describes
+    it as refundable.
+
+    A conservative keyword rule (see :data:`_ELIGIBLE_CLAIMS`): phrases such as "eligible for a refund",
+    "qualifies for a refund", "refundable", "will/can/could be refunded", "you will receive a refund",
+    "可以退款", "符合退款条件", "可退", "将退还"; a phrase preceded within its own clause by a negation
+    ("not", "no", "never", "n't", "non-", "不", "没", "无", "未", "非") is not a claim, so the honest
+    "does not qualify for an automatic refund" and "不符合自动退款条件" pass. Only this direction is
+    checked: an eligible quote described as ineligible sends the customer to a person, not money out.
+    A phrase quoted verbatim from a policy passage the model was shown ("… reduces what can still be
+    refunded") is the policy's general rule, not a claim about the order: it passes, as amounts do.
+    """
     if quote is None or quote.eligible:
         return
     passages: list[str] | None = None
@@ -176,7 +160,13 @@ class Amount:
 
 
 def money_amounts(answer: str) -> list[Amount]:
-    """Every money amount in a text, in cents (see the module docstring for what counts)."""
+    """Every money amount in a text, in cents.
+
+    A number is a money amount when a currency marker is next to it (``CNY``/``RMB``/``¥``/``人民币``
+    before it; ``元``/``块``/``yuan``/``CNY`` after it: yuan) or a cents unit follows it
+    (``cents``/``分``, not ``分钟``: cents), or when it has exactly two decimals (yuan). Dates, day
+    counts ("day 7", "30-day window", "30 天"), order ids and version numbers are not amounts.
+    """
     amounts = []
     for match in _NUMBER.finditer(answer):
         whole, decimals = match.group(1).replace(",", ""), match.group(2)
@@ -206,6 +196,15 @@ def allowed_cents(facts: Mapping[str, Any], quote: RefundQuote | None) -> frozen
 
 
 def check_amounts(answer: str, allowed: Iterable[Decimal], evidence: Iterable[Passage] = ()) -> None:
+    """``draft_amount_not_in_records``: a money amount in the answer (see :func:`money_amounts`) equals
+    no cents value of the facts (every ``*_cents`` field of the order, invoice, order summaries and
+    quote the tools returned, read as their typed records) nor of the quote.
+
+    An amount quoted verbatim from a policy passage the model was shown (the worked examples of RETURNS
+    and INVOICES: "a customer paid CNY 129.00 …") is the policy's, not a claim about the order: it
+    passes when it occurs verbatim (spaces aside) in such a passage together with
+    :data:`QUOTE_CONTEXT_CHARS` non-space characters of its context on one side.
+    """
     allowed = frozenset(allowed)
     passages: list[str] | None = None
     for amount in money_amounts(answer):
@@ -248,6 +247,10 @@ def cjk_ratio(text: str) -> float:
 
 
 def check_language(answer: str, language: Language) -> None:
+    """``draft_language_mismatch``, measured over letters (CJK ideographs against Latin letters): an
+    English case whose answer is mostly Chinese (over half the letters CJK) and a Chinese case whose
+    answer is almost without Chinese (under a fifth of the letters CJK; no CJK at all is always refused)
+    are refused."""
     ratio = cjk_ratio(answer)
     if language is Language.EN and ratio > MAX_ENGLISH_CJK_RATIO:
         problem = f"{ratio:.0%} of its letters are Chinese in an English case"

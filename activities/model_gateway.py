@@ -9,29 +9,10 @@ from the settings; the HTTP client may be injected: the worker hands in the rehe
 in-process client when no provider is configured, so the stand-in runs through this same code and
 there is no second code path.
 
-Provider failures become the service's error classes (SPEC §8):
-
-==========================================  ============================================  ==========
-what happened                               error                                         retried
-==========================================  ============================================  ==========
-timeout, connection failure                 TransientError provider_timeout/_unreachable  yes
-HTTP 408, 409, 5xx                          TransientError provider_unavailable           yes
-HTTP 500 saying the request is invalid      ContractError provider_rejected_request       no
-HTTP 429                                    TransientError provider_rate_limited,         yes, after
-                                            ``retry_after_seconds`` from Retry-After      that delay
-HTTP 401, 403                               ConfigurationError provider_auth_failed       no
-HTTP 402 (e.g. DeepSeek balance)            ConfigurationError provider_billing           no
-HTTP 404                                    ConfigurationError model_not_found            no
-other 4xx (400, 413, 422, ...)              ContractError provider_rejected_request       no
-unreadable body, no choices, truncated,     ContractError truncated_or_malformed          no
-a reply of the wrong shape
-==========================================  ============================================  ==========
-
-A 4xx other than the above means the provider refused this request as built (an unsupported
-parameter, an oversized context): repeating it cannot help, and the workflow decides what follows.
-No error message ever contains the API key. A failure after the provider answered carries the
-model's name and, when the provider reported it, the token usage (``SupportError.model``/``.usage``),
-so a refused reply is still counted.
+Provider failures become the service's error classes (SPEC §8) in
+:func:`activities.provider_profiles.map_provider_error`, which holds the table. No error message ever
+contains the API key. A failure after the provider answered carries the model's name and, when the
+provider reported it, the token usage, so a refused reply is still counted.
 """
 
 from __future__ import annotations
@@ -169,9 +150,8 @@ class ModelGateway:
             )
         except openai.OpenAIError as exc:
             error = self._map_error(exc)
-            if isinstance(exc, openai.APIStatusError):
-                error.model = self.settings.model  # the request reached the model's server
-                error.provider = self.settings.provider
+            if isinstance(exc, openai.APIStatusError):  # the request reached the model's server
+                error = error.naming_model(self.settings.model, self.settings.provider)
             raise error from None
         except json.JSONDecodeError:
             # a 2xx whose body is not JSON at all (cut off, empty): the SDK raises the decoder's error
@@ -187,14 +167,13 @@ class ModelGateway:
             with _reading_reply(kind):
                 yield
         except SupportError as error:
-            error.model = completion.model if isinstance(completion.model, str) else self.settings.model
-            error.provider = self.settings.provider
+            model = completion.model if isinstance(completion.model, str) else self.settings.model
             try:
                 usage = _usage(completion)
             except (AttributeError, TypeError, ValueError):  # a usage object of the wrong shape
                 usage = None
-            error.usage = usage.model_dump() if usage else None
-            raise
+            named = error.naming_model(model, self.settings.provider, usage.model_dump() if usage else None)
+            raise named from error.__cause__
 
     def _json(self, completion: ChatCompletion, kind: str) -> dict[str, Any]:
         choice = _first_choice(completion, kind)

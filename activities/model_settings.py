@@ -1,30 +1,8 @@
 """Which model provider the service talks to, resolved once from the environment (SPEC §6).
 
-Resolution order:
-
-1. ``DEEPSEEK_API_KEY`` set: DeepSeek's endpoint, model ``DEEPSEEK_MODEL`` (default ``deepseek-chat``).
-2. ``OPENAI_API_KEY`` or ``OPENAI_BASE_URL`` set: any OpenAI-compatible endpoint (OpenAI, vLLM,
-   Ollama, llama.cpp, ...), model ``SUPPORT_MODEL`` (required). A local server on a loopback address
-   may run without a key; anything else needs ``OPENAI_API_KEY``.
-3. Nothing set: the deterministic rehearsal model, labelled ``rehearsal``, addressed at
-   :data:`REHEARSAL_BASE_URL`. No request leaves the process: the worker gives the gateway an HTTP
-   client whose transport answers it (package ``rehearsal``).
-
 A configured provider never falls back to the rehearsal model. The API key is held as a
-:class:`~pydantic.SecretStr`, so it appears in no ``repr``, ``str``, log line or error message.
-
-Tuning (all optional; see :mod:`activities.provider_profiles`):
-
-- ``SUPPORT_MODEL_PROFILE``: the server's dialect (generic, openai, deepseek, vllm, ollama, llama.cpp,
-  llama-cpp-python); default ``deepseek`` with ``DEEPSEEK_API_KEY``, ``openai`` for api.openai.com,
-  else ``generic``.
-- ``SUPPORT_MODEL_TIMEOUT_SECONDS``: the per-request timeout (default 40, at most 55: the model
-  activity's start-to-close timeout is 60 s).
-- ``SUPPORT_MODEL_MAX_TOKENS`` (every kind) and ``SUPPORT_MODEL_MAX_TOKENS_<KIND>`` (PLAN,
-  INVESTIGATE, COMPOSE, REVIEW): completion-token limits.
-- ``SUPPORT_REVIEW_MODEL`` (with optional ``SUPPORT_REVIEW_BASE_URL``, ``SUPPORT_REVIEW_API_KEY``,
-  ``SUPPORT_REVIEW_PROFILE``): a separate reviewer model for ``review_answer``; only beside a
-  configured provider. Without them the main model reviews.
+:class:`~pydantic.SecretStr`, so it appears in no ``repr``, ``str``, log line or error message. The
+variables and their order are at :func:`load_model_settings`.
 """
 
 from __future__ import annotations
@@ -87,7 +65,31 @@ class ModelSettings(BaseModel):
 
 
 def load_model_settings(environ: Mapping[str, str] | None = None) -> ModelSettings:
-    """Resolve the provider from ``environ`` (default: ``os.environ``); raise ConfigurationError."""
+    """Resolve the provider from ``environ`` (default: ``os.environ``); raise ConfigurationError.
+
+    Resolution order:
+
+    1. ``DEEPSEEK_API_KEY`` set: DeepSeek's endpoint, model ``DEEPSEEK_MODEL`` (default ``deepseek-chat``).
+    2. ``OPENAI_API_KEY`` or ``OPENAI_BASE_URL`` set: any OpenAI-compatible endpoint (OpenAI, vLLM,
+       Ollama, llama.cpp, ...), model ``SUPPORT_MODEL`` (required). A local server on a loopback address
+       may run without a key; anything else needs ``OPENAI_API_KEY``.
+    3. Nothing set: the deterministic rehearsal model, labelled ``rehearsal``, addressed at
+       :data:`REHEARSAL_BASE_URL`. No request leaves the process: the worker gives the gateway an HTTP
+       client whose transport answers it (package ``rehearsal``).
+
+    Tuning (all optional; see :mod:`activities.provider_profiles`):
+
+    - ``SUPPORT_MODEL_PROFILE``: the server's dialect (generic, openai, deepseek, vllm, ollama,
+      llama.cpp, llama-cpp-python); default ``deepseek`` with ``DEEPSEEK_API_KEY``, ``openai`` for
+      api.openai.com, else ``generic``.
+    - ``SUPPORT_MODEL_TIMEOUT_SECONDS``: the per-request timeout (default 40, at most 55: the model
+      activity's start-to-close timeout is 60 s).
+    - ``SUPPORT_MODEL_MAX_TOKENS`` (every kind) and ``SUPPORT_MODEL_MAX_TOKENS_<KIND>`` (PLAN,
+      INVESTIGATE, COMPOSE, REVIEW): completion-token limits.
+    - ``SUPPORT_REVIEW_MODEL`` (with optional ``SUPPORT_REVIEW_BASE_URL``, ``SUPPORT_REVIEW_API_KEY``,
+      ``SUPPORT_REVIEW_PROFILE``): a separate reviewer model for ``review_answer``; only beside a
+      configured provider. Without them the main model reviews.
+    """
     env = os.environ if environ is None else environ
     settings = _load_main(env)
     if settings.is_rehearsal:

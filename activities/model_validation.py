@@ -2,19 +2,13 @@
 
 A model proposes; nothing it writes is trusted. JSON replies must be exactly one JSON object with
 exactly the contract's fields, of the right types, lengths and enum values, or a
-:class:`~contracts.errors.ContractError` names the first offending field. Error codes:
-
-- ``truncated_or_malformed``: cut off (``finish_reason == "length"``), empty, not JSON, not an object;
-- ``contract_violation``: a missing, extra, duplicated, mistyped, over-long or out-of-enum field;
-- ``order_id_not_in_question``: a plan order id the customer never wrote;
-- ``duplicate_citations`` / ``citation_not_in_context``: compose citations that repeat, or that name
-  a passage the model was not shown;
-- ``draft_names_other_order``, ``draft_contradicts_quote``, ``draft_amount_not_in_records``,
-  ``draft_language_mismatch``: the code checks of :mod:`activities.draft_checks` on a compose answer,
-  run when the compose request is given.
-
-Tool calls are not judged here: each is passed on with its arguments parsed (or None), and the
-workflow decides what a bad call means.
+:class:`~contracts.errors.ContractError` names the first offending field: ``truncated_or_malformed``
+(cut off, empty, not JSON, not an object), ``contract_violation`` (a missing, extra, duplicated,
+mistyped, over-long or out-of-enum field), ``order_id_not_in_question`` (an order id the customer never
+wrote), ``duplicate_citations`` / ``citation_not_in_context`` (a passage the model was not shown), and
+the draft checks of :mod:`activities.draft_checks` on a compose
+answer. Tool calls are not judged here: each is passed on with its arguments parsed (or None), and
+the workflow decides what a bad call means.
 """
 
 from __future__ import annotations

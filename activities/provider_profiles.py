@@ -1,30 +1,8 @@
 """Provider dialects: what each OpenAI-compatible server needs to see in a request.
 
 Every server speaks "the OpenAI protocol", but not the same parts of it. A profile decides, for the
-four request kinds, what the model gateway adds to the messages:
-
-================  ==========================  ===========  ===========================  ==================
-profile           JSON replies                tool_choice  token limit field            extra body
-================  ==========================  ===========  ===========================  ==================
-generic           ``json_object``             auto         ``max_tokens``               none
-openai            ``json_schema`` (strict)    auto         ``max_completion_tokens``    none
-deepseek          ``json_object``             auto         ``max_tokens``               thinking disabled
-vllm              ``json_schema`` (strict)    auto         ``max_tokens``               none
-ollama            ``json_schema`` (strict)    auto         ``max_tokens``               none
-llama.cpp         ``json_schema`` (strict)    auto         ``max_tokens``               none
-llama-cpp-python  ``json_object`` + schema    auto         ``max_tokens``               none
-================  ==========================  ===========  ===========================  ==================
-
-``tool_choice`` is always sent with tools: llama-cpp-python's ``chatml-function-calling`` handler
-ignores tools without it (HTTP 200, prose). It is ``auto``, never ``required``: an investigation ends
-when the model calls no tool, so a model forced to call one could never say it is done.
-
-The JSON schemas sent here and the tool schemas of :mod:`contracts.tools` use only constructs every
-grammar engine takes (types, enums, ``anyOf``, anchored patterns with ``[0-9]``, never ``\\d``).
-
-An HTTP 500 whose body says the request itself is invalid (llama-cpp-python answers a message it
-cannot validate that way, e.g. ``Input should be a valid string``) is not transient: repeating the same
-request cannot help, so :func:`is_invalid_request` lets the gateway report it as a rejected request.
+four request kinds, what the model gateway adds to the messages (the table is at :data:`PROFILES`);
+this module also says which provider errors are transient and what a JSON reply must look like.
 """
 
 from __future__ import annotations
@@ -81,6 +59,13 @@ _INVALID_REQUEST = re.compile(
 
 @dataclass(frozen=True)
 class ProviderProfile:
+    """One server's dialect.
+
+    ``tool_choice`` is always sent with tools: llama-cpp-python's ``chatml-function-calling`` handler
+    ignores tools without it (HTTP 200, prose). It is ``auto``, never ``required``: an investigation
+    ends when the model calls no tool, so a model forced to call one could never say it is done.
+    """
+
     name: ProfileName
     structured_output: StructuredOutput = "json_object"
     tool_choice: Literal["auto", "required"] = "auto"
@@ -129,6 +114,20 @@ PROFILES: Mapping[ProfileName, ProviderProfile] = MappingProxyType(
         "llama-cpp-python": ProviderProfile("llama-cpp-python", structured_output="json_object_with_schema"),
     }
 )
+"""Every profile by name:
+
+================  ==========================  ===========  ===========================  ==================
+profile           JSON replies                tool_choice  token limit field            extra body
+================  ==========================  ===========  ===========================  ==================
+generic           ``json_object``             auto         ``max_tokens``               none
+openai            ``json_schema`` (strict)    auto         ``max_completion_tokens``    none
+deepseek          ``json_object``             auto         ``max_tokens``               thinking disabled
+vllm              ``json_schema`` (strict)    auto         ``max_tokens``               none
+ollama            ``json_schema`` (strict)    auto         ``max_tokens``               none
+llama.cpp         ``json_schema`` (strict)    auto         ``max_tokens``               none
+llama-cpp-python  ``json_object`` + schema    auto         ``max_tokens``               none
+================  ==========================  ===========  ===========================  ==================
+"""
 
 
 def profile(name: ProfileName) -> ProviderProfile:
@@ -136,14 +135,39 @@ def profile(name: ProfileName) -> ProviderProfile:
 
 
 def is_invalid_request(status: int, message: str) -> bool:
-    """An HTTP 500 whose message says the request itself is invalid (not the server being down)."""
+    """An HTTP 500 whose message says the request itself is invalid (not the server being down).
+
+    llama-cpp-python answers a message it cannot validate that way (e.g. ``Input should be a valid
+    string``). That is not transient: repeating the same request cannot help, so the gateway reports it
+    as a rejected request.
+    """
     return status == 500 and bool(_INVALID_REQUEST.search(message))
 
 
 def map_provider_error(
     exc: openai.OpenAIError, provider: str, model: str, redact: Callable[[str], str]
 ) -> SupportError:
-    """The service's error for a failed provider request (the table in :mod:`activities.model_gateway`)."""
+    """The service's error for a failed provider request:
+
+    ==========================================  ============================================  ==========
+    what happened                               error                                         retried
+    ==========================================  ============================================  ==========
+    timeout, connection failure                 TransientError provider_timeout/_unreachable  yes
+    HTTP 408, 409, 5xx                          TransientError provider_unavailable           yes
+    HTTP 500 saying the request is invalid      ContractError provider_rejected_request       no
+    HTTP 429                                    TransientError provider_rate_limited,         yes, after
+                                                ``retry_after_seconds`` from Retry-After      that delay
+    HTTP 401, 403                               ConfigurationError provider_auth_failed       no
+    HTTP 402 (e.g. DeepSeek balance)            ConfigurationError provider_billing           no
+    HTTP 404                                    ConfigurationError model_not_found            no
+    other 4xx (400, 413, 422, ...)              ContractError provider_rejected_request       no
+    unreadable body, no choices, truncated,     ContractError truncated_or_malformed          no
+    a reply of the wrong shape
+    ==========================================  ============================================  ==========
+
+    A 4xx other than those means the provider refused this request as built (an unsupported parameter,
+    an oversized context): repeating it cannot help, and the workflow decides what follows.
+    """
     if isinstance(exc, openai.APITimeoutError):
         return TransientError("provider_timeout", f"The {provider} request timed out.")
     if isinstance(exc, openai.APIConnectionError):
@@ -253,4 +277,7 @@ RESPONSE_SCHEMAS: Mapping[RequestKind, dict[str, Any]] = MappingProxyType(
         "review": _object({"verdict": _enum(Verdict), "problems": _strings(MAX_PROBLEMS)}),
     }
 )
-"""The JSON reply of each JSON request kind (``investigate`` replies with tool calls, not JSON)."""
+"""The JSON reply of each JSON request kind (``investigate`` replies with tool calls, not JSON).
+
+These schemas and the tool schemas of :mod:`contracts.tools` use only constructs every grammar engine
+takes (types, enums, ``anyOf``, anchored patterns with ``[0-9]``, never ``\\d``)."""

@@ -3,12 +3,6 @@
 The workflow has already validated every call (known tool, exact fields, bound order id). This
 activity checks again, because it is the side that performs I/O: a request it cannot trust fails
 as a non-retryable ``authorization`` or ``contract`` error instead of being executed.
-
-Refusals the model should learn from (a foreign order, an unknown skill, an inapplicable passage)
-come back as ``ToolObservation(ok=False, ...)`` with the refusal's stable code and message only.
-Transient failures are raised so that Temporal retries the activity on a fresh commerce session;
-configuration faults (a commerce server refusing this worker's token) are raised so that the case fails
-with the reason, never reaching the model as if the order did not exist.
 Host-injected values (identity, tenant, language, the fixture as-of date) never come from the model.
 """
 
@@ -63,6 +57,15 @@ ToolHandler = Callable[[ToolRequest], Awaitable[BaseModel]]
 
 
 class ToolActivities:
+    """The tool activity and what it reads through: the commerce gateway, the knowledge base, preferences.
+
+    Refusals the model should learn from (a foreign order, an unknown skill, an inapplicable passage)
+    come back as ``ToolObservation(ok=False, ...)`` with the refusal's stable code and message only.
+    Transient failures are raised so that Temporal retries the activity on a fresh commerce session;
+    configuration faults (a commerce server refusing this worker's token) are raised so that the case
+    fails with the reason, never reaching the model as if the order did not exist.
+    """
+
     def __init__(self, pool: CommerceGateway, knowledge: KnowledgeBase, preferences: LanguagePreferences) -> None:
         self.pool = pool
         self.knowledge = knowledge

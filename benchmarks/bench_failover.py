@@ -2,16 +2,10 @@
 
     .venv/bin/python benchmarks/bench_failover.py [ROUNDS]
 
-Each round starts a throwaway case on the test suite's local stack (its demo keys sign the applicant
-token and the approval, as in tests/credentials_support.py): a dev server, the fault tests'
-``paused_worker.py`` launcher (the real worker with one pause) holding a model request or a settlement,
-and a second plain ``worker.py`` polling the same task queue. It SIGKILLs the first worker and reads,
-from the workflow history, the first event recorded after the kill and its time: the killed attempt's
-retry starting on the second worker (``ActivityTaskStarted``, attempt 2, the second worker's
-identity). Activities heartbeat with an 8 s heartbeat timeout and retry after 1 s; the timeout runs
-from the last heartbeat before the kill, so the figure stays at or under about 9 s (4.5-8.4 s seen on
-2 cores, 2026-12-01); before heartbeats it was the start-to-close timeout (31-33 s for settlement,
-~61 s for a model call).
+Activities heartbeat with an 8 s heartbeat timeout and retry after 1 s; the timeout runs from the last
+heartbeat before the kill, so the figure stays at or under about 9 s (4.5-8.4 s seen on 2 cores).
+Without heartbeats it would be the start-to-close timeout (31-33 s for settlement, ~61 s for a model
+call). What one round does: :func:`one_round`.
 """
 
 from __future__ import annotations
@@ -71,6 +65,15 @@ async def finished_run(handle, activity: str, timeout: float = 120) -> ActivityR
 
 
 async def one_round(address: str, root: Path, where: str) -> tuple[float, str]:
+    """One kill and what followed it: (seconds from the kill to the next event, that event).
+
+    A throwaway case on the test suite's local stack (its demo keys sign the applicant token and the
+    approval, as in tests/credentials_support.py): a dev server, the fault tests' ``paused_worker.py``
+    launcher (the real worker with one pause) holding a model request or a settlement, and a second
+    plain ``worker.py`` polling the same task queue. It SIGKILLs the first worker and reads, from the
+    workflow history, the first event recorded after the kill and its time: the killed attempt's retry
+    starting on the second worker (``ActivityTaskStarted``, attempt 2, the second worker's identity).
+    """
     client = await connect(address)
     world = FaultWorld.create(client, root)
     marker = root / "paused.json"

@@ -1,4 +1,4 @@
-"""Benchmark: issue 13's performance figures, all in one run, with the machine they ran on (prints figures).
+"""Benchmark: the performance figures, all in one run, with the machine they ran on (prints figures).
 
     .venv/bin/python benchmarks/bench_performance.py [--sequential N] [--concurrent N] [--slow-cases N]
         [--skip sequential,concurrent,slow,history,worst,replay] [--profile FILE.html|FILE.txt]
@@ -6,26 +6,8 @@
 
 One throwaway dev server (``rehearsal_stack``: seeded SQLite commerce database, demo keys); each part
 runs its own in-process production worker (``build_worker``, real commerce MCP server over stdio) on a
-fresh task queue of that server, with the worker options given here (printed). Parts:
-
-sequential  refund question (alice, QH-1001) to ``waiting_approval``, one case after another after one
-            warm-up case: p50/p95 of start -> the status query first showing waiting_approval (polled
-            every 50 ms); each case is terminated once measured and its case record written.
-concurrent  N refund cases started at once on one worker (after one warm-up case): cases reaching
-            waiting_approval / wall time of the batch, and p50/p95 latency (status polled every 0.5 s
-            per case); then all terminated.
-slow        a loopback OpenAI-compatible provider (tests/adversarial/provider.py) answering every
-            request as the rehearsal model after 1.0 s: one delivery case alone to completion, then N
-            at once; concurrency ratio = batch wall time / the lone case's wall time.
-history     one refund case's history at waiting_approval (its record written) and after chen's signed
-            approval (completed): events, protobuf bytes (primary) and JSON characters, the largest
-            payload and its event, and which event types and activities carry the bytes.
-worst       a case that spends every budget: 24/24 tool calls over 7/7 turns, 20/20 model requests
-            (transient HTTP 500s are retried and charged), both drafts sent back by the reviewer.
-replay      every history in tests/histories/ replayed with the production sandboxed runner.
-
-``--profile`` runs the concurrent part under pyinstrument: the event-loop thread (activities, the SDK's
-Python side, the client) and each workflow-task thread (sandboxed workflow code), combined.
+fresh task queue of that server, with the worker options given here (printed). The parts are listed
+at :func:`main`.
 """
 
 from __future__ import annotations
@@ -317,6 +299,28 @@ async def replay() -> None:
 
 
 async def main(args: argparse.Namespace) -> None:
+    """Run every part not skipped, in this order, printing each part's figures.
+
+    sequential  refund question (alice, QH-1001) to ``waiting_approval``, one case after another after
+                one warm-up case: p50/p95 of start -> the status query first showing waiting_approval
+                (polled every 50 ms); each case is terminated once measured and its case record written.
+    concurrent  N refund cases started at once on one worker (after one warm-up case): cases reaching
+                waiting_approval / wall time of the batch, and p50/p95 latency (status polled every
+                0.5 s per case); then all terminated.
+    slow        a loopback OpenAI-compatible provider (tests/adversarial/provider.py) answering every
+                request as the rehearsal model after 1.0 s: one delivery case alone to completion, then
+                N at once; concurrency ratio = batch wall time / the lone case's wall time.
+    history     one refund case's history at waiting_approval (its record written) and after chen's
+                signed approval (completed): events, protobuf bytes (primary) and JSON characters, the
+                largest payload and its event, and which event types and activities carry the bytes.
+    worst       a case that spends every budget: 24/24 tool calls over 7/7 turns, 20/20 model requests
+                (transient HTTP 500s are retried and charged), both drafts sent back by the reviewer.
+    floor       Temporal's own cost per step here (see :func:`floor`).
+    replay      every history in tests/histories/ replayed with the production sandboxed runner.
+
+    ``--profile`` runs the concurrent part under pyinstrument: the event-loop thread (activities, the
+    SDK's Python side, the client) and each workflow-task thread (sandboxed workflow code), combined.
+    """
     skip = {part.strip() for part in args.skip.split(",") if part.strip()}
     unknown = skip - set(PARTS)
     if unknown:

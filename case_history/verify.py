@@ -1,26 +1,8 @@
 """The chain of proof of a case, checked offline: applicant token → proposal digest → approval token →
 receipt.
 
-:func:`verify_chain` reads the decoded runs of one case (:class:`~case_history.trail.CaseTrail`, first run
-first: a waiting case continues as new) and a public key set that comes from outside the history
-(``SUPPORT_PUBLIC_KEYS`` or the state dir's keys; never the keys the ``verify_applicant`` activity
-recorded, which a writer of the history could have chosen). Pure: no server, no clock, no files. Each
-link is OK, BROKEN (forged, altered, or missing where the history says it must exist) or ABSENT (the
-case has not got that far):
-
-1. **applicant token**: in the start input of the case's FIRST run (a run a client started, holding a
-   question, not a carried state), signed by the issuer, for this case, naming the case's applicant,
-   valid when Temporal started that run, and used by no earlier run of the same workflow id; every
-   later run was continued by Temporal from the one before it and carries the same case.
-2. **proposal digest**: recomputed from the proposal in the settlement request (or, for a case that
-   never settled, in its last case record); it must be the digest the settlement names, for this
-   case and this applicant.
-3. **approval token**: signed by the reviewer it names, for this case and this digest, by a reviewer
-   of the applicant's tenant who is not the applicant, signed before the proposal expired; the one a
-   settlement carries must approve and name the same reviewer.
-4. **receipt**: the ``execute_refund`` result; its signature verifies with the commerce key, its
-   signed claims equal the receipt, this proposal (case, order, amount, order version, digest) and
-   the approval token's id, paid within the settle window after the approval was signed.
+Pure: no server, no clock, no files. The keys come from outside the history, so a writer of the history
+cannot choose the keys its own tokens are checked with; the links are listed at :func:`verify_chain`.
 """
 
 from __future__ import annotations
@@ -116,7 +98,28 @@ def verify_chain(
     runs: Sequence[CaseTrail], keys: PublicKeys, *, case_id: str, other_starts: Sequence[OtherStart] = ()
 ) -> ChainReport:
     """Check every link of case ``case_id``'s chain in ``runs`` (its runs, first run first) with ``keys``;
-    ``other_starts`` are the workflow id's runs outside the chain (see the module docstring)."""
+    ``other_starts`` are the workflow id's runs outside the chain.
+
+    ``runs`` are the decoded runs of one case (:class:`~case_history.trail.CaseTrail`, first run first: a
+    waiting case continues as new); ``keys`` is a public key set that comes from outside the history
+    (``SUPPORT_PUBLIC_KEYS`` or the state dir's keys; never the keys the ``verify_applicant`` activity
+    recorded, which a writer of the history could have chosen). Each link is OK, BROKEN (forged,
+    altered, or missing where the history says it must exist) or ABSENT (the case has not got that far):
+
+    1. **applicant token**: in the start input of the case's FIRST run (a run a client started, holding
+       a question, not a carried state), signed by the issuer, for this case, naming the case's
+       applicant, valid when Temporal started that run, and used by no earlier run of the same workflow
+       id; every later run was continued by Temporal from the one before it and carries the same case.
+    2. **proposal digest**: recomputed from the proposal in the settlement request (or, for a case that
+       never settled, in its last case record); it must be the digest the settlement names, for this
+       case and this applicant.
+    3. **approval token**: signed by the reviewer it names, for this case and this digest, by a reviewer
+       of the applicant's tenant who is not the applicant, signed before the proposal expired; the one a
+       settlement carries must approve and name the same reviewer.
+    4. **receipt**: the ``execute_refund`` result; its signature verifies with the commerce key, its
+       signed claims equal the receipt, this proposal (case, order, amount, order version, digest) and
+       the approval token's id, paid within the settle window after the approval was signed.
+    """
     assert runs, "a chain has at least one run"
     trail = _merged(runs)
     case = runs[0].case.value

@@ -1,20 +1,9 @@
 """The codec server's HTTP app: Temporal's remote codec protocol over the case codec.
 
-``POST .../decode`` and ``POST .../encode`` take a ``Payloads`` message as protobuf JSON
-(``{"payloads": [{"metadata": {"encoding": "<base64>"}, "data": "<base64>"}]}``) and answer the same
-shape, each payload decoded (``binary/zlib`` inflated, any other returned as it is) or encoded (compressed
-from :data:`contracts.payload_codec.COMPRESS_AT` bytes up) by :mod:`contracts.payload_codec`. Only the
-last segment of the path counts, so ``/default/decode`` works as well (the CLI's ``{namespace}``
-template); one codec serves every namespace and the ``X-Namespace`` header is not needed.
-
-The Web UI calls it from the browser, so requests from the origins given (the dev server's UI by
-default) get CORS headers, credentials included (the UI's "Include cross-origin credentials"), and an
-``OPTIONS`` preflight from them is answered; other origins get no CORS headers and a 403 preflight.
-``GET /health`` answers ``ok`` (the compose health check). A malformed body (invalid base64 included) or
-a payload that does not decode is a 400 with one line of text, as the protocol asks. A request is
-bounded before anything is inflated: at most :data:`MAX_BODY_BYTES`, :data:`MAX_PAYLOADS` payloads and
-:data:`REQUEST_BUDGET` inflated bytes in all (each a 413), and each payload at most its own caps
-(:func:`contracts.payload_codec.decode_payload_sync`), so a small request cannot make it hold gigabytes.
+The CLI and the Web UI (from the browser, with CORS) send it payloads to decode or encode with
+:mod:`contracts.payload_codec`, so a reviewer can read compressed payloads. A request is bounded before
+anything is inflated, so a small request cannot make it hold gigabytes (the protocol and the limits:
+:func:`build_app`).
 """
 
 from __future__ import annotations
@@ -70,7 +59,24 @@ class NotPayloads(ValueError):
 
 
 def build_app(cors_origins: Sequence[str] = DEV_UI_ORIGINS) -> Starlette:
-    """The codec server, with CORS for ``cors_origins`` (exact ``scheme://host[:port]`` origins)."""
+    """The codec server, with CORS for ``cors_origins`` (exact ``scheme://host[:port]`` origins).
+
+    ``POST .../decode`` and ``POST .../encode`` take a ``Payloads`` message as protobuf JSON
+    (``{"payloads": [{"metadata": {"encoding": "<base64>"}, "data": "<base64>"}]}``) and answer the same
+    shape, each payload decoded (``binary/zlib`` inflated, any other returned as it is) or encoded
+    (compressed from :data:`contracts.payload_codec.COMPRESS_AT` bytes up). Only the last segment of the
+    path counts, so ``/default/decode`` works as well (the CLI's ``{namespace}`` template); one codec
+    serves every namespace and the ``X-Namespace`` header is not needed.
+
+    The Web UI calls it from the browser, so requests from the origins given (the dev server's UI by
+    default) get CORS headers, credentials included (the UI's "Include cross-origin credentials"), and
+    an ``OPTIONS`` preflight from them is answered; other origins get no CORS headers and a 403
+    preflight. ``GET /health`` answers ``ok`` (the compose health check). A malformed body (invalid
+    base64 included) or a payload that does not decode is a 400 with one line of text, as the protocol
+    asks. A request is bounded before anything is inflated: at most :data:`MAX_BODY_BYTES`,
+    :data:`MAX_PAYLOADS` payloads and :data:`REQUEST_BUDGET` inflated bytes in all (each a 413), and
+    each payload at most its own caps (:func:`contracts.payload_codec.decode_payload_sync`).
+    """
     allowed = frozenset(cors_origins)
 
     def cors(request: Request, response: Response) -> Response:

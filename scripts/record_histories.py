@@ -1,16 +1,12 @@
 """Add workflow histories of the current code to tests/histories/ for the replay test.
 
-    .venv/bin/python scripts/record_histories.py --tag 2026-12-issue7
+    .venv/bin/python scripts/record_histories.py --tag 2027-01
 
 Starts a throwaway Temporal dev server and an in-process worker (rehearsal model, fresh commerce
 database), runs one case per scenario and writes each finished run's history as
 ``<scenario>-<tag>.json``. Histories are a contract with every case in flight: existing files are
 never overwritten (the script refuses), re-recorded or deleted; a new tag adds a new generation next
 to the old ones, so CI replays every version of the workflow that may still have cases running.
-
-The dev server suggests continue-as-new after 150 history events (``limit.historyCount.
-suggestContinueAsNew``), so the ``review_flood`` scenario records a case that continues as new under a
-flood of malformed review signals without megabytes of payload; both of its runs are written.
 """
 
 from __future__ import annotations
@@ -37,6 +33,9 @@ from keystore.signers import KeyFileSigner
 
 OUT = Path(__file__).resolve().parents[1] / "tests" / "histories"
 SUGGEST_CONTINUE_AS_NEW_AFTER_EVENTS = 150
+"""The dev server suggests continue-as-new after this many history events (``limit.historyCount.
+suggestContinueAsNew``), so the ``review_flood`` scenario records a case that continues as new under a
+flood of malformed review signals without megabytes of payload; both of its runs are written."""
 
 Action = Callable[[CaseHandle, CaseView, KeyFileSigner], Awaitable[None]]
 """What a reviewer (or an impostor) does with a waiting case; ``signer`` signs as each reviewer."""
@@ -175,5 +174,5 @@ async def main(tag: str) -> None:
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--tag", required=True, help="a new generation name, e.g. 2026-12-issue7")
+    parser.add_argument("--tag", required=True, help="a new generation name, e.g. 2027-01")
     asyncio.run(main(parser.parse_args().tag))

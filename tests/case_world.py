@@ -8,6 +8,7 @@ provider of ``tests/adversarial``). ``history_text`` decodes a workflow history 
 
 from __future__ import annotations
 
+import asyncio
 import json
 import uuid
 from collections.abc import Callable, Iterable
@@ -30,9 +31,20 @@ from contracts.case import CaseEvent, CaseView
 from contracts.identity import resolve_profile
 from contracts.knowledge import Language
 from contracts.names import QueryName
-from contracts.payload_codec import decode_payload_sync
+from contracts.payload_codec import CASE_DATA_CONVERTER, decode_payload_sync
 from tests.credentials_support import applicant_token, install_signing_keys
 from worker import Cleanup, build_worker
+
+
+async def connect_case_client(address: str) -> Client:
+    """A client of the dev server at ``address`` with the case payload codec, as production's, once the
+    server accepts one (it may still be starting)."""
+    for _ in range(50):
+        try:
+            return await Client.connect(address, data_converter=CASE_DATA_CONVERTER)
+        except RuntimeError:
+            await asyncio.sleep(0.2)
+    raise RuntimeError(f"Temporal dev server at {address} never accepted a client")
 
 
 @dataclass

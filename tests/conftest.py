@@ -4,7 +4,6 @@ workflows, adversarial, faults)."""
 
 from __future__ import annotations
 
-import asyncio
 import os
 import secrets
 from collections.abc import Callable, Iterator
@@ -25,12 +24,12 @@ from commerce_server.tokens import PUBLIC_KEYS_ENV, SIGNING_KEY_ENV
 from contracts.commerce import Order, RefundApproval, RefundProposal
 from contracts.credentials import COMMERCE_KID, PublicKeys, reviewer_kid
 from contracts.identity import PROFILES
-from contracts.payload_codec import CASE_DATA_CONVERTER
 from devstack.servers import DevServer, start_dev_server
 from keystore import PUBLIC_KEYS_FILE, keys_dir, load_public_keys, private_key_path
 from keystore.signers import KeyFileSigner
 from knowledge.refund_quote import calculate_refund_quote, policy_page_versions
 from knowledge.store import default_knowledge_base
+from tests.case_world import connect_case_client
 from tests.credentials_support import use_test_keys
 from tests.layers import assign_layers, fast_layer_guard
 
@@ -207,12 +206,7 @@ def temporal_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevSer
 
 @pytest.fixture(scope="session")
 async def temporal_client(temporal_server: DevServer) -> Client:
-    for _ in range(50):
-        try:
-            return await Client.connect(temporal_server.address, data_converter=CASE_DATA_CONVERTER)
-        except RuntimeError:
-            await asyncio.sleep(0.2)
-    raise RuntimeError(f"Temporal dev server at {temporal_server.address} never accepted a client")
+    return await connect_case_client(temporal_server.address)
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

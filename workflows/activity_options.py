@@ -7,11 +7,6 @@ Every regular activity heartbeats (activities.boundary does it for them) and has
 :data:`HEARTBEAT_TIMEOUT`: when a worker dies mid-activity, Temporal retries the activity on another
 worker within about that long, instead of waiting out a start-to-close timeout that must be long
 enough for a slow but healthy call (the model provider's own timeout is 40 s).
-
-The short steps (patch ``short-steps-local``) run as local activities, with :class:`LocalActivityOptions`:
-no heartbeat (a local activity cannot heartbeat; activities.boundary only heartbeats when a heartbeat
-timeout is set). When a worker dies mid-step, its workflow task times out and another worker runs the
-step again from its first attempt.
 """
 
 from __future__ import annotations
@@ -104,7 +99,13 @@ task; a longer backoff becomes a workflow timer. The policies below never back o
 
 @dataclass(frozen=True)
 class LocalActivityOptions:
-    """The timeout and the retry policy of one kind of local activity (no heartbeat), passed together."""
+    """The timeout and the retry policy of one kind of local activity (no heartbeat), passed together.
+
+    The short steps (patch ``short-steps-local``) run as local activities: no heartbeat (a local
+    activity cannot heartbeat; activities.boundary only heartbeats when a heartbeat timeout is set).
+    When a worker dies mid-step, its workflow task times out and another worker runs the step again
+    from its first attempt.
+    """
 
     start_to_close: timedelta
     retry: RetryPolicy

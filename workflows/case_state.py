@@ -117,6 +117,38 @@ class ModelTally:
         return f"{self.tokens_known}{suffix}"
 
 
+CARRIED_AS_IS = (
+    "budgets",
+    "plan",
+    "quote",
+    "answer",
+    "answer_admitted",
+    "proposal",
+    "record_path",
+    "record_error",
+    "public_keys",
+    "card_facts",
+)
+"""The fields of :class:`CaseState` that :class:`CarriedCase` carries across continue-as-new under the
+same name and type. ``carry()`` and ``from_carried()`` copy these by name and convert the rest of what
+is carried (the event log, the model tally, the facts, the evidence, the approvals already used); the
+carried JSON keeps :class:`CarriedCase`'s own field order, so a new run writes what the committed
+continued histories hold."""
+NOT_CARRIED = (
+    "case",
+    "lifecycle",
+    "digest",
+    "decision",
+    "decided_at",
+    "decided_via",
+    "approval_token",
+    "receipt",
+    "reason",
+)
+"""The fields a waiting case does not carry: the next run's input and phase, the digest (recomputed
+from the carried proposal), and what only a decision or its settlement sets."""
+
+
 @dataclass
 class CaseState:
     case: CaseInput
@@ -157,24 +189,15 @@ class CaseState:
         return cls(
             case=case,
             lifecycle=Lifecycle(phase=Phase.WAITING_APPROVAL),
-            budgets=carried.budgets,
             log=EventLog(list(carried.events), carried.dropped_events),
             notes=list(carried.notes),
             model=ModelTally(carried.model_label, carried.tokens_known, carried.tokens_unknown_calls),
-            plan=carried.plan,
             facts=CaseFacts(carried.facts),
             evidence={passage.passage_id: passage for passage in carried.evidence},
-            quote=carried.quote,
-            answer=carried.answer,
-            answer_admitted=carried.answer_admitted,
-            proposal=carried.proposal,
             digest=carried.proposal.digest(),
-            record_path=carried.record_path,
-            record_error=carried.record_error,
             continued=carried.continued,
-            public_keys=carried.public_keys,
             used_approvals=set(carried.used_approvals),
-            card_facts=carried.card_facts,
+            **{name: getattr(carried, name) for name in CARRIED_AS_IS},
         )
 
     def carry(self) -> CarriedCase:
@@ -182,25 +205,16 @@ class CaseState:
         assert self.plan and self.quote and self.answer and self.proposal
         return CarriedCase(
             continued=self.continued + 1,
-            budgets=self.budgets,
             events=list(self.log.events),
             dropped_events=self.log.dropped,
             notes=list(self.notes),
             model_label=self.model.label,
             tokens_known=self.model.tokens_known,
             tokens_unknown_calls=self.model.unknown_calls,
-            plan=self.plan,
             facts=self.facts.wire(),
             evidence=list(self.evidence.values()),
-            quote=self.quote,
-            answer=self.answer,
-            answer_admitted=self.answer_admitted,
-            proposal=self.proposal,
-            record_path=self.record_path,
-            record_error=self.record_error,
-            public_keys=self.public_keys,
             used_approvals=sorted(self.used_approvals),
-            card_facts=self.card_facts,
+            **{name: getattr(self, name) for name in CARRIED_AS_IS},
         )
 
     def search_attributes(self) -> list[SearchAttributeUpdate[Any]]:

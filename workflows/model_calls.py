@@ -15,7 +15,7 @@ from temporalio.exceptions import ActivityError
 
 with workflow.unsafe.imports_passed_through():
     from contracts.case import CaseStatus, ComposedAnswer, ComposeResult, ModelCallMeta, ModelUsage
-    from contracts.errors import ActivityFailure, ErrorClass, decode_activity_failure
+    from contracts.errors import ContractError, SupportError, decode_activity_failure
     from contracts.names import ActivityName, EventKind, StopCode
     from workflows import activity_options as options
     from workflows import patches, requests
@@ -75,15 +75,15 @@ class ModelCalls:
         except ActivityError as error:
             failure = decode_activity_failure(error)
             self._charge_model(failure.attempt or attempts, self._failed_call_meta(failure, attempts))
-            self._record(EventKind.MODEL_FAILED, f"{activity}: {failure.error_class}: {failure.code}")
-            if failure.error_class == ErrorClass.CONTRACT and contract_ok:
+            self._record(EventKind.MODEL_FAILED, f"{activity}: {failure.reported_class}: {failure.code}")
+            if isinstance(failure, ContractError) and contract_ok:
                 raise ContractViolation(failure.code) from None
             raise CaseStopped.after(model_failure(failure)) from None
         self._charge_model(result.meta.attempt, result.meta)
         return result
 
     @staticmethod
-    def _failed_call_meta(failure: ActivityFailure, attempts: int) -> ModelCallMeta | None:
+    def _failed_call_meta(failure: SupportError, attempts: int) -> ModelCallMeta | None:
         """What a refused reply says of the model and its cost (cases started before the patch: nothing)."""
         if failure.model is None or not workflow.patched(patches.FAILED_MODEL_CALLS_COUNTED):
             return None

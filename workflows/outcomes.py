@@ -2,8 +2,9 @@
 
 ``CaseStopped`` carries a terminal status and a stop reason (``code`` or ``code:detail``, see
 :mod:`contracts.names`) to the top of the workflow's ``run``. A failed activity arrives decoded by
-:func:`contracts.errors.decode_activity_failure`, the counterpart of the encoder every activity's
-failure passes through; only transient failures were retried, so by now its retries are spent.
+:func:`contracts.errors.decode_activity_failure` as the typed error it was raised as (the counterpart
+of the encoder every activity's failure passes through); only transient failures were retried, so by
+now its retries are spent.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from contracts.case import CaseStatus
-from contracts.errors import ActivityFailure, ErrorClass
+from contracts.errors import AuthorizationError, BusinessError, ConfigurationError, ContractError, SupportError
 from contracts.names import StopCode, stop_reason
 
 
@@ -43,24 +44,26 @@ class ContractViolation(Exception):
         self.code = code
 
 
-def model_failure(failure: ActivityFailure) -> Outcome:
+def model_failure(failure: SupportError) -> Outcome:
     """A model request that failed for good: misconfiguration fails the case, anything else hands it over."""
-    if failure.error_class == ErrorClass.CONFIGURATION:
-        return Outcome(CaseStatus.FAILED, StopCode.MODEL_CONFIGURATION, failure.message)
-    if failure.error_class == ErrorClass.CONTRACT:
-        return Outcome(CaseStatus.NEEDS_HUMAN, StopCode.MODEL_CONTRACT, failure.code)
-    return Outcome(CaseStatus.NEEDS_HUMAN, StopCode.MODEL_UNAVAILABLE, failure.code)
+    match failure:
+        case ConfigurationError():
+            return Outcome(CaseStatus.FAILED, StopCode.MODEL_CONFIGURATION, str(failure))
+        case ContractError():
+            return Outcome(CaseStatus.NEEDS_HUMAN, StopCode.MODEL_CONTRACT, failure.code)
+        case _:
+            return Outcome(CaseStatus.NEEDS_HUMAN, StopCode.MODEL_UNAVAILABLE, failure.code)
 
 
-def settlement_failure(failure: ActivityFailure, *, configuration_fails_case: bool) -> Outcome:
+def settlement_failure(failure: SupportError, *, configuration_fails_case: bool) -> Outcome:
     """A settlement that failed: refused (nothing paid), misconfigured, or unknown (a human reconciles).
 
     A configuration error was refused before the commerce server ran the tool (e.g. its token), so
     nothing was paid. Anything else (retries exhausted, a malformed receipt) leaves the outcome
     unknown; a retry with the same approval id would return the original receipt.
     """
-    if failure.error_class == ErrorClass.CONFIGURATION and configuration_fails_case:
-        return Outcome(CaseStatus.FAILED, StopCode.SETTLEMENT_CONFIGURATION, failure.message)
-    if failure.error_class in (ErrorClass.BUSINESS, ErrorClass.AUTHORIZATION):
+    if isinstance(failure, ConfigurationError) and configuration_fails_case:
+        return Outcome(CaseStatus.FAILED, StopCode.SETTLEMENT_CONFIGURATION, str(failure))
+    if isinstance(failure, (BusinessError, AuthorizationError)):
         return Outcome(CaseStatus.NEEDS_HUMAN, StopCode.SETTLEMENT_REFUSED, failure.code)
     return Outcome(CaseStatus.NEEDS_HUMAN, StopCode.SETTLEMENT_UNCONFIRMED, failure.code)

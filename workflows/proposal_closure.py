@@ -38,7 +38,7 @@ async def close_proposal(s: CaseState, record: Callable[[EventKind, str], None],
         )
     except ActivityError as error:
         failure = decode_activity_failure(error)
-        record(EventKind.PROPOSAL_CLOSE_FAILED, f"{failure.error_class}: {failure.code}")
+        record(EventKind.PROPOSAL_CLOSE_FAILED, f"{failure.reported_class}: {failure.code}")
         return
     record(
         EventKind.PROPOSAL_CLOSED,

@@ -13,30 +13,25 @@ from datetime import timedelta
 
 from temporalio import workflow
 from temporalio.common import RawValue
-from temporalio.exceptions import ActivityError, ApplicationError
+from temporalio.exceptions import ApplicationError
 
 with workflow.unsafe.imports_passed_through():
     from contracts.case import (
         Budgets,
         CaseEvent,
-        CaseRecord,
         CaseStatus,
         CaseView,
-        ComposedAnswer,
         Decision,
         InvestigateResult,
         Phase,
         PlanResult,
         ReviewDecision,
         ReviewOutcome,
-        ReviewResult,
         TranscriptEntry,
-        Verdict,
     )
-    from contracts.commerce import ProposalOutcome, RefundReceipt, order_ids_in
+    from contracts.commerce import ProposalOutcome, order_ids_in
     from contracts.credentials import SignedReview
     from contracts.effect_card import ProposalForReview, proposal_memo
-    from contracts.errors import ErrorClass, decode_activity_failure
     from contracts.names import (
         CASE_INPUT_REFUSED,
         REVIEW,
@@ -48,17 +43,18 @@ with workflow.unsafe.imports_passed_through():
         StopCode,
         stop_reason,
     )
-    from workflows import activity_options as options
     from workflows import case_details, patches, requests
     from workflows.applicant_check import verify_applicant
     from workflows.approval_gate import decode_review, judge_review, refused_review_error
     from workflows.case_input import AdmittedInput, admit_case_input
     from workflows.case_state import CaseState
     from workflows.deliver_gate import decide_delivery
+    from workflows.drafting import draft_and_review
     from workflows.evidence import transcript_content
     from workflows.model_calls import ModelCalls
-    from workflows.outcomes import CaseStopped, ContractViolation, settlement_failure
+    from workflows.outcomes import CaseStopped
     from workflows.proposal_closure import close_proposal
+    from workflows.refund_settlement import execute_refund, write_case_record
     from workflows.tool_calls import ToolCalls
     from workflows.turn_admission import SeenCalls
 
@@ -161,36 +157,8 @@ class SupportCaseWorkflow:
                 )
 
     async def _draft_and_review(self) -> None:
-        s = self._s
         self._move(Phase.REVIEW)
-        problems: list[str] = []
-        previous: ComposedAnswer | None = None
-        refused_draft: str | None = None
-        for attempt in (1, 2):
-            try:
-                summary = f"compose answer, draft {attempt}{case_details.finding_summary(s)}"
-                candidate = await self._model.compose(previous, problems, summary=summary)
-            except ContractViolation as violation:
-                refused_draft = violation.code
-                problems = [f"the draft violated the answer contract ({violation.code})"]
-                continue
-            refused_draft = None
-            request = requests.review_request(s, candidate)
-            summary = f"independent review of draft {attempt}"
-            reviewed = await self._model.call(ActivityName.REVIEW_ANSWER, request, ReviewResult, summary=summary)
-            verdict = reviewed.verdict
-            self._event(
-                EventKind.REVIEWED, f"draft {attempt}: {verdict.verdict.value} {'; '.join(verdict.problems)}".strip()
-            )
-            if verdict.verdict is Verdict.PASS:
-                s.answer = candidate
-                return
-            if verdict.verdict is Verdict.INSUFFICIENT and attempt == 2:
-                raise CaseStopped(CaseStatus.NEEDS_INPUT, StopCode.REVIEW_INSUFFICIENT_EVIDENCE)
-            previous, problems = candidate, list(verdict.problems)
-        if refused_draft is not None:
-            raise CaseStopped(CaseStatus.NEEDS_HUMAN, StopCode.DRAFT_REFUSED, refused_draft)
-        raise CaseStopped(CaseStatus.NEEDS_HUMAN, StopCode.REVIEW_FAILED_AFTER_REWRITE)
+        await draft_and_review(self._s, self._model, self._event)
 
     async def _deliver(self) -> bool:
         """Return True when a refund proposal was created and the case must wait for a reviewer."""
@@ -250,25 +218,7 @@ class SupportCaseWorkflow:
         s = self._s
         self._move(Phase.SETTLE)
         self._upsert_attributes()
-        request = requests.settle_request(s)
-        summary = case_details.settle_summary(request.approval_id, request.proposal)
-        try:
-            receipt = await workflow.execute_activity(
-                ActivityName.EXECUTE_REFUND,
-                request,
-                result_type=RefundReceipt,
-                summary=summary,
-                **options.SETTLE.kwargs(),
-            )
-        except ActivityError as error:
-            failure = decode_activity_failure(error)
-            self._event(EventKind.SETTLEMENT_FAILED, f"{failure.error_class}: {failure.code}")
-            configuration_fails_case = failure.error_class == ErrorClass.CONFIGURATION and workflow.patched(
-                patches.CONFIGURATION_FAILS_CASE
-            )
-            raise CaseStopped.after(
-                settlement_failure(failure, configuration_fails_case=configuration_fails_case)
-            ) from None
+        receipt = await execute_refund(s, self._event)
         s.receipt = receipt
         if workflow.patched(patches.CASE_METADATA):
             workflow.upsert_memo({"receipt": f"{receipt.receipt_id}: {receipt.amount_cents} cents (SIMULATED)"})
@@ -433,17 +383,4 @@ class SupportCaseWorkflow:
         workflow.upsert_search_attributes(self._s.search_attributes())
 
     async def _write_record(self) -> None:
-        """Write the case record. A failure is an event, never a reason to lose the case's status."""
-        s = self._s
-        record = CaseRecord(case=s.view(), events=list(s.log.events), notes=list(s.notes))
-        try:
-            s.record_path = await workflow.execute_activity(
-                ActivityName.WRITE_CASE_RECORD,
-                record,
-                result_type=str,
-                summary=case_details.record_summary(s),
-                **options.RECORD.kwargs(),
-            )
-        except ActivityError as error:
-            s.record_error = decode_activity_failure(error).code
-            self._event(EventKind.RECORD_WRITE_FAILED, s.record_error)
+        await write_case_record(self._s, self._event)

@@ -16,7 +16,7 @@ from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
     from contracts.case import CaseStatus, ProposedToolCall, ToolObservation
-    from contracts.errors import ACTIVITY_FAILURES, ErrorClass, decode_activity_failure
+    from contracts.errors import ACTIVITY_FAILURES, ConfigurationError, decode_activity_failure
     from contracts.names import ActivityName, EventKind, StopCode, tool_activity_id
     from contracts.tools import INVESTIGATION_TOOLS, ToolName, ToolSource
     from workflows import activity_options as options
@@ -74,9 +74,9 @@ class ToolCalls:
             )
         except ACTIVITY_FAILURES as error:  # a local activity's failure may arrive unwrapped
             failure = decode_activity_failure(error)
-            if failure.error_class == ErrorClass.CONFIGURATION and workflow.patched(patches.CONFIGURATION_FAILS_CASE):
-                self._record(EventKind.TOOL_FAILED, f"{call.name}: {failure.error_class}: {failure.code}")
-                raise CaseStopped(CaseStatus.FAILED, StopCode.TOOL_CONFIGURATION, failure.message) from None
+            if isinstance(failure, ConfigurationError) and workflow.patched(patches.CONFIGURATION_FAILS_CASE):
+                self._record(EventKind.TOOL_FAILED, f"{call.name}: {failure.reported_class}: {failure.code}")
+                raise CaseStopped(CaseStatus.FAILED, StopCode.TOOL_CONFIGURATION, str(failure)) from None
             observation = ToolObservation(
                 call_id=call.call_id,
                 name=call.name,

@@ -305,6 +305,15 @@ async def test_a_refused_reply_carries_the_model_and_the_usage_across_the_activi
     details = to_application_error(error, attempt=2).details[0]
     assert details["model"] == "m-1-2026" and details["usage"]["total_tokens"] == 150
     assert details["attempt"] == 2 and details["code"] == "truncated_or_malformed"
+    assert details == {
+        "code": "truncated_or_malformed",
+        "error_class": "contract",
+        "attempt": 2,
+        "model": "m-1-2026",
+        "provider": error.provider,
+        "usage": {"prompt_tokens": 120, "completion_tokens": 30, "total_tokens": 150},
+    }
+    assert error.provider == endpoint.gateway().settings.provider
 
     unreachable = Endpoint(_unreachable)
     with pytest.raises(TransientError) as raised_transient:

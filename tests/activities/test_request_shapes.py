@@ -1,6 +1,6 @@
 """The exact JSON the adapter sends, for every request kind under every provider profile.
 
-Each rule here is one a real server enforced (issue 11): tools without ``tool_choice`` are ignored by
+Each rule here is one a real server enforced: tools without ``tool_choice`` are ignored by
 llama-cpp-python; ``\\d`` in a schema crashes llama.cpp's grammar; a replayed assistant turn with
 ``"content": null`` is an HTTP 500; a request without a token limit ran to the context limit; DeepSeek
 needs thinking disabled explicitly; each server takes its own kind of ``response_format``.

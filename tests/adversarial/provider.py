@@ -3,25 +3,8 @@
 ``ScriptedProvider`` is a real HTTP server (starlette + uvicorn in a background thread) listening on
 ``127.0.0.1`` and a free port. The service reaches it exactly as it reaches any provider:
 ``OPENAI_BASE_URL=http://127.0.0.1:PORT/v1``, ``OPENAI_API_KEY``, ``SUPPORT_MODEL`` (see
-:meth:`ScriptedProvider.env`), through the real ``openai`` SDK in the model gateway.
-
-It answers ``POST /v1/chat/completions`` by request kind, read from the ``[kind: …]`` marker on the
-first line of the system prompt (plan, investigate, compose, review):
-
-- each kind has a queue of scripted replies (:meth:`ScriptedProvider.script`), consumed one per
-  request of that kind;
-- when the queue is empty, the kind's default answers (:meth:`ScriptedProvider.default`); the
-  default default is the rehearsal model's rules (:func:`rehearsal.respond`), so a test scripts only
-  the hostile part and the rest of the case behaves like a contract-following model.
-
-A reply is a :class:`Reply` (a completion, an HTTP error, a delay, a cut body) or a callable that
-builds one from the :class:`Request` (for replies that depend on what the service sent, e.g. citing
-passage ids that really were in the evidence). :data:`REHEARSAL` in a queue means "answer this one
-as the rehearsal model would".
-
-Every request is recorded (arrival time on a monotonic clock, kind, Authorization header, body and
-the status returned), so tests can count requests per kind and in total, check the key that was
-sent, and measure the gap between a 429 and the retry that followed.
+:meth:`ScriptedProvider.env`), through the real ``openai`` SDK in the model gateway, so a test scripts
+only the hostile part of a case.
 """
 
 from __future__ import annotations
@@ -143,7 +126,25 @@ def slow(seconds: float, then: Reply = REHEARSAL) -> Reply:
 
 
 class ScriptedProvider:
-    """A loopback OpenAI-compatible endpoint whose answers a test scripts per request kind."""
+    """A loopback OpenAI-compatible endpoint whose answers a test scripts per request kind.
+
+    It answers ``POST /v1/chat/completions`` by request kind, read from the ``[kind: …]`` marker on the
+    first line of the system prompt (plan, investigate, compose, review):
+
+    - each kind has a queue of scripted replies (:meth:`script`), consumed one per request of that kind;
+    - when the queue is empty, the kind's default answers (:meth:`default`); the default default is the
+      rehearsal model's rules (:func:`rehearsal.respond`), so a test scripts only the hostile part and
+      the rest of the case behaves like a contract-following model.
+
+    A reply is a :class:`Reply` (a completion, an HTTP error, a delay, a cut body) or a callable that
+    builds one from the :class:`Request` (for replies that depend on what the service sent, e.g. citing
+    passage ids that really were in the evidence). :data:`REHEARSAL` in a queue means "answer this one
+    as the rehearsal model would".
+
+    Every request is recorded (arrival time on a monotonic clock, kind, Authorization header, body and
+    the status returned), so tests can count requests per kind and in total, check the key that was
+    sent, and measure the gap between a 429 and the retry that followed.
+    """
 
     def __init__(self, *, api_key: str = "sk-scripted-test", model: str = DEFAULT_MODEL) -> None:
         self.api_key = api_key

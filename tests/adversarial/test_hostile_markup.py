@@ -1,8 +1,8 @@
 """Model text that looks like terminal markup is printed as text by every starter.py command.
 
 The draft below passes every gate (it cites the quote's pages and claims nothing), so it becomes the
-case's answer; it carries Rich markup that used to crash ``ask``, ``status`` and ``review-info``
-(``[/b]``: MarkupError) or hide a link target from the reviewer (``[link=...]``).
+case's answer; it carries Rich markup that, rendered as markup, would crash ``ask``, ``status`` and
+``review-info`` (``[/b]``: MarkupError) or hide a link target from the reviewer (``[link=...]``).
 """
 
 from __future__ import annotations

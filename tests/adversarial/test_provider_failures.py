@@ -1,7 +1,7 @@
-"""What real servers did (issue 11), replayed on the scripted provider through the real worker.
+"""What real servers did, replayed on the scripted provider through the real worker.
 
-- llama-cpp-python answered a request it could not validate with HTTP 500 ``Input should be a valid
-  string``; the adapter retried it as transient. It is now a rejected request: one request, no retry.
+- llama-cpp-python answers a request it cannot validate with HTTP 500 ``Input should be a valid
+  string``: that is a rejected request, not a transient failure: one request, no retry.
 - A plain HTTP 500 on every request stays transient, but bounded: three attempts, then a typed failure.
 - Without ``tool_choice`` llama-cpp-python replied with prose instead of tool calls: the workflow reads
   that as the model stopping its investigation; no tool runs on prose.

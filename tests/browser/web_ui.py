@@ -3,18 +3,7 @@
 ``web_ui_stack`` is :func:`devstack.rehearsal_stack.rehearsal_stack` with the dev server's Web UI on a free port;
 ``chromium_page`` a Playwright page in ``/usr/bin/chromium`` (Playwright downloads no browser; ``make
 browser`` installs Debian's); :class:`WorkflowPage` the workflow page of one workflow, reached and
-operated by roles and visible text as a person does:
-
-- the tabs (role ``tab``): Timeline, Event History, …, User Metadata, Memo. User Metadata shows
-  Summary, Details and Current Details, each markdown rendered in its own iframe
-  (``#user-metadata-summary``, ``#user-metadata-details``, ``#user-metadata-current-details``); the UI
-  gets Current Details by querying ``__temporal_workflow_metadata``, so a worker must be running.
-- the status badge (role ``status``: RUNNING, COMPLETED, …).
-- More Actions (button) → Send an Update (menuitem) → a dialog named "Send an Update": its Name is a
-  dropdown (button "Select an Update", options named by the workflow's update definitions, then
-  "Custom"), Data a JSON editor (textbox "Data"), then Submit. A failed update leaves the dialog
-  open with an alert carrying the failure's message; a successful one closes it and shows a toast
-  "Update successful" (its text is also in a screen-reader live region: take the first match).
+operated by roles and visible text as a person does.
 """
 
 from __future__ import annotations
@@ -94,7 +83,19 @@ async def chromium_page(failure_shot: Path | None = None) -> AsyncIterator[Page]
 
 
 class WorkflowPage:
-    """One workflow's page of the Web UI."""
+    """One workflow's page of the Web UI, as a person sees it:
+
+    - the tabs (role ``tab``): Timeline, Event History, …, User Metadata, Memo. User Metadata shows
+      Summary, Details and Current Details, each markdown rendered in its own iframe
+      (``#user-metadata-summary``, ``#user-metadata-details``, ``#user-metadata-current-details``); the
+      UI gets Current Details by querying ``__temporal_workflow_metadata``, so a worker must be running.
+    - the status badge (role ``status``: RUNNING, COMPLETED, …).
+    - More Actions (button) → Send an Update (menuitem) → a dialog named "Send an Update": its Name is a
+      dropdown (button "Select an Update", options named by the workflow's update definitions, then
+      "Custom"), Data a JSON editor (textbox "Data"), then Submit. A failed update leaves the dialog
+      open with an alert carrying the failure's message; a successful one closes it and shows a toast
+      "Update successful" (its text is also in a screen-reader live region: take the first match).
+    """
 
     def __init__(self, page: Page, url: str) -> None:
         self.page = page

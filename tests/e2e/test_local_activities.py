@@ -1,4 +1,4 @@
-"""The short steps as local activities (patch ``short-steps-local``, issue 13): what the history holds.
+"""The short steps as local activities (patch ``short-steps-local``): what the history holds.
 
 A refund case on the production worker (rehearsal model, real commerce server over stdio, the real dev
 server of ``tests/conftest.py``) records its applicant check and its read-only tool calls as
@@ -35,7 +35,7 @@ from workflows.support_case import SupportCaseWorkflow
 REFUND_QUESTION = "Please refund QH-1001 and explain the amount and the policy"
 HISTORIES = Path(__file__).parents[1] / "histories"
 BEFORE_THE_PATCH = HISTORIES / "approved_refund-2026-12-issue10.json"
-"""A refund recorded with every step a regular activity (issue 10, before ``short-steps-local``)."""
+"""A refund recorded with every step a regular activity (the generation before ``short-steps-local``)."""
 RECORD = ActivityName.WRITE_CASE_RECORD.value
 LOCAL = {ActivityName.VERIFY_APPLICANT.value, ActivityName.RUN_INVESTIGATION_TOOL.value}
 REGULAR = {

@@ -1,5 +1,5 @@
-"""Identity and approval are credentials, not names (issue 9), against the real worker, the Temporal
-dev server and the real commerce server over stdio.
+"""Identity and approval are credentials, not names, against the real worker, the Temporal dev server
+and the real commerce server over stdio.
 
 * A review that merely names chen, sent with the real Temporal CLI as a signal and as an update, is
   refused (``signature_required``) and recorded; nothing is paid and the case keeps waiting.

@@ -1,25 +1,8 @@
 """Test-only launcher: the real ``worker.py`` with one pause injected, so a test can SIGKILL it there.
 
 Production code has no test hooks. This script, run as its own process by the fault tests, wraps
-one production method in this process only and then runs ``worker.run`` with the same arguments
-and environment as ``python worker.py``:
-
-``FAULT_PAUSE_AFTER_COMMERCE=execute_refund``
-    wrap ``CommerceSessionPool.call``: after the commerce server ANSWERED this MCP tool (so its
-    transaction is committed), write the marker with the answer and pause;
-``FAULT_PAUSE_BEFORE_TOOL=calculate_refund``
-    wrap ``ToolActivities.dispatch``: when the investigation tool activity starts this tool, write
-    the marker and pause before anything is sent.
-
-``FAULT_PAUSE_IN_MODEL=compose``
-    wrap ``ModelGateway.compose`` (or ``plan``, ``investigate``, ``review``): when the model activity
-    makes that request, write the marker and pause, as a slow provider would (heartbeats go on);
-``FAULT_PAUSE_BEFORE_SETTLE=1``
-    wrap ``SettlementActivities.settle``: when the settlement activity starts, write the marker and
-    pause before anything is sent to the commerce server.
-
-``FAULT_MARKER`` names the marker file (JSON). The pause is a sleep that only ends when the test
-kills the process; the worker's event loop keeps running meanwhile (it still answers queries).
+one production method in this process only (the pauses are listed at :func:`_install_pauses`) and
+then runs ``worker.run`` with the same arguments and environment as ``python worker.py``.
 """
 
 from __future__ import annotations
@@ -54,6 +37,24 @@ def _mark(payload: dict[str, Any]) -> None:
 
 
 def _install_pauses() -> None:
+    """Wrap the production methods that the environment names, in this process only.
+
+    ``FAULT_PAUSE_AFTER_COMMERCE=execute_refund``
+        wrap ``CommerceSessionPool.call``: after the commerce server ANSWERED this MCP tool (so its
+        transaction is committed), write the marker with the answer and pause;
+    ``FAULT_PAUSE_BEFORE_TOOL=calculate_refund``
+        wrap ``ToolActivities.dispatch``: when the investigation tool activity starts this tool, write
+        the marker and pause before anything is sent.
+    ``FAULT_PAUSE_IN_MODEL=compose``
+        wrap ``ModelGateway.compose`` (or ``plan``, ``investigate``, ``review``): when the model activity
+        makes that request, write the marker and pause, as a slow provider would (heartbeats go on);
+    ``FAULT_PAUSE_BEFORE_SETTLE=1``
+        wrap ``SettlementActivities.settle``: when the settlement activity starts, write the marker and
+        pause before anything is sent to the commerce server.
+
+    ``FAULT_MARKER`` names the marker file (JSON). The pause is a sleep that only ends when the test
+    kills the process; the worker's event loop keeps running meanwhile (it still answers queries).
+    """
     after_commerce = os.environ.get("FAULT_PAUSE_AFTER_COMMERCE")
     before_tool = os.environ.get("FAULT_PAUSE_BEFORE_TOOL")
 

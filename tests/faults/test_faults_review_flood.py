@@ -29,11 +29,11 @@ pytestmark = pytest.mark.slow
 SIGNALS = 28
 NOTE_BYTES = 1_900_000
 PACE_SECONDS = 0.33
-"""28 signals in about ten seconds, as measured on the issue. A burst that lands faster than a workflow
-task can complete (all 28 at once: 53 MB in about a second) cannot be survived inside any workflow:
-the server appends every signal to history before the worker sees it and refuses to close a run while
-new events keep arriving. benchmarks/bench_review_flood.py measures that edge; docs/faults.md lists
-the server-side limits and controls that protect a case from it."""
+"""28 signals in about ten seconds, the pace of the flood this test reproduces. A burst that lands
+faster than a workflow task can complete (all 28 at once: 53 MB in about a second) cannot be survived
+inside any workflow: the server appends every signal to history before the worker sees it and refuses
+to close a run while new events keep arriving. benchmarks/bench_review_flood.py measures that edge;
+docs/faults.md lists the server-side limits and controls that protect a case from it."""
 
 
 async def test_a_flood_of_huge_review_signals_is_survived_by_continuing_as_new(in_process_worker) -> None:

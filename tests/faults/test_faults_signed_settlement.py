@@ -1,17 +1,10 @@
 """A timely signed approval, then a worker SIGKILL before the commerce commit, then the proposal
-expires: the refund is still paid exactly once (issue 9, item 4).
+expires: the refund is still paid exactly once.
 
 The commerce server pays an approval signed before the proposal expired for as long as the settle
 window (``contracts.credentials.SETTLE_WINDOW``, 30 minutes) after it was signed; the time of the
-(retried) execution does not matter. The first worker is the test-only launcher ``paused_worker.py``
-paused at the start of settlement (``FAULT_PAUSE_BEFORE_SETTLE``), so nothing has reached the
-commerce server when it is killed; the second is a plain ``worker.py`` started after the kill.
-
-Also here, because it needs a fresh worker process: an approval token with a forged signature, sent
-to a real ``worker.py``, is refused and recorded (signal and update) and the same worker then settles
-chen's own approval. The in-process worker of ``tests/e2e`` cannot show this reliably: whether the
-signature check survives inside the workflow sandbox can depend on what the test process verified
-before.
+(retried) execution does not matter. Also here, because it needs a fresh worker process: an approval
+token with a forged signature, sent to a real ``worker.py``, is refused.
 """
 
 from __future__ import annotations
@@ -58,6 +51,9 @@ paused worker when it is killed."""
 async def test_a_timely_signed_approval_survives_a_worker_kill_and_pays_once_after_the_proposal_expired(
     fault_world, temporal_server, workers, demo_keys, tmp_path
 ) -> None:
+    """The first worker is the test-only launcher ``paused_worker.py`` paused at the start of settlement
+    (``FAULT_PAUSE_BEFORE_SETTLE``), so nothing has reached the commerce server when it is killed; the
+    second is a plain ``worker.py`` started after the kill."""
     address = temporal_server.address
     marker = tmp_path / "paused.json"
     paused = await workers(
@@ -171,6 +167,10 @@ async def _recorded_while_alive(
 async def test_a_forged_approval_signature_is_refused_by_a_fresh_worker_process_which_then_settles_once(
     fault_world, temporal_server, workers
 ) -> None:
+    """The forged approval is refused and recorded (signal and update) and the same worker then settles
+    chen's own approval. The in-process worker of ``tests/e2e`` cannot show this reliably: whether the
+    signature check survives inside the workflow sandbox can depend on what the test process verified
+    before."""
     worker = await workers(temporal_server.address, fault_world, "worker-forged").ready()
     handle = await fault_world.start(REFUND_QUESTION)
     view = await fault_world.waiting_for_approval(handle)

@@ -48,10 +48,9 @@ the applicant check and the tools are markers, and payloads of 4 KiB and more ar
 
 
 def test_histories_of_every_outcome_are_committed() -> None:
-    """The first generation (before any patch), the one recorded with issue 7's patches, the one with
-    signed credentials (issue 9), the one with the case's metadata (issue 10), and a case deployed
-    across versions while it waited (issue 12), and the one with local short steps and compressed
-    payloads (issue 13)."""
+    """Every generation is committed: the first (before any patch), the one with the first patches, the
+    one with signed credentials, the one with the case's metadata, a case deployed across versions while
+    it waited, and the one with local short steps and compressed payloads."""
     expected = (
         REQUIRED
         | REQUIRED_SINCE_ISSUE_7
@@ -64,7 +63,7 @@ def test_histories_of_every_outcome_are_committed() -> None:
 
 
 def test_the_metadata_generation_replays_the_patched_branch() -> None:
-    """The issue-10 refund history took the 'case-metadata' branch (memo with the proposal and the
+    """The metadata generation's refund history took the 'case-metadata' branch (memo with the proposal and the
     receipt) and carries a summary on every scheduled activity, so replaying it tests that code."""
     history = WorkflowHistory.from_json(
         "approved", json.loads((HISTORIES[0].parent / "approved_refund-2026-12-issue10.json").read_text())
@@ -84,7 +83,7 @@ def test_the_metadata_generation_replays_the_patched_branch() -> None:
 
 
 def test_the_local_steps_generation_replays_markers_and_compressed_payloads() -> None:
-    """The issue-13 refund history took the 'short-steps-local' branch (the applicant check and the four
+    """The local-steps generation's refund history took the 'short-steps-local' branch (the applicant check and the four
     tools as local-activity markers, none scheduled) and holds compressed payloads, so replaying it
     tests that branch and the codec's decoding."""
     history = WorkflowHistory.from_json(

@@ -2,27 +2,9 @@
 
 The end-to-end tests run the production worker (rehearsal model, real commerce server) and cannot
 reach the branches that need a misbehaving provider, a commerce server that keeps failing, a record
-store that refuses writes or a flood of refused reviews. Here the workflow runs on a real dev server
-(the package's own, ``tests/workflows/conftest.py``) and a worker in this process, on its own task queue
-per test, with mocks registered under the names in :class:`contracts.names.ActivityName`, as in
-temporalio/samples-python ``tests/hello/hello_activity_test.py``. A mock answers with the contract's
-result types or fails as the production boundary does (:mod:`activities.boundary`): a
-:class:`SupportError` through :func:`contracts.errors.to_application_error` with the attempt number.
-
-The cases are driven only through the workflow's public face: start, the ``review`` signal and
-update, the ``status`` and ``events`` queries and the resulting :class:`CaseView`. As in production,
-a case starts with an applicant token signed by the test issuer key, the ``verify_applicant`` mock
-checks it for real (:func:`contracts.credentials.verify_applicant_token` with the test public keys),
-and only a reviewer's own signed approval decides (:mod:`tests.credentials_support`).
-
-Retries are real: a transient failure is retried by Temporal under the policy the workflow chose
-(:mod:`workflows.activity_options`), with backoffs of 1 s, 2 s, 4 s ... (SETTLE's ten attempts would
-take about 151 s). The mocks' transient errors therefore carry the ``retry_after_seconds`` hint that
-a provider's Retry-After header gives in production, which ``to_application_error`` turns into
-``next_retry_delay``; the number of attempts is unchanged. The server here fires each retry when
-that hint says (a dev server as it ships waits about a second before every retry; why and how that is
-changed: ``tests/workflows/conftest.py``), so the tests that spend retries, the model budget (10), the
-record (4) and the settlement whose ten attempts are all spent (9), take about a second each.
+store that refuses writes or a flood of refused reviews. The cases are driven only through the
+workflow's public face: start, the ``review`` signal and update, the ``status`` and ``events`` queries
+and the resulting :class:`CaseView`.
 """
 
 from __future__ import annotations
@@ -163,6 +145,18 @@ def tool_call(call_id: str, name: str, **arguments: str) -> ProposedToolCall:
 
 
 def transient(code: str, message: str) -> TransientError:
+    """A transient failure that Temporal retries soon.
+
+    Retries are real: a transient failure is retried by Temporal under the policy the workflow chose
+    (:mod:`workflows.activity_options`), with backoffs of 1 s, 2 s, 4 s ... (SETTLE's ten attempts would
+    take about 151 s). The mocks' transient errors therefore carry the ``retry_after_seconds`` hint that
+    a provider's Retry-After header gives in production, which ``to_application_error`` turns into
+    ``next_retry_delay``; the number of attempts is unchanged. The server here fires each retry when
+    that hint says (a dev server as it ships waits about a second before every retry; why and how that
+    is changed: ``tests/workflows/conftest.py``), so the tests that spend retries, the model budget
+    (10), the record (4) and the settlement whose ten attempts are all spent (9), take about a second
+    each.
+    """
     return TransientError(code, message, retry_after_seconds=FAST_RETRY_SECONDS)
 
 
@@ -243,7 +237,17 @@ DEFAULTS: dict[ActivityName, Behaviour] = {
 
 
 class MockActivities:
-    """Every activity of the workflow, by name, answering from ``behaviours`` and counting attempts."""
+    """Every activity of the workflow, by name, answering from ``behaviours`` and counting attempts.
+
+    The mocks are registered under the names in :class:`contracts.names.ActivityName`, as in
+    temporalio/samples-python ``tests/hello/hello_activity_test.py``. A mock answers with the contract's
+    result types or fails as the production boundary does (:mod:`activities.boundary`): a
+    :class:`SupportError` through :func:`contracts.errors.to_application_error` with the attempt number.
+    As in production, a case starts with an applicant token signed by the test issuer key, the
+    ``verify_applicant`` mock checks it for real (:func:`contracts.credentials.verify_applicant_token`
+    with the test public keys), and only a reviewer's own signed approval decides
+    (:mod:`tests.credentials_support`).
+    """
 
     def __init__(self, behaviours: dict[ActivityName, Behaviour] | None = None) -> None:
         self.behaviours = DEFAULTS | (behaviours or {})
@@ -319,7 +323,11 @@ class MockActivities:
 
 
 class Case:
-    """One case on its own task queue, served by a worker in this process with ``mocks``."""
+    """One case on its own task queue, served by a worker in this process with ``mocks``.
+
+    The worker runs against the package's own dev server (``tests/workflows/conftest.py``), one task
+    queue per test.
+    """
 
     def __init__(self, client: Client, task_queue: str, mocks: MockActivities) -> None:
         self.client = client
@@ -662,8 +670,8 @@ async def test_refused_reviews_beyond_the_event_cap_are_counted_and_lifecycle_ev
 ) -> None:
     """400 refused reviews (half malformed, half signed by chen over a wrong digest), then one approval.
 
-    400 is more than the cap (300 when written; the test reads no constant, ``dropped > 0`` says when
-    the flood no longer reaches it).
+    400 is more than the cap (300; the test reads no constant, and ``dropped > 0`` fails should the cap
+    ever rise above the flood).
     """
     flood = 400
     async with mocked_case(temporal_client) as case:

@@ -18,7 +18,7 @@ from contracts.case import (
 )
 from contracts.case_facts import CaseFacts
 from contracts.commerce import RefundProposal
-from contracts.errors import ActivityFailure, ErrorClass
+from contracts.errors import ERROR_TYPES, ErrorClass
 from contracts.identity import PROFILES
 from contracts.names import EventKind, ReviewRefusal, StopCode, stop_code, stop_reason
 from workflows.approval_gate import refuse_review
@@ -179,14 +179,14 @@ def test_evidence_keeps_records_caps_passages_and_drops_junk() -> None:
     ],
 )
 def test_model_failure_outcomes(error_class: ErrorClass, status: CaseStatus, reason: str) -> None:
-    failure = ActivityFailure("provider_auth_failed", error_class.value, "provider_auth_failed: no", 1)
+    failure = ERROR_TYPES[error_class]("provider_auth_failed", "no", attempt=1)
     outcome = model_failure(failure)
     assert (outcome.status, stop_reason(outcome.code, outcome.detail)) == (status, reason)
 
 
 def test_settlement_failure_outcomes() -> None:
     def outcome(error_class: ErrorClass, configuration_fails_case: bool = True) -> tuple[CaseStatus, StopCode]:
-        failure = ActivityFailure("quote_changed", error_class.value, "quote_changed: x", 3)
+        failure = ERROR_TYPES[error_class]("quote_changed", "x", attempt=3)
         result = settlement_failure(failure, configuration_fails_case=configuration_fails_case)
         return result.status, result.code
 
