@@ -139,8 +139,8 @@ class CommerceSessionPool:
     """Keeps one MCP stdio session to the commerce server per profile and routes calls to it.
 
     A session whose transport failed (the server process died, a pipe broke) is dropped and told to
-    close; the failure surfaces as ``TransientError("commerce_unavailable")`` so that Temporal retries
-    the activity, and the retry opens a fresh session.
+    close; the failure surfaces as a ``TransientError`` (``COMMERCE_UNAVAILABLE``) so that Temporal
+    retries the activity, and the retry opens a fresh session.
     """
 
     def __init__(
@@ -161,7 +161,7 @@ class CommerceSessionPool:
         whose tokens name the case; a stdio session is bound to its profile at start instead.
 
         Typed commerce errors pass through unchanged. A transport failure drops the session and
-        raises ``TransientError("commerce_unavailable")``; a call without an answer within
+        raises a ``TransientError`` (``COMMERCE_UNAVAILABLE``); a call without an answer within
         ``CALL_TIMEOUT_SECONDS`` drops it too (``commerce_timeout``). The next call opens a fresh session.
         """
         profile = check_registered(identity)
