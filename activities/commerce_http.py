@@ -16,9 +16,10 @@ from typing import Any
 
 from activities.commerce_client import CALL_TIMEOUT_SECONDS, open_http_client
 from activities.commerce_sessions import STARTUP_PROBE, CommerceCheck, call_timed_out, describe_commerce
-from commerce_server.tokens import SCOPE_ORDERS_READ, TOOL_SCOPES, mint_token, token_secret_from_env
+from commerce_server.tokens import TOOL_SCOPES, mint_token, token_secret_from_env
 from contracts.errors import AuthorizationError, CommerceErrorCode, ConfigurationError, SupportError, WorkerErrorCode
 from contracts.identity import Identity, check_registered
+from contracts.tools import Scope
 
 COMMERCE_URL_ENV = "COMMERCE_MCP_URL"
 TOKEN_TTL_SECONDS = 120
@@ -58,7 +59,7 @@ class CommerceHttpCaller:
         """Open a session with a freshly minted token and list the tools: refused or unreachable is a
         :class:`ConfigurationError` that names the cause (e.g. a ``COMMERCE_TOKEN_SECRET`` that differs)."""
         token = mint_token(
-            STARTUP_PROBE, case_id=STARTUP_CHECK_CASE, scopes=[SCOPE_ORDERS_READ], secret=self._secret, ttl_seconds=60
+            STARTUP_PROBE, case_id=STARTUP_CHECK_CASE, scopes=[Scope.ORDERS_READ], secret=self._secret, ttl_seconds=60
         )
         try:
             async with open_http_client(self.url, token) as client:

@@ -33,9 +33,6 @@ __all__ = [
     "MAX_TTL_SECONDS",
     "MIN_SECRET_CHARS",
     "PUBLIC_KEYS_ENV",
-    "SCOPE_ORDERS_READ",
-    "SCOPE_REFUND_EXECUTE",
-    "SCOPE_TICKETS_WRITE",
     "SIGNING_KEY_ENV",
     "TOKEN_SECRET_ENV",
     "TOOL_SCOPES",
@@ -68,9 +65,6 @@ DEFAULT_TTL_SECONDS = 300
 MAX_TTL_SECONDS = 600
 """Tokens minted for longer than this are refused whatever their expiry: they must be short-lived."""
 
-SCOPE_ORDERS_READ = Scope.ORDERS_READ
-SCOPE_TICKETS_WRITE = Scope.TICKETS_WRITE
-SCOPE_REFUND_EXECUTE = Scope.REFUND_EXECUTE
 ALL_SCOPES = tuple(Scope)
 
 TOOL_SCOPES: dict[str, str] = {name: spec.scope for name, spec in COMMERCE_TOOLS.items() if spec.scope is not None}

@@ -91,6 +91,12 @@ class FactKey(StrEnum):
 # --- the results of the tools that are not the commerce server's ---------------------------------
 
 
+class _Frozen(BaseModel):
+    """Every tool contract here is immutable and refuses unknown fields."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
 class PassageView(Passage):
     """A passage as a tool returns it: every :class:`Passage` field (the workflow rebuilds its evidence
     from them) and ``title``."""
@@ -108,47 +114,35 @@ class ScoredPassage(PassageView):
     score: float
 
 
-class SearchResult(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
+class SearchResult(_Frozen):
     passages: list[ScoredPassage]
 
 
-class SkillResult(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
+class SkillResult(_Frozen):
     name: str
     body: str
 
 
-class RefundQuoteResult(BaseModel):
+class RefundQuoteResult(_Frozen):
     """The exact automatic quote and the passages of the policy pages it rests on."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     quote: RefundQuote
     passages: list[PassageView]
 
 
-class LanguagePreferenceResult(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
+class LanguagePreferenceResult(_Frozen):
     language: Language | None
     """The customer's consented reply language, None when there is none."""
 
 
-class CaseNoteSaved(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
+class CaseNoteSaved(_Frozen):
     saved: bool
 
 
 # --- the specs -----------------------------------------------------------------------------------
 
 
-class ParamSpec(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
+class ParamSpec(_Frozen):
     description: str
     pattern: str | None = None
     """Anchored, and sent to the model in the tool schema: only constructs every grammar engine takes
@@ -156,9 +150,7 @@ class ParamSpec(BaseModel):
     max_length: int = MAX_ARGUMENT_CHARS
 
 
-class ToolSpec(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
+class ToolSpec(_Frozen):
     name: ToolName
     description: str
     params: dict[str, ParamSpec]

@@ -44,6 +44,19 @@ class RehearsalStack:
         return CaseClient.for_client(self.client, task_queue=self.task_queue, issuer=self.signer.applicant_token)
 
 
+def seeded_state_dir(state_dir: Path) -> Path:
+    """``state_dir`` with demo keys and a commerce database (SQLite) seeded from the fictional fixture."""
+    from commerce_server import make_engine, seed_fixture
+    from keystore import create_demo_keys
+
+    state_dir.mkdir(parents=True, exist_ok=True)
+    create_demo_keys(state_dir)
+    engine = make_engine(f"sqlite:///{state_dir / 'commerce.db'}")
+    seed_fixture(engine)
+    engine.dispose()
+    return state_dir
+
+
 @asynccontextmanager
 async def rehearsal_stack(root: Path, **server_options: Any) -> AsyncIterator[RehearsalStack]:
     """A throwaway dev server, a seeded SQLite commerce database, demo keys and one in-process worker
@@ -56,19 +69,13 @@ async def rehearsal_stack(root: Path, **server_options: Any) -> AsyncIterator[Re
     """
     from activities.model_settings import load_model_settings
     from case_client import TemporalTarget, connect
-    from commerce_server import make_engine, seed_fixture
-    from keystore import create_demo_keys, public_keys_location
+    from keystore import public_keys_location
     from worker import support_worker
 
     server = start_dev_server(root / "temporal", **server_options)
     try:
         client = await connect(TemporalTarget(address=server.address))
-        state_dir = root / "state"
-        state_dir.mkdir(parents=True, exist_ok=True)
-        create_demo_keys(state_dir)
-        engine = make_engine(f"sqlite:///{state_dir / 'commerce.db'}")
-        seed_fixture(engine)
-        engine.dispose()
+        state_dir = seeded_state_dir(root / "state")
         task_queue = f"local-{uuid.uuid4().hex[:8]}"
         async with support_worker(
             client,

@@ -70,13 +70,8 @@ def _signal_during_start_up(script: subprocess.Popen, started: set[int], port: i
 
 def _processes_naming(text: str) -> list[int]:
     """Pids of the processes whose command line names ``text`` (a test's own state dir)."""
-    found = []
-    for proc in Path("/proc").iterdir():
-        if proc.name.isdigit():
-            with contextlib.suppress(OSError):
-                if text.encode() in (proc / "cmdline").read_bytes():
-                    found.append(int(proc.name))
-    return found
+    pids = [int(proc.name) for proc in Path("/proc").iterdir() if proc.name.isdigit()]
+    return [pid for pid in pids if any(text in part for part in cmdline(pid))]
 
 
 @contextlib.contextmanager

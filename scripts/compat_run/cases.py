@@ -104,12 +104,11 @@ async def run_cases(
 ) -> list[CaseRow | tuple[CompatCase, str]]:
     from case_client import CaseClient, TemporalTarget, connect
     from case_history.audit import audit_from_history
-    from commerce_server.db import make_engine
-    from commerce_server.seed import seed_fixture
     from contracts.identity import resolve_profile
     from contracts.names import EventKind, workflow_id
+    from devstack.rehearsal_stack import seeded_state_dir
     from devstack.servers import start_dev_server
-    from keystore import create_demo_keys, public_keys_location
+    from keystore import public_keys_location
     from keystore.signers import KeyFileSigner
     from worker import support_worker
 
@@ -121,12 +120,7 @@ async def run_cases(
     dev = start_dev_server(root / "temporal")
     try:
         client = await _connect_when_healthy(connect, TemporalTarget(address=dev.address))
-        state_dir = root / "state"
-        state_dir.mkdir(parents=True, exist_ok=True)
-        create_demo_keys(state_dir)
-        engine = make_engine(f"sqlite:///{state_dir / 'commerce.db'}")
-        seed_fixture(engine)
-        engine.dispose()
+        state_dir = seeded_state_dir(root / "state")
         task_queue = f"compat-{uuid.uuid4().hex[:8]}"
         issuer = KeyFileSigner(state_dir).applicant_token
         cases_client = CaseClient.for_client(client, task_queue=task_queue, issuer=issuer)

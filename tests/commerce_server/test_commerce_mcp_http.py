@@ -23,8 +23,6 @@ import pytest
 from activities.commerce_client import CommerceClient, open_http_client
 from commerce_server.tokens import (
     ALL_SCOPES,
-    SCOPE_ORDERS_READ,
-    SCOPE_REFUND_EXECUTE,
     TOKEN_SECRET_ENV,
     mint_token,
 )
@@ -32,6 +30,7 @@ from contracts.commerce import Order, RefundApproval
 from contracts.credentials import reviewer_kid, verify_approval_token, verify_receipt
 from contracts.errors import AuthorizationError, SupportError, TransientError, error_from_code
 from contracts.identity import PROFILES
+from contracts.tools import Scope
 from tests.commerce_server.forgeries import ATTACKS, signed_19s_before_expiry, signed_with
 from tests.conftest import DemoKeys
 
@@ -184,7 +183,7 @@ async def test_identity_comes_from_each_requests_token(server: RunningServer) ->
 
 
 async def test_tools_need_their_scope(server: RunningServer) -> None:
-    async with open_http_client(server.url, server.token(scopes=(SCOPE_ORDERS_READ,))) as client:
+    async with open_http_client(server.url, server.token(scopes=(Scope.ORDERS_READ,))) as client:
         await client.call("get_order", {"order_id": "QH-1005"})
         error = await refusal(
             lambda: client.call("create_ticket", {"order_id": "QH-1005", "text": "Late", "idempotency_key": "scoped"})
@@ -222,13 +221,13 @@ async def test_a_refund_token_only_pays_the_case_it_was_issued_for(
 
 async def pay(server: RunningServer, approval: RefundApproval, profile: str = "alice") -> dict[str, Any]:
     """Send ``approval`` with a refund-scope token for exactly its case, as the worker would."""
-    token = server.token(profile, scopes=(SCOPE_REFUND_EXECUTE,), case_id=approval.proposal.case_id)
+    token = server.token(profile, scopes=(Scope.REFUND_EXECUTE,), case_id=approval.proposal.case_id)
     async with open_http_client(server.url, token) as client:
         return await client.call("execute_refund", {"approval": approval.model_dump(mode="json")})
 
 
 async def read_order(server: RunningServer, order_id: str, profile: str = "alice") -> Order:
-    async with open_http_client(server.url, server.token(profile, scopes=(SCOPE_ORDERS_READ,))) as client:
+    async with open_http_client(server.url, server.token(profile, scopes=(Scope.ORDERS_READ,))) as client:
         return Order.model_validate(await client.call("get_order", {"order_id": order_id}))
 
 
@@ -288,7 +287,7 @@ async def test_a_leaked_refund_token_pays_nothing_its_holder_wrote_himself(
     """The holder of a valid 2-minute refund-scope token for alice's case writes his own proposal for
     QH-1002 (17,900 cents) in that case and an approval naming chen: with no token, with a token he
     signed himself as chen, with chen's real approval of another case; nothing is paid."""
-    leaked = server.token("alice", scopes=(SCOPE_REFUND_EXECUTE,), case_id="case-leaked", ttl_seconds=120)
+    leaked = server.token("alice", scopes=(Scope.REFUND_EXECUTE,), case_id="case-leaked", ttl_seconds=120)
     written = refund_approval(await read_order(server, "QH-1002"), case_id="case-leaked")
     assert written.proposal.amount_cents == 17900
     elsewhere = refund_approval(await read_order(server, "QH-1001"))
