@@ -1,6 +1,6 @@
 """The support-case worker: the composition root that builds every part and runs them.
 
-    python worker.py [--state-dir DIR] [--task-queue NAME]
+    python worker.py [--state-dir DIR] [--task-queue NAME] [--set-current]
 
 Everything the worker handles is fictional. This module is the only place that knows every part:
 the workflow, the activities, the model gateway (the rehearsal model is injected here when no
@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from temporalio.client import Client
+from temporalio.common import WorkerDeploymentVersion
 from temporalio.contrib.pydantic import PydanticPayloadConverter
 from temporalio.worker import Worker
 
@@ -46,6 +47,7 @@ from activities.startup_checks import (
 )
 from activities.tool_activities import ToolActivities
 from case_client import TemporalTarget, connect, live_poller_identities
+from case_client.deployment import Release, current_build_id, deployment_config, make_current, release
 from case_tracing import flush_process_tracing, process_tracing, tracer_of
 from cli.exit_codes import ExitCode, exit_code_for_error
 from contracts.case import REHEARSAL_LABEL
@@ -82,6 +84,7 @@ def build_worker(
     commerce: CommerceGateway | None = None,
     public_keys: str | None = None,
     task_queue: str = TASK_QUEUE,
+    deployment: WorkerDeploymentVersion | None = None,
     **worker_options: Any,
 ) -> tuple[Worker, Cleanup]:
     """The worker for ``SupportCaseWorkflow`` and all of its activities, plus its cleanup.
@@ -92,9 +95,12 @@ def build_worker(
     provider comes from ``model_gateway``, else ``model_settings``, else
     the environment (rehearsal when nothing is configured); the commerce gateway from ``commerce``, else
     :func:`commerce_gateway`; the public key set that verifies credentials from ``public_keys`` (a JWKS
-    path or https URL), else ``SUPPORT_PUBLIC_KEYS``, else the state dir's. ``worker_options`` go to
-    ``Worker``. Tracing comes with the client: when it carries Temporal's ``TracingInterceptor`` (see
-    :func:`case_client.connect`), Temporal runs it in this worker too and every commerce call gets a span.
+    path or https URL), else ``SUPPORT_PUBLIC_KEYS``, else the state dir's. With ``deployment`` the
+    worker runs as that version of the Worker Deployment and its cases are pinned to it
+    (:mod:`case_client.deployment`); without it the worker is unversioned (the fast tests' own task
+    queues). ``worker_options`` go to ``Worker``. Tracing comes with the client: when it carries
+    Temporal's ``TracingInterceptor`` (see :func:`case_client.connect`), Temporal runs it in this
+    worker too and every commerce call gets a span.
     Raises :class:`ConfigurationError` for a client with another converter or a bad model setting.
     """
     converter = client.data_converter
@@ -129,6 +135,7 @@ def build_worker(
         ],
         interceptors=[ActivityBoundary()],
         workflow_runner=workflow_runner(),
+        deployment_config=deployment_config(deployment) if deployment is not None else None,
         **worker_options,
     )
 
@@ -142,11 +149,20 @@ def build_worker(
 
 
 @asynccontextmanager
-async def support_worker(client: Client, state_dir: Path, **options: Any) -> AsyncIterator[Worker]:
-    """Build the worker with :func:`build_worker` (same ``options``), run it, and clean up after it stops."""
+async def support_worker(
+    client: Client, state_dir: Path, *, set_current: bool = False, **options: Any
+) -> AsyncIterator[Worker]:
+    """Build the worker with :func:`build_worker` (same ``options``), run it, and clean up after it stops.
+
+    With ``set_current`` (and a ``deployment``), its version is made the deployment's current version
+    once it polls, before this yields: the throwaway stacks' way to register and route to their build.
+    """
     worker, cleanup = build_worker(client, state_dir, **options)
     try:
         async with worker:
+            deployment = options.get("deployment")
+            if set_current and deployment is not None:
+                await make_current(client, deployment)
             yield worker
     finally:
         await cleanup()
@@ -168,7 +184,35 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         default=os.environ.get("SUPPORT_TASK_QUEUE") or TASK_QUEUE,
         help=f"task queue to poll (env SUPPORT_TASK_QUEUE; default {TASK_QUEUE})",
     )
+    parser.add_argument(
+        "--set-current",
+        action="store_true",
+        default=os.environ.get(SET_CURRENT_ENV, "").strip().lower() in ("1", "true", "yes"),
+        help="make this build the deployment's current version once it polls, so new cases start on it "
+        f"(env {SET_CURRENT_ENV}=1; without it only a deployment with no current version gets this one)",
+    )
     return parser.parse_args(argv)
+
+
+SET_CURRENT_ENV = "SUPPORT_SET_CURRENT_VERSION"
+
+
+async def route_new_cases(client: Client, ours: Release, *, set_current: bool) -> str:
+    """Make ``ours`` current where asked (or where the deployment has no current version yet, as on a
+    fresh dev server); return the line that says which version new cases start on."""
+    current = await current_build_id(client, ours.version.deployment_name)
+    name, build = ours.version.deployment_name, ours.build_id
+    if current == build:
+        return f"worker: build {build!r} is the current version: new cases start on it"
+    if set_current or current is None:
+        await make_current(client, ours.version)
+        was = f" (was {current!r})" if current else ""
+        return f"worker: build {build!r} made the current version{was}: new cases start on it"
+    return (
+        f"worker: build {build!r} registered, not current: new cases start on {current!r}; cases pinned to "
+        f"this build run here. To route new cases here: temporal worker deployment set-current-version "
+        f"--deployment-name {name} --build-id {build} (or restart with --set-current)"
+    )
 
 
 LOG_LEVEL_ENV = "SUPPORT_LOG_LEVEL"
@@ -202,7 +246,10 @@ async def main(argv: list[str] | None = None) -> int:
     "default"), ``SUPPORT_STATE_DIR`` (default .state), ``SUPPORT_TASK_QUEUE``, ``COMMERCE_DATABASE_URL``
     (default: SQLite in the state dir), ``SUPPORT_PUBLIC_KEYS`` (the public key set that verifies
     applicant tokens and approvals; default: the state dir's keys/public-keys.json), the model
-    provider variables (see activities/model_settings.py; none set means the rehearsal model) and
+    provider variables (see activities/model_settings.py; none set means the rehearsal model),
+    ``SUPPORT_BUILD_ID`` (the build id of this worker's deployment version; default: the package
+    version and git commit), ``SUPPORT_SET_CURRENT_VERSION`` (1: make this build current, as
+    ``--set-current``) and
     ``SUPPORT_LOG_LEVEL`` (the level of the per-activity log lines, default WARNING; the worker's own
     start lines are always printed). Every check runs before the worker polls: a configuration error
     (a bad setting, an unknown namespace, a public key set that is missing, unreachable, plain http or
@@ -215,6 +262,7 @@ async def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     try:
         level = log_level()
+        ours = release()
         settings = load_model_settings()
         public_keys = public_keys_location(args.state_dir)
         check_public_keys(public_keys, from_env=bool(os.environ.get(PUBLIC_KEYS_ENV)))
@@ -229,6 +277,7 @@ async def main(argv: list[str] | None = None) -> int:
         else ""
     )
     print(f"worker: model {settings.describe()}{label}", flush=True)
+    print(f"worker: {ours.describe()}", flush=True)
 
     try:
         process_tracing("qinghe-support-worker")
@@ -261,9 +310,11 @@ async def main(argv: list[str] | None = None) -> int:
             commerce=commerce,
             public_keys=public_keys,
             task_queue=args.task_queue,
+            deployment=ours.version,
             graceful_shutdown_timeout=GRACEFUL_SHUTDOWN,
             identity=worker_identity(checked.ledger_id),
         ):
+            print(await route_new_cases(client, ours, set_current=args.set_current), flush=True)
             print(
                 f"worker: polling task queue {args.task_queue!r} on {address} namespace {namespace!r}; "
                 f"state dir {args.state_dir}",

@@ -14,6 +14,8 @@ from enum import StrEnum
 from typing import Literal, cast
 
 TASK_QUEUE = "support-cases"
+DEPLOYMENT_NAME = "qinghe-support"
+"""The Worker Deployment every case worker runs as (a version of it: ``case_client.deployment``)."""
 WORKFLOW_NAME = "SupportCaseWorkflow"
 WORKFLOW_ID_PREFIX = "case-"
 """A case's workflow id is ``case-<case id>``."""

@@ -60,7 +60,8 @@ def seeded_state_dir(state_dir: Path) -> Path:
 @asynccontextmanager
 async def rehearsal_stack(root: Path, **server_options: Any) -> AsyncIterator[RehearsalStack]:
     """A throwaway dev server, a seeded SQLite commerce database, demo keys and one in-process worker
-    with the rehearsal model, all under ``root``; yields them as a :class:`RehearsalStack`.
+    with the rehearsal model, all under ``root``; yields them as a :class:`RehearsalStack`. The worker
+    runs as this checkout's version of the Worker Deployment, made current before this yields.
 
     The worker verifies credentials with the public keys of ``root/state`` (never ``SUPPORT_PUBLIC_KEYS``
     from the environment); the commerce server it starts over stdio finds the same state dir's keys
@@ -69,6 +70,7 @@ async def rehearsal_stack(root: Path, **server_options: Any) -> AsyncIterator[Re
     """
     from activities.model_settings import load_model_settings
     from case_client import TemporalTarget, connect
+    from case_client.deployment import release
     from keystore import public_keys_location
     from worker import support_worker
 
@@ -83,6 +85,8 @@ async def rehearsal_stack(root: Path, **server_options: Any) -> AsyncIterator[Re
             task_queue=task_queue,
             model_settings=load_model_settings({}),
             public_keys=public_keys_location(state_dir, {}),
+            deployment=release().version,
+            set_current=True,
         ):
             yield RehearsalStack(client, task_queue, state_dir)
     finally:

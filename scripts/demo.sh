@@ -76,7 +76,7 @@ else
 fi
 
 say "4. The worker (model: rehearsal unless a provider is configured; see README)"
-$BIN/python worker.py --state-dir "$STATE_DIR" >"$STATE_DIR/worker.log" 2>&1 &
+$BIN/python worker.py --state-dir "$STATE_DIR" --set-current >"$STATE_DIR/worker.log" 2>&1 &
 WORKER=$!
 started+=($WORKER)
 for _ in $(seq 1 120); do

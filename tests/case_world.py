@@ -1,7 +1,9 @@
 """Shared helpers for tests that run cases on a real Temporal server with a real worker.
 
 ``open_world`` builds the production worker (``worker.build_worker``) on its own task
-queue with a fresh, seeded SQLite commerce database and the real commerce MCP server over stdio. The
+queue with a fresh, seeded SQLite commerce database and the real commerce MCP server over stdio; the
+worker runs as this checkout's version of the Worker Deployment, as production's does, and entering
+it makes that version current (:class:`RoutedWorker`). The
 model provider is the rehearsal model unless ``model_settings`` names another (e.g. the scripted
 provider of ``tests/adversarial``). ``history_text`` decodes a workflow history for greps.
 """
@@ -25,6 +27,7 @@ from temporalio.worker import Worker
 
 from activities.model_settings import ModelSettings, load_model_settings
 from case_client import CaseClient
+from case_client.deployment import make_current, release
 from commerce_server.db import OrderRow, RefundRow, TicketRow, make_engine
 from commerce_server.seed import seed_fixture
 from contracts.case import CaseEvent, CaseView
@@ -87,9 +90,32 @@ class CaseWorld:
             return list(session.exec(select(TicketRow)).all())
 
 
+class RoutedWorker:
+    """A versioned worker that, once entered (``async with``), is its deployment's current version, so
+    the cases a test starts are routed to it; leaving it shuts the worker down."""
+
+    def __init__(self, worker: Worker) -> None:
+        self.worker = worker
+
+    async def __aenter__(self) -> Worker:
+        await self.worker.__aenter__()
+        config = self.worker.config()
+        deployment = config.get("deployment_config")
+        if deployment is not None:
+            try:
+                await make_current(config["client"], deployment.version)
+            except BaseException:
+                await self.worker.__aexit__(None, None, None)
+                raise
+        return self.worker
+
+    async def __aexit__(self, *exc_info: Any) -> None:
+        await self.worker.__aexit__(*exc_info)
+
+
 async def open_world(
     client: Client, state_dir: Path, *, model_settings: ModelSettings | None = None
-) -> tuple[CaseWorld, Worker, Cleanup]:
+) -> tuple[CaseWorld, RoutedWorker, Cleanup]:
     """A seeded world and its (not yet running) worker; the rehearsal model unless ``model_settings``."""
     state_dir.mkdir(parents=True, exist_ok=True)
     install_signing_keys(state_dir)  # starter.py run on this state dir signs as the tests do
@@ -101,8 +127,9 @@ async def open_world(
         state_dir,
         task_queue=task_queue,
         model_settings=model_settings or load_model_settings({}),
+        deployment=release().version,
     )
-    return CaseWorld(client, state_dir, task_queue, engine), worker, cleanup
+    return CaseWorld(client, state_dir, task_queue, engine), RoutedWorker(worker), cleanup
 
 
 async def event_details(handle: WorkflowHandle, kind: str) -> list[str]:

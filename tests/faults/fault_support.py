@@ -196,7 +196,16 @@ class WorkerProcess:
 def worker_env(address: str, **extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k not in _FOREIGN_ENV}
     # SUPPORT_LOG_LEVEL=INFO: the fault tests read the per-activity log lines (execute_refund case=...)
-    env.update({"TEMPORAL_ADDRESS": address, "PYTHONUNBUFFERED": "1", "SUPPORT_LOG_LEVEL": "INFO", **extra})
+    # SUPPORT_SET_CURRENT_VERSION=1: the stack routes new cases to the build it runs (docs/upgrades.md)
+    env.update(
+        {
+            "TEMPORAL_ADDRESS": address,
+            "PYTHONUNBUFFERED": "1",
+            "SUPPORT_LOG_LEVEL": "INFO",
+            "SUPPORT_SET_CURRENT_VERSION": "1",
+            **extra,
+        }
+    )
     return env
 
 

@@ -113,7 +113,7 @@ async def test_a_refund_case_is_one_trace_from_start_to_the_commerce_calls(tempo
     client = Client(**{**temporal_client.config(), "interceptors": [traced.interceptor]})
     world, worker, cleanup = await open_world(client, tmp_path / "state")
     # The client's interceptor runs in the worker too (Temporal applies it); it is never added twice.
-    assert not any(isinstance(i, TracingInterceptor) for i in worker.config()["interceptors"])
+    assert not any(isinstance(i, TracingInterceptor) for i in worker.worker.config()["interceptors"])
     try:
         async with worker:
             handle = await world.start(REFUND_QUESTION)

@@ -1,0 +1,183 @@
+"""The worker deployment the case workers run as: its version, making a version current, and its drain.
+
+Every worker of this product runs as one version of the Worker Deployment :data:`DEPLOYMENT_NAME`,
+and the case workflow is PINNED: a case runs its whole life on the version it started on, and new
+cases start on the deployment's current version (docs/upgrades.md is the release procedure). The
+build id names the code: the package version and the git commit (``0.2.0-3f2a1b9c0d1e``), or
+``SUPPORT_BUILD_ID`` where the environment sets it (a container built without the repository's
+history). Everything here talks to Temporal's deployment API through the client's workflow service,
+as the ``temporal worker deployment`` commands do.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import re
+import subprocess
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from temporalio.api.workflowservice.v1 import (
+    DescribeWorkerDeploymentRequest,
+    SetWorkerDeploymentCurrentVersionRequest,
+)
+from temporalio.client import Client
+from temporalio.common import VersioningBehavior, WorkerDeploymentVersion
+from temporalio.service import RPCError, RPCStatusCode
+from temporalio.worker import WorkerDeploymentConfig
+
+from contracts.errors import ConfigurationError, TransientError
+from contracts.names import DEPLOYMENT_NAME, WORKFLOW_NAME
+
+BUILD_ID_ENV = "SUPPORT_BUILD_ID"
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
+_BUILD_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]{0,99}$")
+SET_CURRENT_WAIT_SECONDS = 30.0
+"""How long :func:`make_current` waits for the server to see this version's pollers."""
+
+
+@dataclass(frozen=True)
+class Release:
+    """The version a worker runs as, and where its build id came from (printed at start)."""
+
+    version: WorkerDeploymentVersion
+    source: str
+
+    @property
+    def build_id(self) -> str:
+        return self.version.build_id
+
+    def describe(self) -> str:
+        return f"deployment {self.version.deployment_name!r} build {self.build_id!r} ({self.source}); cases pinned"
+
+
+def package_version(root: Path = PROJECT_ROOT) -> str:
+    """The version in the project's pyproject.toml (the tree the worker runs from, not the install)."""
+    try:
+        with (root / "pyproject.toml").open("rb") as file:
+            version: str = tomllib.load(file)["project"]["version"]
+    except (OSError, KeyError, tomllib.TOMLDecodeError) as error:
+        raise ConfigurationError(
+            "build_id", f"cannot read the package version from {root / 'pyproject.toml'} ({error}); set {BUILD_ID_ENV}"
+        ) from None
+    return version
+
+
+def git_commit(root: Path = PROJECT_ROOT) -> str | None:
+    """The commit the tree at ``root`` is checked out at, or None without git or a repository there."""
+    try:
+        done = subprocess.run(
+            ["git", "-C", str(root), "rev-parse", "--verify", "--quiet", "HEAD"],
+            capture_output=True,
+            text=True,
+            timeout=10,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    commit = done.stdout.strip()
+    if done.returncode != 0 or not re.fullmatch(r"[0-9a-f]{40}", commit):
+        return None
+    if not (root / ".git").exists():
+        return None
+    return commit
+
+
+def release(environ: Mapping[str, str] = os.environ, root: Path = PROJECT_ROOT) -> Release:
+    """This worker's deployment version: ``SUPPORT_BUILD_ID`` if set, else version and commit.
+
+    Raises :class:`ConfigurationError` for a build id Temporal would refuse or one with no version.
+    """
+    given = (environ.get(BUILD_ID_ENV) or "").strip()
+    if given:
+        if not _BUILD_ID.fullmatch(given):
+            raise ConfigurationError(
+                "build_id", f"{BUILD_ID_ENV}={given[:40]!r} is not a build id: letters, digits and . _ + - only"
+            )
+        return Release(WorkerDeploymentVersion(DEPLOYMENT_NAME, given), f"from {BUILD_ID_ENV}")
+    version = package_version(root)
+    commit = git_commit(root)
+    if commit is None:
+        return Release(
+            WorkerDeploymentVersion(DEPLOYMENT_NAME, version),
+            f"package version; no git commit found, set {BUILD_ID_ENV} to name the build",
+        )
+    return Release(WorkerDeploymentVersion(DEPLOYMENT_NAME, f"{version}-{commit[:12]}"), "package version and commit")
+
+
+def deployment_config(version: WorkerDeploymentVersion) -> WorkerDeploymentConfig:
+    """The worker's deployment options: versioned, every workflow it runs (the case workflow) PINNED.
+
+    The behaviour is the worker's default rather than the workflow definition's: a definition that
+    names one cannot run on an unversioned worker at all (the server refuses its task completions),
+    and the fast tests run the workflow on unversioned workers of their own task queues."""
+    return WorkerDeploymentConfig(
+        version=version, use_worker_versioning=True, default_versioning_behavior=VersioningBehavior.PINNED
+    )
+
+
+async def current_build_id(client: Client, deployment_name: str = DEPLOYMENT_NAME) -> str | None:
+    """The build id of the deployment's current version; None when none is current or the deployment is new."""
+    try:
+        described = await client.workflow_service.describe_worker_deployment(
+            DescribeWorkerDeploymentRequest(namespace=client.namespace, deployment_name=deployment_name)
+        )
+    except RPCError as error:
+        if error.status is RPCStatusCode.NOT_FOUND:
+            return None
+        raise
+    current = described.worker_deployment_info.routing_config.current_deployment_version
+    return current.build_id or None
+
+
+async def make_current(
+    client: Client, version: WorkerDeploymentVersion, *, wait_seconds: float = SET_CURRENT_WAIT_SECONDS
+) -> bool:
+    """Make ``version`` its deployment's current version; True if it changed, False if it already was.
+
+    The server knows a version only once its workers have polled, so this retries for up to
+    ``wait_seconds`` while the deployment or the version has no pollers yet, then raises
+    :class:`TransientError`. Call it after the worker has started.
+    """
+    if await current_build_id(client, version.deployment_name) == version.build_id:
+        return False
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + wait_seconds
+    while True:
+        try:
+            await client.workflow_service.set_worker_deployment_current_version(
+                SetWorkerDeploymentCurrentVersionRequest(
+                    namespace=client.namespace,
+                    deployment_name=version.deployment_name,
+                    build_id=version.build_id,
+                    identity=client.identity,
+                )
+            )
+            return True
+        except RPCError as error:
+            waiting = error.status in (RPCStatusCode.NOT_FOUND, RPCStatusCode.FAILED_PRECONDITION)
+            if not waiting or loop.time() >= deadline:
+                raise TransientError(
+                    "deployment_not_current",
+                    f"could not make {version.deployment_name}:{version.build_id} current: {error.message[:200]}",
+                ) from None
+        await asyncio.sleep(0.2)
+
+
+def pinned_cases_query(version: WorkerDeploymentVersion) -> str:
+    """The visibility query of the cases still open on ``version``: empty means it has drained."""
+    return (
+        f'WorkflowType="{WORKFLOW_NAME}" AND ExecutionStatus="Running" AND '
+        f'TemporalWorkerDeploymentVersion="{version.deployment_name}:{version.build_id}"'
+    )
+
+
+async def open_cases_on(client: Client, version: WorkerDeploymentVersion, *, limit: int = 1000) -> list[str]:
+    """The workflow ids of the cases still running on ``version`` (at most ``limit``)."""
+    ids: list[str] = []
+    async for execution in client.list_workflows(pinned_cases_query(version), limit=limit):
+        ids.append(execution.id)
+    return ids
+
