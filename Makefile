@@ -6,7 +6,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STATE_DIR ?= .state/demo
 
-.PHONY: install browser check test lint typecheck demo dev-server codec-server clean compat
+.PHONY: install browser check test replay-stress lint typecheck demo dev-server codec-server clean compat
 
 $(BIN)/.installed: pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Python 3.11 or newer is required (set PYTHON=...)")'
@@ -42,8 +42,14 @@ browser:
 check: lint typecheck
 	SUPPORT_TEST_LAYER=check $(BIN)/pytest -q -m "not integration"
 
+# Then the end-to-end tests again in replay-stress mode (tests/case_world.py: their workers cache no
+# workflow, so every workflow task replays the case's history, and a nondeterminism error fails it).
 test: lint typecheck browser
 	$(BIN)/pytest
+	$(MAKE) --no-print-directory replay-stress
+
+replay-stress: install
+	SUPPORT_REPLAY_STRESS=1 $(BIN)/pytest -q tests/e2e
 
 demo: install
 	STATE_DIR=$(STATE_DIR) bash scripts/demo.sh

@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import uuid
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -24,6 +25,7 @@ from sqlmodel import Session, select
 from temporalio.api.common.v1 import Payload
 from temporalio.client import Client, WorkflowHandle
 from temporalio.worker import Worker
+from temporalio.workflow import NondeterminismError
 
 from activities.model_settings import ModelSettings, load_model_settings
 from case_client import CaseClient
@@ -113,6 +115,20 @@ class RoutedWorker:
         await self.worker.__aexit__(*exc_info)
 
 
+REPLAY_STRESS_ENV = "SUPPORT_REPLAY_STRESS"
+"""``SUPPORT_REPLAY_STRESS=1`` (``make test`` runs tests/e2e a second time with it): every worker the
+end-to-end tests build keeps no workflow in its cache, so every workflow task replays the case's whole
+history first, and a nondeterminism error fails the case instead of retrying its task forever."""
+
+
+def stress_options(environ: Mapping[str, str] = os.environ) -> dict[str, Any]:
+    """The worker options of the replay-stress run (none outside it): no cached workflows, and a
+    nondeterminism error fails the workflow, so a test sees a failed case rather than a stalled one."""
+    if environ.get(REPLAY_STRESS_ENV, "").strip() != "1":
+        return {}
+    return {"max_cached_workflows": 0, "workflow_failure_exception_types": [NondeterminismError]}
+
+
 async def open_world(
     client: Client, state_dir: Path, *, model_settings: ModelSettings | None = None
 ) -> tuple[CaseWorld, RoutedWorker, Cleanup]:
@@ -128,6 +144,7 @@ async def open_world(
         task_queue=task_queue,
         model_settings=model_settings or load_model_settings({}),
         deployment=release().version,
+        **stress_options(),
     )
     return CaseWorld(client, state_dir, task_queue, engine), RoutedWorker(worker), cleanup
 

@@ -8,16 +8,11 @@ tree, a shallow clone) the test fails with what is missing; it never skips.
 from __future__ import annotations
 
 import asyncio
-import io
 import json
 import os
-import shutil
 import signal
-import subprocess
-import tarfile
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 from temporalio.api.history.v1 import HistoryEvent
@@ -28,8 +23,8 @@ from case_history.trail import local_activity
 from contracts.case import CaseStatus
 from contracts.names import REVIEW
 from contracts.payload_codec import CASE_DATA_CONVERTER
+from tests.deploy_upgrade.release_tree import LAUNCHER_NAME, extract_tree, git, launcher_report, resolve
 from tests.faults.fault_support import (
-    PROJECT_ROOT,
     REFUND_QUESTION,
     FaultWorld,
     WorkerProcess,
@@ -49,27 +44,6 @@ PATCH_COMMIT = "f3a6fdb82f8bdd6e53e82e65d76cea411608ba72"
 OLD_COMMIT = f"{PATCH_COMMIT}^"
 """The code a case may have started on when that commit was deployed: its parent."""
 
-LAUNCHER_NAME = "_deploy_launcher.py"
-LAUNCHER_MARK = "deploy-launcher: "
-LAUNCHER = f'''"""Run this tree's worker.py after saying which modules it imported (tests/deploy_upgrade)."""
-import json
-import sys
-from pathlib import Path
-
-TREE = str(Path(__file__).resolve().parent)
-if sys.path[0] != TREE:
-    sys.path.insert(0, TREE)
-import worker
-import workflows.patches
-import workflows.support_case
-
-modules = (worker, workflows.patches, workflows.support_case)
-ids = sorted(v for k, v in vars(workflows.patches).items() if k.isupper() and isinstance(v, str))
-report = {{"tree": TREE, "modules": {{m.__name__: m.__file__ for m in modules}}, "patch_ids": ids}}
-print({LAUNCHER_MARK!r} + json.dumps(report), flush=True)
-worker.run()
-'''
-
 FRESH_QUESTION = "Please refund QH-1002"
 """The case started after the deploy (another order, so each order is paid once)."""
 
@@ -78,43 +52,14 @@ HISTORY_OUT_ENV = "DEPLOY_UPGRADE_HISTORY_OUT"
 how the committed ``deployed_while_waiting`` history in tests/histories/ was recorded."""
 
 
-def _git(*args: str) -> bytes:
-    git = shutil.which("git")
-    if git is None:
-        pytest.fail(
-            "git is not installed: the deploy test runs the old worker from this repository's history "
-            f"(commit {OLD_COMMIT}); install git",
-            pytrace=False,
-        )
-    done = subprocess.run([git, "-C", str(PROJECT_ROOT), *args], capture_output=True, timeout=60)
-    if done.returncode != 0:
-        pytest.fail(
-            f"`git {' '.join(args)}` failed in {PROJECT_ROOT}: {done.stderr.decode(errors='replace').strip()}\n"
-            f"The deploy test needs this repository's git history with commit {PATCH_COMMIT} and its "
-            "parent (an exported tree or a shallow clone lacks them: `git fetch --unshallow`).",
-            pytrace=False,
-        )
-    return done.stdout
-
-
 def extract_old_tree(target: Path) -> tuple[str, Path]:
     """The commit before 'case-metadata' (resolved in this repository), extracted into ``target``."""
-    old = _git("rev-parse", "--verify", f"{OLD_COMMIT}^{{commit}}").decode().strip()
+    needed = f"commit {PATCH_COMMIT} and its parent"
+    old = resolve(OLD_COMMIT, needed=needed)
     # The commit is the one this test is about: the patch id is new in it, absent before it.
-    assert f'"{patches.CASE_METADATA}"' in _git("show", f"{PATCH_COMMIT}:workflows/patches.py").decode()
-    assert f'"{patches.CASE_METADATA}"' not in _git("show", f"{old}:workflows/patches.py").decode()
-    target.mkdir(parents=True)
-    with tarfile.open(fileobj=io.BytesIO(_git("archive", "--format=tar", old)), mode="r:") as archive:
-        archive.extractall(target, filter="data")
-    (target / LAUNCHER_NAME).write_text(LAUNCHER, encoding="utf-8")
-    return old, target
-
-
-def launcher_report(worker: WorkerProcess) -> dict[str, Any]:
-    lines = [line for line in worker.log().splitlines() if line.startswith(LAUNCHER_MARK)]
-    assert len(lines) == 1, worker.log()[-3000:]
-    report: dict[str, Any] = json.loads(lines[0].removeprefix(LAUNCHER_MARK))
-    return report
+    assert f'"{patches.CASE_METADATA}"' in git("show", f"{PATCH_COMMIT}:workflows/patches.py", needed=needed).decode()
+    assert f'"{patches.CASE_METADATA}"' not in git("show", f"{old}:workflows/patches.py", needed=needed).decode()
+    return old, extract_tree(old, target)
 
 
 async def memo_keys(handle: WorkflowHandle) -> set[str]:

@@ -18,7 +18,7 @@ from commerce_server.db import make_engine
 from commerce_server.tokens import TOKEN_SECRET_ENV
 from contracts.case import CaseStatus, CaseView, ReviewOutcome
 from contracts.knowledge import Language
-from tests.case_world import CaseWorld
+from tests.case_world import CaseWorld, stress_options
 from tests.commerce_service import start_http_commerce
 from tests.credentials_support import signed_review
 from worker import build_worker
@@ -46,7 +46,7 @@ async def test_a_refund_settles_through_the_http_commerce_service(
     worker_dir = tmp_path / "worker"
     task_queue = f"http-commerce-{uuid.uuid4().hex[:8]}"
     worker, cleanup = build_worker(
-        temporal_client, worker_dir, task_queue=task_queue, model_settings=load_model_settings({})
+        temporal_client, worker_dir, task_queue=task_queue, model_settings=load_model_settings({}), **stress_options()
     )
     world = CaseWorld(temporal_client, worker_dir, task_queue, make_engine(f"sqlite:///{service_dir / 'commerce.db'}"))
     try:
@@ -121,6 +121,7 @@ async def test_a_token_the_server_refuses_mid_case_fails_the_case_with_the_reaso
         task_queue=task_queue,
         model_settings=load_model_settings({}),
         commerce=commerce,
+        **stress_options(),
     )
     world = CaseWorld(
         temporal_client, tmp_path / "worker", task_queue, make_engine(f"sqlite:///{service_dir / 'commerce.db'}")

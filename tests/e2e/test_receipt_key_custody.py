@@ -25,7 +25,7 @@ from commerce_server.db import make_engine
 from commerce_server.tokens import SIGNING_KEY_ENV, TOKEN_SECRET_ENV
 from contracts.case import CaseStatus, CaseView
 from contracts.credentials import verify_receipt
-from tests.case_world import CaseWorld
+from tests.case_world import CaseWorld, stress_options
 from tests.commerce_service import start_http_commerce
 from tests.conftest import DemoKeys
 from tests.credentials_support import signed_review
@@ -88,7 +88,11 @@ async def test_over_http_the_worker_runs_without_any_private_key(
         worker_dir = tmp_path / "worker"
         task_queue = f"custody-{uuid.uuid4().hex[:8]}"
         worker, cleanup = build_worker(
-            temporal_client, worker_dir, task_queue=task_queue, model_settings=load_model_settings({})
+            temporal_client,
+            worker_dir,
+            task_queue=task_queue,
+            model_settings=load_model_settings({}),
+            **stress_options(),
         )
         engine = make_engine(f"sqlite:///{service.state_dir / 'commerce.db'}")
         world = CaseWorld(temporal_client, worker_dir, task_queue, engine)

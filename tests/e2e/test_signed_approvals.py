@@ -51,7 +51,7 @@ from contracts.names import WORKFLOW_NAME, ActivityName, EventKind, QueryName, w
 from contracts.refusals import refusal_sentence
 from devstack.temporal_cli import temporal_cli
 from keystore import load_private_key, load_public_keys, private_key_path
-from tests.case_world import CaseWorld, event_details
+from tests.case_world import CaseWorld, event_details, stress_options
 from tests.conftest import DemoKeys
 from tests.credentials_support import applicant_token, forged_approval_token, signed_review, use_test_keys
 from worker import build_worker, commerce_gateway
@@ -316,7 +316,12 @@ async def watched_world(temporal_client: Client, tmp_path: Path) -> AsyncIterato
     task_queue = f"support-cases-test-{uuid.uuid4().hex[:8]}"
     commerce = RecordedCommerce(commerce_gateway(state_dir))
     worker, cleanup = build_worker(
-        temporal_client, state_dir, task_queue=task_queue, model_settings=load_model_settings({}), commerce=commerce
+        temporal_client,
+        state_dir,
+        task_queue=task_queue,
+        model_settings=load_model_settings({}),
+        commerce=commerce,
+        **stress_options(),
     )
     async with worker:
         yield WatchedWorld(CaseWorld(temporal_client, state_dir, task_queue, engine), commerce)
