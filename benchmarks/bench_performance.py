@@ -58,6 +58,7 @@ from tests.adversarial.provider import (  # noqa: E402
     slow,
     tool_calls,
 )
+from tests.release_code import current_release  # noqa: E402
 from workflows.sandbox import workflow_runner  # noqa: E402
 
 REFUND = "Please refund QH-1001 and explain the amount and the policy"
@@ -290,7 +291,11 @@ async def worst(stack: RehearsalStack, options: dict[str, Any]) -> None:
 
 async def replay() -> None:
     count, total, slowest, name, failures = await replay_histories()
-    print(f"f. replay of the {count} committed histories in tests/histories/ (production sandboxed runner)")
+    folder = f"tests/histories/{current_release().name}/"
+    print(f"f. replay of the {count} committed histories in {folder} (production sandboxed runner)")
+    if not count:
+        print("   none recorded yet for the current release (scripts/record_histories.py)", flush=True)
+        return
     print(
         f"   total {total:.2f} s, mean {ms(total / count)} per history, slowest {ms(slowest)} ({name}); "
         f"{failures} replay failures",
@@ -316,7 +321,8 @@ async def main(args: argparse.Namespace) -> None:
     worst       a case that spends every budget: 24/24 tool calls over 7/7 turns, 20/20 model requests
                 (transient HTTP 500s are retried and charged), both drafts sent back by the reviewer.
     floor       Temporal's own cost per step here (see :func:`floor`).
-    replay      every history in tests/histories/ replayed with the production sandboxed runner.
+    replay      every history of the current release (tests/histories/<release>/, releases.json's
+                release with commit null) replayed with the production sandboxed runner.
 
     ``--profile`` runs the concurrent part under pyinstrument: the event-loop thread (activities, the
     SDK's Python side, the client) and each workflow-task thread (sandboxed workflow code), combined.

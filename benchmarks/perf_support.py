@@ -32,11 +32,11 @@ from contracts.payload_codec import CASE_DATA_CONVERTER
 from devstack.rehearsal_stack import RehearsalStack
 from keystore import public_keys_location
 from tests.payloads.history_payloads import decoded_history, payloads_in
+from tests.release_code import current_release
 from worker import support_worker
 from workflows.sandbox import workflow_runner
 from workflows.support_case import SupportCaseWorkflow
 
-HISTORIES = Path(__file__).resolve().parents[1] / "tests" / "histories"
 WORKER_DEFAULTS = (
     "temporalio defaults for what is unset: 100 workflow-task slots, 100 activity slots, "
     "max_cached_workflows 1000, a 500-thread workflow executor"
@@ -225,12 +225,14 @@ async def bench_worker(stack: RehearsalStack, settings: ModelSettings, **options
 
 
 async def replay_histories() -> tuple[int, float, float, str, int]:
-    """Replay every committed history with the production sandboxed runner: (count, total s, max s, slowest
-    history, failures). Reading and parsing the JSON is not timed."""
+    """Replay the current release's committed histories (tests/histories/releases.json: the release whose
+    commit is null; older releases replay against their own code, tests/workflows/test_replay.py) with the
+    production sandboxed runner: (count, total s, max s, slowest history, failures). Reading and parsing
+    the JSON is not timed."""
     replayer = Replayer(
         workflows=[SupportCaseWorkflow], data_converter=CASE_DATA_CONVERTER, workflow_runner=workflow_runner()
     )
-    paths = sorted(HISTORIES.glob("*.json"))
+    paths = current_release().histories()
     histories = [WorkflowHistory.from_json(p.stem, json.loads(p.read_text(encoding="utf-8"))) for p in paths]
     total, slowest, slowest_name, failures = 0.0, 0.0, "-", 0
     for history in histories:

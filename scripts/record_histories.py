@@ -1,12 +1,15 @@
-"""Add workflow histories of the current code to tests/histories/ for the replay test.
+"""Add workflow histories of the current code to tests/histories/<release>/ for the replay test.
 
-    .venv/bin/python scripts/record_histories.py --tag 2027-01
+    .venv/bin/python scripts/record_histories.py --tag 2027-01 [--release v0.2]
 
 Starts a throwaway Temporal dev server and an in-process worker (rehearsal model, fresh commerce
 database), runs one case per scenario and writes each finished run's history as
-``<scenario>-<tag>.json``. Histories are a contract with every case in flight: existing files are
-never overwritten (the script refuses), re-recorded or deleted; a new tag adds a new generation next
-to the old ones, so CI replays every version of the workflow that may still have cases running.
+``<release>/<scenario>-<tag>.json``. The release defaults to the newest one in
+tests/histories/releases.json whose commit is null (the current code); a release named by a commit is
+past code and is refused. Histories are a contract with every case in flight: existing files are
+never overwritten (the script refuses, exit 2), re-recorded or deleted; a new tag adds a new
+generation next to the old ones, so CI replays every version of the workflow that may still have
+cases running, each against its release's code.
 """
 
 from __future__ import annotations
@@ -14,6 +17,8 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import json
+import sys
 import tempfile
 import uuid
 from collections.abc import Awaitable, Callable
@@ -31,7 +36,9 @@ from devstack.rehearsal_stack import RehearsalStack, rehearsal_stack
 from keystore import load_private_key, private_key_path
 from keystore.signers import KeyFileSigner
 
-OUT = Path(__file__).resolve().parents[1] / "tests" / "histories"
+HISTORIES = Path(__file__).resolve().parents[1] / "tests" / "histories"
+MANIFEST = HISTORIES / "releases.json"
+REFUSED = 2
 SUGGEST_CONTINUE_AS_NEW_AFTER_EVENTS = 150
 """The dev server suggests continue-as-new after this many history events (``limit.historyCount.
 suggestContinueAsNew``), so the ``review_flood`` scenario records a case that continues as new under a
@@ -133,8 +140,27 @@ UNVERIFIED = ("applicant_unverified", "alice", "Please refund QH-1001")
 """A case started without an applicant token: it must read nothing and end with the reason."""
 
 
-async def record(stack: RehearsalStack, tag: str) -> None:
-    OUT.mkdir(parents=True, exist_ok=True)
+def refuse(message: str) -> SystemExit:
+    """One line on stderr, exit 2."""
+    print(f"record_histories: {message}", file=sys.stderr)
+    return SystemExit(REFUSED)
+
+
+def release_folder(release: str | None) -> Path:
+    """The folder of ``release`` (default: the newest with commit null), refusing past or unknown releases."""
+    manifest: dict[str, dict[str, object]] = json.loads(MANIFEST.read_text(encoding="utf-8"))
+    current = [name for name, entry in manifest.items() if entry.get("commit") is None]
+    name = release or (current[-1] if current else None)
+    if name is None or name not in manifest:
+        raise refuse(f"release {name!r} is not in {MANIFEST} (current code: {current or 'none'})")
+    if name not in current:
+        raise refuse(
+            f"release {name} is commit {manifest[name]['commit']}, not the current code: record into {current}"
+        )
+    return HISTORIES / name
+
+
+async def record(stack: RehearsalStack, tag: str, out: Path) -> None:
     client, cases = stack.client, stack.cases  # cases start with an applicant token signed by the stack's issuer
     unsigned = CaseClient.for_client(client, task_queue=stack.task_queue)  # no issuer: no applicant token
     scenarios = [*SCENARIOS, (*UNVERIFIED, Language.EN, None, 900)]
@@ -158,21 +184,30 @@ async def record(stack: RehearsalStack, tag: str) -> None:
         for index, run_id in enumerate(reversed(runs), start=1):
             history = await client.get_workflow_handle(workflow_id, run_id=run_id).fetch_history()
             suffix = f"-run{index}" if len(runs) > 1 else ""
-            path = OUT / f"{name}{suffix}-{tag}.json"
+            path = out / f"{name}{suffix}-{tag}.json"
             if path.exists():
-                raise SystemExit(f"{path} exists: histories are never overwritten; choose another --tag")
+                raise refuse(f"{path} exists: histories are never overwritten; choose another --tag")
             path.write_text(history.to_json(), encoding="utf-8")
             print(f"{path.name}: {result.status.value} ({result.reason}), {len(history.events)} events")
 
 
-async def main(tag: str) -> None:
+async def main(tag: str, out: Path) -> None:
     limits = {"limit.historyCount.suggestContinueAsNew": str(SUGGEST_CONTINUE_AS_NEW_AFTER_EVENTS)}
     with tempfile.TemporaryDirectory() as tmp:
         async with rehearsal_stack(Path(tmp), dynamic_config=limits) as stack:
-            await record(stack, tag)
+            await record(stack, tag, out)
 
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tag", required=True, help="a new generation name, e.g. 2027-01")
-    asyncio.run(main(parser.parse_args().tag))
+    parser.add_argument("--release", help="a release of tests/histories/releases.json (default: the current code's)")
+    args = parser.parse_args()
+    folder = release_folder(args.release)
+    taken = sorted(path.name for path in folder.glob(f"*-{args.tag}.json"))
+    if taken:
+        raise refuse(
+            f"{folder} already holds {len(taken)} history(ies) tagged {args.tag} ({taken[0]}): choose another --tag"
+        )
+    folder.mkdir(parents=True, exist_ok=True)
+    asyncio.run(main(args.tag, folder))

@@ -194,7 +194,7 @@ def test_review_with_a_digest_missing_names_the_digest(state_dir: Path) -> None:
 
 
 def test_a_reader_that_leaves_early_ends_the_command_quietly_with_0(state_dir: Path) -> None:
-    history = ROOT / "tests" / "histories" / "approved_refund.json"
+    history = ROOT / "tests" / "histories" / "v0.1" / "approved_refund.json"
     case_id = "x"
     for event in json.loads(history.read_text(encoding="utf-8"))["events"][:1]:
         attributes = event["workflowExecutionStartedEventAttributes"]

@@ -29,7 +29,7 @@ from cli.exit_codes import ExitCode
 from cli.text_layout import WIDTH
 
 ROOT = Path(__file__).resolve().parents[2]
-HISTORIES = sorted((ROOT / "tests" / "histories").glob("*.json"))
+HISTORIES = sorted((ROOT / "tests" / "histories").glob("*/*.json"))
 RELEASE_0_1 = {
     "answered_delivery": ("completed", "answered"),
     "approved_refund": ("completed", "refund_settled"),
@@ -45,7 +45,7 @@ History = dict[str, Any]
 
 
 def _load(name: str) -> History:
-    return json.loads((ROOT / "tests" / "histories" / f"{name}.json").read_text(encoding="utf-8"))
+    return json.loads((ROOT / "tests" / "histories" / "v0.1" / f"{name}.json").read_text(encoding="utf-8"))
 
 
 def _payload(payload: dict[str, Any]) -> Any:
@@ -338,7 +338,7 @@ def _starter(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
 
 
 def test_audit_command_prints_json_and_refuses_a_bad_file_in_one_line(tmp_path: Path) -> None:
-    path = ROOT / "tests" / "histories" / "approved_refund.json"
+    path = ROOT / "tests" / "histories" / "v0.1" / "approved_refund.json"
     history = json.loads(path.read_text(encoding="utf-8"))
     case_id = _case_input(history)["case_id"]
     final = _final_view(history)

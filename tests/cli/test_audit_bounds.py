@@ -27,7 +27,7 @@ def _payload(value: Any) -> dict[str, Any]:
 
 def _history_with_answer(tmp_path: Path, answer: str) -> tuple[Path, str]:
     """The committed answered-delivery history with its final view's answer replaced (plain JSON payload)."""
-    history = json.loads((ROOT / "tests" / "histories" / "answered_delivery.json").read_text(encoding="utf-8"))
+    history = json.loads((ROOT / "tests" / "histories" / "v0.1" / "answered_delivery.json").read_text(encoding="utf-8"))
     case_id = ""
     for event in history["events"]:
         if "workflowExecutionStartedEventAttributes" in event:

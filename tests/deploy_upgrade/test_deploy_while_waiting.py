@@ -49,7 +49,7 @@ FRESH_QUESTION = "Please refund QH-1002"
 
 HISTORY_OUT_ENV = "DEPLOY_UPGRADE_HISTORY_OUT"
 """When set, the mixed-version history is also written to this path (never over an existing file):
-how the committed ``deployed_while_waiting`` history in tests/histories/ was recorded."""
+how the committed ``deployed_while_waiting`` history in tests/histories/v0.1/ was recorded."""
 
 
 def extract_old_tree(target: Path) -> tuple[str, Path]:

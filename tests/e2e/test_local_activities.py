@@ -33,7 +33,7 @@ from workflows.sandbox import workflow_runner
 from workflows.support_case import SupportCaseWorkflow
 
 REFUND_QUESTION = "Please refund QH-1001 and explain the amount and the policy"
-HISTORIES = Path(__file__).parents[1] / "histories"
+HISTORIES = Path(__file__).parents[1] / "histories" / "v0.1"
 BEFORE_THE_PATCH = HISTORIES / "approved_refund-2026-12-issue10.json"
 """A refund recorded with every step a regular activity (the generation before ``short-steps-local``)."""
 RECORD = ActivityName.WRITE_CASE_RECORD.value

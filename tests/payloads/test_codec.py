@@ -37,7 +37,7 @@ from tests.payloads.history_payloads import payloads_of
 from worker import build_worker
 
 ROOT = Path(__file__).resolve().parents[2]
-HISTORIES = sorted((ROOT / "tests" / "histories").glob("*.json"))
+HISTORIES = sorted((ROOT / "tests" / "histories").glob("*/*.json"))
 
 
 def _json_payload(value: Any, **metadata: bytes) -> Payload:

@@ -16,7 +16,7 @@ from contracts.payload_codec import CASE_DATA_CONVERTER
 from workflows.case_state import CARRIED_AS_IS, NOT_CARRIED, CaseState
 
 HISTORIES = Path(__file__).parents[1] / "histories"
-CONTINUED = sorted(HISTORIES.glob("review_flood-run1*.json"))
+CONTINUED = sorted(HISTORIES.glob("*/review_flood-run1*.json"))
 CONVERTED = {
     "continued": ("continued",),
     "log": ("events", "dropped_events"),

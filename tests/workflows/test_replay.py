@@ -1,4 +1,9 @@
-"""Replay committed histories of real runs: any non-deterministic change to the workflow fails here."""
+"""Replay committed histories of real runs, each against its own release's code (tests/histories/).
+
+Release 0.1's histories replay against 0.1's code extracted from git history (tests/release_code.py)
+through scripts/replay_histories.py; the current release's replay in-process. Any non-deterministic
+change to a release's workflow fails here.
+"""
 
 from __future__ import annotations
 
@@ -10,10 +15,15 @@ from temporalio.client import WorkflowHistory
 from temporalio.worker import Replayer
 
 from contracts.payload_codec import CASE_DATA_CONVERTER, ENCODING
+from tests.release_code import HISTORIES as HISTORIES_ROOT
+from tests.release_code import MANIFEST, SHA, current_release, extracted, releases, replay_in
 from workflows.sandbox import workflow_runner
 from workflows.support_case import SupportCaseWorkflow
 
-HISTORIES = sorted((Path(__file__).parents[1] / "histories").glob("*.json"))
+RELEASE_0_1 = releases()["v0.1"]
+HISTORIES = RELEASE_0_1.histories()
+CURRENT = current_release()
+CURRENT_HISTORIES = CURRENT.histories()
 REQUIRED = {"approved_refund", "rejected_refund", "expired_refund", "answered_delivery", "needs_human_uncovered"}
 REQUIRED_SINCE_ISSUE_7 = {
     f"{name}-2026-12-issue7"
@@ -47,8 +57,26 @@ REQUIRED_SINCE_ISSUE_13 = {name.replace("-2026-12-issue10", "-2026-12-issue13") 
 the applicant check and the tools are markers, and payloads of 4 KiB and more are compressed."""
 
 
-def test_histories_of_every_outcome_are_committed() -> None:
-    """Every generation is committed: the first (before any patch), the one with the first patches, the
+REQUIRED_IN_0_2 = {
+    "approved_refund",
+    "rejected_refund",
+    "expired_refund",
+    "answered_delivery",
+    "needs_human_uncovered",
+    "needs_input_foreign_order",
+    "refused_then_approved",
+    "zh_order_beside_chinese",
+    "review_flood-run1",
+    "review_flood-run2",
+    "forged_then_approved",
+    "applicant_unverified",
+}
+"""What scripts/record_histories.py records (its SCENARIOS and UNVERIFIED, the flood's two runs): one
+generation of 0.2, ``<name>-<tag>.json``, holds every one."""
+
+
+def test_release_0_1_histories_of_every_outcome_are_committed() -> None:
+    """Every 0.1 generation is committed: the first (before any patch), the one with the first patches, the
     one with signed credentials, the one with the case's metadata, a case deployed across versions while
     it waited, and the one with local short steps and compressed payloads."""
     expected = (
@@ -62,11 +90,81 @@ def test_histories_of_every_outcome_are_committed() -> None:
     assert {path.stem for path in HISTORIES} >= expected
 
 
+def test_release_0_2_histories_of_every_outcome_are_committed() -> None:
+    """One tag of the 0.2 folder holds a history of every outcome the recording script records (fails until
+    ``scripts/record_histories.py --release v0.2 --tag T`` has added that generation)."""
+    stems = {path.stem for path in releases()["v0.2"].histories()}
+    tags = {stem.removeprefix("approved_refund-") for stem in stems if stem.startswith("approved_refund-")}
+    complete = [tag for tag in sorted(tags) if {f"{name}-{tag}" for name in REQUIRED_IN_0_2} <= stems]
+    missing = sorted(REQUIRED_IN_0_2 - {stem.rsplit("-", 1)[0] for stem in stems})
+    assert complete, f"tests/histories/v0.2 has no complete generation (tags {sorted(tags)}; missing {missing})"
+
+
+def test_every_history_is_in_exactly_one_release_folder_of_the_manifest() -> None:
+    """Beside releases.json and README.md, every file lies directly in a folder the manifest names, and
+    only histories and that folder's README.md; no history name is in two releases."""
+    named = releases()
+    assert all(release.folder.is_dir() for release in named.values()), sorted(named)
+    misplaced: list[str] = []
+    owners: dict[str, list[str]] = {}
+    for path in sorted(p for p in HISTORIES_ROOT.rglob("*") if p.is_file()):
+        relative = path.relative_to(HISTORIES_ROOT)
+        if relative.parts in {(MANIFEST.name,), ("README.md",)}:
+            continue
+        if len(relative.parts) != 2 or relative.parts[0] not in named or not path.name.endswith((".json", "README.md")):
+            misplaced.append(str(relative))
+        elif path.suffix == ".json":
+            owners.setdefault(path.name, []).append(relative.parts[0])
+    assert not misplaced, f"not in a release folder named in {MANIFEST.name}: {misplaced}"
+    assert {name: folders for name, folders in owners.items() if len(folders) > 1} == {}
+    assert sum(len(release.histories()) for release in named.values()) == len(owners)
+
+
+def test_the_manifest_names_each_release_by_commit_and_the_current_code_last() -> None:
+    """Past releases by a 40-hex commit (0.1 tagged v0.1.0), the current code (commit null) after them."""
+    named = list(releases().values())
+    assert [release.name for release in named][:2] == ["v0.1", "v0.2"]
+    assert all(release.commit is None or SHA.fullmatch(release.commit) for release in named)
+    current = [release.commit is None for release in named]
+    assert current == sorted(current) and current[-1] and named[-1] == CURRENT
+    assert RELEASE_0_1.tag == "v0.1.0" and RELEASE_0_1.commit is not None
+
+
+@pytest.fixture(scope="session")
+def release_0_1_code(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Release 0.1's code (tests/histories/releases.json), extracted with ``git archive`` once per session."""
+    return extracted(RELEASE_0_1, tmp_path_factory)
+
+
+def test_release_0_1_histories_replay_against_release_0_1_code(release_0_1_code: Path) -> None:
+    """Every 0.1 history replays with the workflow, codec and sandbox runner imported from 0.1's own tree."""
+    done = replay_in(release_0_1_code, RELEASE_0_1.folder)
+    assert done.returncode in (0, 1), f"exit {done.returncode}: {done.stderr.strip()[-2000:]}"
+    report = json.loads(done.stdout)
+    assert all(Path(file).is_relative_to(release_0_1_code) for file in report["modules"].values()), report["modules"]
+    failures = [f"{Path(r['file']).name}: {r['error']}" for r in report["results"] if not r["ok"]]
+    assert not failures, f"{len(failures)} of {len(HISTORIES)} 0.1 histories fail on {RELEASE_0_1.commit}:\n" + (
+        "\n".join(failures)
+    )
+    assert sorted(r["file"] for r in report["results"]) == sorted(map(str, HISTORIES))
+    assert done.returncode == 0 and report["replayed"] == len(HISTORIES) > 0
+
+
+def test_the_replay_refuses_code_from_another_tree_than_the_one_named(tmp_path: Path) -> None:
+    """A tree without the code: the workflow comes from the venv's editable install, not from ``--tree``,
+    and the runner says so in one line instead of replaying against the wrong code."""
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    done = replay_in(empty, HISTORIES[0])
+    assert done.returncode == 2 and done.stdout == "", (done.returncode, done.stdout[-500:])
+    assert len(done.stderr.strip().splitlines()) == 1 and "refused" in done.stderr, done.stderr
+
+
 def test_the_metadata_generation_replays_the_patched_branch() -> None:
     """The metadata generation's refund history took the 'case-metadata' branch (memo with the proposal and the
     receipt) and carries a summary on every scheduled activity, so replaying it tests that code."""
     history = WorkflowHistory.from_json(
-        "approved", json.loads((HISTORIES[0].parent / "approved_refund-2026-12-issue10.json").read_text())
+        "approved", json.loads((RELEASE_0_1.folder / "approved_refund-2026-12-issue10.json").read_text())
     )
     markers = [e for e in history.events if e.HasField("marker_recorded_event_attributes")]
     patch_ids = {e.marker_recorded_event_attributes.details["patch-data"].payloads[0].data for e in markers}
@@ -87,7 +185,7 @@ def test_the_local_steps_generation_replays_markers_and_compressed_payloads() ->
     tools as local-activity markers, none scheduled) and holds compressed payloads, so replaying it
     tests that branch and the codec's decoding."""
     history = WorkflowHistory.from_json(
-        "approved", json.loads((HISTORIES[0].parent / "approved_refund-2026-12-issue13.json").read_text())
+        "approved", json.loads((RELEASE_0_1.folder / "approved_refund-2026-12-issue13.json").read_text())
     )
     markers = [
         e.marker_recorded_event_attributes for e in history.events if e.HasField("marker_recorded_event_attributes")
@@ -111,8 +209,15 @@ def test_the_local_steps_generation_replays_markers_and_compressed_payloads() ->
     assert any(payload.metadata.get("encoding") == ENCODING.encode() for payload in inputs)
 
 
-@pytest.mark.parametrize("path", HISTORIES, ids=[p.stem for p in HISTORIES])
-async def test_recorded_history_replays_without_nondeterminism(path: Path) -> None:
+NO_HISTORY = Path("no-history-recorded-yet")
+
+
+@pytest.mark.parametrize(
+    "path", CURRENT_HISTORIES or [NO_HISTORY], ids=[p.stem for p in CURRENT_HISTORIES] or ["none-recorded"]
+)
+async def test_current_release_history_replays_in_process_without_nondeterminism(path: Path) -> None:
+    """The current release's histories (the manifest's release with commit null) replay against this tree."""
+    assert path != NO_HISTORY, f"{CURRENT.folder} holds no history: record one with scripts/record_histories.py"
     data = json.loads(path.read_text(encoding="utf-8"))
     history = WorkflowHistory.from_json(f"replay-{path.stem}", data)
     replayer = Replayer(
