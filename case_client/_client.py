@@ -26,6 +26,7 @@ from case_client._rules import (
     new_case,
     normalised_question,
     retry_case_ids,
+    start_search_attributes,
     static_details,
     static_summary,
 )
@@ -223,6 +224,7 @@ class CaseClient:
                 id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE,
                 id_conflict_policy=WorkflowIDConflictPolicy.FAIL,
                 memo={"applicant": case.applicant.subject, "fictional": True},
+                search_attributes=start_search_attributes(case),
                 static_summary=static_summary(case),
                 static_details=static_details(case),
                 result_type=CaseView,

@@ -7,6 +7,8 @@ import unicodedata
 import uuid
 from dataclasses import dataclass
 
+from temporalio.common import SearchAttributePair, TypedSearchAttributes
+
 from contracts import search_attributes as sa
 from contracts.case import (
     MAX_APPROVAL_TTL_SECONDS,
@@ -84,6 +86,18 @@ def may_see(view: CaseView, identity: Identity) -> bool:
 def may_list(applicant: str | None, identity: Identity) -> bool:
     """In a listing of the tenant's cases (memo ``applicant``), a customer sees only their own."""
     return identity.role is Role.REVIEWER or applicant == identity.subject
+
+
+def start_search_attributes(case: CaseInput) -> TypedSearchAttributes:
+    """What a case's listing shows before any worker has run it: its tenant, its applicant and
+    ``queued``. The workflow replaces each with what it verified (start attributes are untrusted)."""
+    return TypedSearchAttributes(
+        [
+            SearchAttributePair(sa.TENANT, case.applicant.tenant),
+            SearchAttributePair(sa.APPLICANT, case.applicant.subject),
+            SearchAttributePair(sa.CASE_STATUS, CaseStatus.QUEUED.value),
+        ]
+    )
 
 
 def listing_query(identity: Identity, status: CaseStatus | None = None) -> str:

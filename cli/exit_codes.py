@@ -33,6 +33,8 @@ class ExitCode(IntEnum):
 
 
 _STATUS_EXIT_CODES = {
+    CaseStatus.QUEUED: ExitCode.DECIDED,
+    CaseStatus.RUNNING: ExitCode.DECIDED,
     CaseStatus.COMPLETED: ExitCode.DECIDED,
     CaseStatus.WAITING_APPROVAL: ExitCode.DECIDED,
     CaseStatus.REJECTED: ExitCode.DECIDED,
@@ -41,10 +43,12 @@ _STATUS_EXIT_CODES = {
     CaseStatus.EXPIRED: ExitCode.NEEDS_PERSON,
     CaseStatus.FAILED: ExitCode.FAILED,
 }
+"""Every status has its code: ``status`` of a case not yet decided (queued, running) exits 0, as it
+showed the case as it is."""
 
 
 def exit_code_for(status: CaseStatus) -> ExitCode:
-    return _STATUS_EXIT_CODES.get(status, ExitCode.DECIDED)
+    return _STATUS_EXIT_CODES[status]
 
 
 def exit_code_for_error(error: SupportError) -> ExitCode:

@@ -49,6 +49,9 @@ class Phase(StrEnum):
 
 
 class CaseStatus(StrEnum):
+    QUEUED = "queued"
+    """Started, before its first workflow task: the client's start search attributes say so (the
+    workflow itself never sets it)."""
     RUNNING = "running"
     WAITING_APPROVAL = "waiting_approval"
     COMPLETED = "completed"
@@ -384,7 +387,13 @@ class CarriedCase(_Model):
     A flood of review attempts can grow a waiting case's history towards Temporal's limit; the case
     then continues as a new run with this state (the pending proposal included) instead of being
     terminated. The digest is recomputed from the proposal, never carried as a separate claim.
+
+    Keys this model no longer has are ignored, not refused: a run of an earlier release may continue
+    as new onto this code, and release 0.1 also carried ``card_facts`` (a patch decision; every case
+    now shows the card's facts).
     """
+
+    model_config = ConfigDict(frozen=True, extra="ignore")
 
     continued: int = Field(ge=1)
     """How many times the case has continued as new, this run included."""
@@ -408,9 +417,6 @@ class CarriedCase(_Model):
     """The public keys recorded when the applicant was verified (cases with signed credentials)."""
     used_approvals: list[str] = []
     """Token ids of approvals already presented: each is accepted once."""
-    card_facts: bool = False
-    """The case's card shows the invoice total, the warehouse receipt and the decision (see
-    ``workflows.patches.EFFECT_CARD_FACTS``)."""
 
 
 CaseInput.model_rebuild()

@@ -31,19 +31,11 @@ ORDER_ID_IN_TEXT_ANY_CASE = re.compile(r"(?<![A-Za-z0-9_-])[Qq][Hh]-[0-9]{4}(?![
 """An order id standing on its own, in either case: customers write ``qh-1001`` too. It names the same
 order as ``QH-1001`` (:func:`order_ids_in` returns ids in upper case)."""
 
-ORDER_ID_IN_TEXT_BEFORE_CJK = re.compile(r"(?<![\w-])QH-\d{4}(?![\w-])")
-"""The rule before the ``order-ids-beside-cjk`` patch, where any word character (Chinese included)
-glued onto an id hid it. Kept only so that cases started before that patch replay unchanged."""
 
-
-def order_ids_in(text: str, *, before_cjk_patch: bool = False, any_case: bool = True) -> list[str]:
-    """Distinct order ids literally present in a text, upper-cased, in order of appearance. ``any_case``
-    False (cases started before the ``order-ids-any-case`` patch) finds upper-case ids only."""
-    if before_cjk_patch:
-        pattern = ORDER_ID_IN_TEXT_BEFORE_CJK
-    else:
-        pattern = ORDER_ID_IN_TEXT_ANY_CASE if any_case else ORDER_ID_IN_TEXT
-    return list(dict.fromkeys(found.upper() for found in pattern.findall(text)))
+def order_ids_in(text: str) -> list[str]:
+    """Distinct order ids literally present in a text, in either case, upper-cased, in order of
+    appearance (:data:`ORDER_ID_IN_TEXT_ANY_CASE`)."""
+    return list(dict.fromkeys(found.upper() for found in ORDER_ID_IN_TEXT_ANY_CASE.findall(text)))
 
 
 SCOPE_RESOURCE_URI = "commerce://scope"

@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from datetime import datetime
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 from pydantic import BaseModel, ConfigDict
 
@@ -162,21 +162,13 @@ def effect_card(
     evidence: Mapping[str, Passage],
     invoice: Invoice | None = None,
     decided: CardDecision | None = None,
-    with_facts: bool = False,
 ) -> EffectCard:
     """The card for a proposal; ``order`` is the case's ``get_order`` fact, ``evidence`` its passages
     by passage id (the quote cites pages; a page's title is that of any of its passages read).
 
-    ``with_facts`` adds the invoice total (the ``get_invoice`` fact when the case read it, else paid
+    The card also shows the invoice total (the ``get_invoice`` fact when the case read it, else paid
     items + freight from the quote, which is how an invoice is made), the warehouse receipt from
-    ``order`` and the accepted review ``decided``; a case that started before these rows keeps its card."""
-    extra: dict[str, Any] = {}
-    if with_facts:
-        extra = {
-            "invoice_total_cents": invoice_total(invoice, quote),
-            "return_received": return_received(order, proposal.order_id),
-            "decided": decided,
-        }
+    ``order`` and the accepted review ``decided``."""
     titles = {passage.page_id: passage.page_title for passage in evidence.values()}
     pages = [CitedPage(page_id=page, title=titles.get(page, "(not read in this case)")) for page in quote.citations]
     return EffectCard(
@@ -190,7 +182,9 @@ def effect_card(
         cited_pages=pages,
         digest=digest,
         expires_at=proposal.expires_at,
-        **extra,
+        invoice_total_cents=invoice_total(invoice, quote),
+        return_received=return_received(order, proposal.order_id),
+        decided=decided,
     )
 
 

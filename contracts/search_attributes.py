@@ -11,8 +11,11 @@ CASE_PHASE = SearchAttributeKey.for_keyword("CasePhase")
 ORDER_ID = SearchAttributeKey.for_keyword("OrderId")
 TENANT = SearchAttributeKey.for_keyword("Tenant")
 REFUND_CENTS = SearchAttributeKey.for_int("RefundCents")
+APPLICANT = SearchAttributeKey.for_keyword("Applicant")
+"""The applicant's subject. Set at the start by the case client and then by the workflow from the
+verified applicant (a start attribute is untrusted; the workflow's value overwrites it)."""
 
-ALL_KEYS: list[SearchAttributeKey[Any]] = [CASE_STATUS, CASE_PHASE, ORDER_ID, TENANT, REFUND_CENTS]
+ALL_KEYS: list[SearchAttributeKey[Any]] = [CASE_STATUS, CASE_PHASE, ORDER_ID, TENANT, REFUND_CENTS, APPLICANT]
 """Registered with the dev server as ``--search-attribute Name=Type``, and by every worker at start."""
 
 

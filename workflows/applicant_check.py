@@ -1,6 +1,6 @@
-"""The first step of a case with signed credentials: its applicant token is verified, by an activity.
+"""The first step of every case: its applicant token is verified, by an activity.
 
-Workflow code (it schedules an activity, a local one since patch ``short-steps-local``), kept apart from
+Workflow code (it schedules a local activity), kept apart from
 the workflow class so that the class reads as the case's lifecycle. Nothing is read for a case whose
 token does not verify; the public keys the activity read are recorded in the state, and from then on
 only reviewer-signed approvals decide.
@@ -35,7 +35,6 @@ async def verify_applicant(s: CaseState, record: Callable[[EventKind, str], None
             check,
             result_type=VerifiedApplicant,
             summary=summary,
-            regular=options.VERIFY,
             local=options.VERIFY_LOCAL,
         )
     except ACTIVITY_FAILURES as error:  # a local activity's failure may arrive unwrapped

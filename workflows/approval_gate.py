@@ -4,9 +4,8 @@ Pure and deterministic: the workflow passes in the case's facts and ``workflow.n
 a code (:class:`contracts.names.ReviewRefusal`, or the failed check of a credential); the workflow
 records it and changes nothing.
 
-A case with signed credentials (it holds the public keys recorded when its applicant was verified)
-is decided only by an approval token signed by a reviewer's own key; a review that merely names a
-reviewer is refused. Cases started before that change keep the name-based rules they started with.
+A case is decided only by an approval token signed by a reviewer's own key, verified against the
+public keys recorded when its applicant was verified; a review that merely names a reviewer is refused.
 """
 
 from __future__ import annotations
@@ -20,7 +19,6 @@ from temporalio.converter import PayloadConverter
 from temporalio.exceptions import ApplicationError
 
 from contracts.case import CaseStatus, Decision, ReviewDecision
-from contracts.commerce import RefundProposal
 from contracts.credentials import (
     CredentialRefused,
     SignedReview,
@@ -29,42 +27,14 @@ from contracts.credentials import (
     verify_approval_token,
 )
 from contracts.errors import bounded
-from contracts.identity import PROFILES, Identity, Role
 from contracts.names import REVIEW_REFUSED, ReviewRefusal
 from contracts.payload_codec import undecodable_reason
 from contracts.refusals import refusal_message
 from workflows.case_state import CaseState
 
-
-def refuse_review(
-    decision: ReviewDecision,
-    *,
-    status: CaseStatus,
-    proposal: RefundProposal | None,
-    digest: str | None,
-    already_decided: bool,
-    applicant: Identity,
-    now: datetime,
-) -> ReviewRefusal | None:
-    """Return why ``decision`` may not decide this case, or None when it may."""
-    if status is not CaseStatus.WAITING_APPROVAL or proposal is None:
-        return ReviewRefusal.CASE_NOT_WAITING_FOR_REVIEW
-    if already_decided:
-        return ReviewRefusal.ALREADY_DECIDED
-    reviewer = PROFILES.get(decision.reviewer)
-    if reviewer is None:
-        return ReviewRefusal.UNKNOWN_REVIEWER
-    if reviewer.subject == applicant.subject:
-        return ReviewRefusal.APPLICANT_CANNOT_REVIEW
-    if reviewer.role is not Role.REVIEWER:
-        return ReviewRefusal.NOT_A_REVIEWER
-    if reviewer.tenant != applicant.tenant:
-        return ReviewRefusal.REVIEWER_OF_ANOTHER_TENANT
-    if decision.digest != digest:
-        return ReviewRefusal.DIGEST_MISMATCH
-    if now >= proposal.expires_at:
-        return ReviewRefusal.PROPOSAL_EXPIRED
-    return None
+UNKNOWN_SIGNER = "unknown_signer"
+"""The refusal of every signed review of a waiting case that holds no public keys (a state carried from a
+0.1 run that started before signed credentials): no signature can be verified, so nothing decides it."""
 
 
 @dataclass(frozen=True)
@@ -84,19 +54,6 @@ class ReviewVerdict:
 def judge_review(review: ReviewDecision | SignedReview, state: CaseState, *, now: datetime) -> ReviewVerdict:
     """Accept or refuse one review of the case in ``state`` at ``now`` (nothing is changed here)."""
     status = state.lifecycle.status
-    if state.public_keys is None:
-        assert isinstance(review, ReviewDecision)
-        refusal = refuse_review(
-            review,
-            status=status,
-            proposal=state.proposal,
-            digest=state.digest,
-            already_decided=state.decision is not None,
-            applicant=state.case.applicant,
-            now=now,
-        )
-        name = review.reviewer[:40]
-        return ReviewVerdict(name, name, None if refusal else review, refusal.value if refusal else None)
     if isinstance(review, ReviewDecision):
         name = review.reviewer[:40]
         return ReviewVerdict(f"{name} (claimed)", name, refusal=ReviewRefusal.SIGNATURE_REQUIRED.value)
@@ -106,6 +63,8 @@ def judge_review(review: ReviewDecision | SignedReview, state: CaseState, *, now
         return ReviewVerdict(claimed, subject, refusal=ReviewRefusal.CASE_NOT_WAITING_FOR_REVIEW.value)
     if state.decision is not None:
         return ReviewVerdict(claimed, subject, refusal=ReviewRefusal.ALREADY_DECIDED.value)
+    if state.public_keys is None:  # only a carried 0.1 state from before signed credentials: nothing verifies
+        return ReviewVerdict(claimed, subject, refusal=UNKNOWN_SIGNER)
     try:
         claims = verify_approval_token(review.approval_token, state.public_keys)
     except CredentialRefused as refused:
@@ -129,29 +88,22 @@ def judge_review(review: ReviewDecision | SignedReview, state: CaseState, *, now
     return ReviewVerdict(claims.sub, claims.sub, decision, approval_token=review.approval_token, token_id=claims.jti)
 
 
-def decode_review(
-    converter: PayloadConverter, payload: Payload, *, signed: bool
-) -> ReviewDecision | SignedReview | str:
+def decode_review(converter: PayloadConverter, payload: Payload) -> ReviewDecision | SignedReview | str:
     """The payload as a review, or what is wrong with it: its size, the field and the message, never
-    the (possibly huge) input. Any decoding failure is the sender's, never the case's. A case with
-    signed credentials expects a :class:`SignedReview`; a :class:`ReviewDecision` there is kept, so
-    that the gate can refuse it by name (``signature_required``). A compressed payload the codec could
-    not decode arrives as its marker, and what is wrong is the codec's reason."""
+    the (possibly huge) input. Any decoding failure is the sender's, never the case's. A case expects a
+    :class:`SignedReview`; a :class:`ReviewDecision` is kept, so that the gate can refuse it by name
+    (``signature_required``). A compressed payload the codec could not decode arrives as its marker,
+    and what is wrong is the codec's reason."""
     undecodable = undecodable_reason(payload)
     if undecodable is not None:
         return f"(undecodable): {bounded(undecodable, 200)}"
     try:
-        if signed:
-            try:
-                return converter.from_payload(payload, SignedReview)
-            except Exception as error:
-                try:
-                    return converter.from_payload(payload, ReviewDecision)
-                except Exception:
-                    raise error from None
-        return converter.from_payload(payload, ReviewDecision)
+        return converter.from_payload(payload, SignedReview)
     except Exception as error:
-        return f"({len(payload.data)} bytes): {_describe(error)}"
+        try:
+            return converter.from_payload(payload, ReviewDecision)
+        except Exception:
+            return f"({len(payload.data)} bytes): {_describe(error)}"
 
 
 def _describe(error: Exception) -> str:

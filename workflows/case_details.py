@@ -47,7 +47,7 @@ def current_details(s: CaseState, now: datetime) -> str:
     card = s.effect_card()
     if card is not None:
         waiting = status is CaseStatus.WAITING_APPROVAL
-        lines += ["", *effect_markdown(card, now, waiting=waiting, unbroken_digest=s.card_facts)]
+        lines += ["", *effect_markdown(card, now, waiting=waiting)]
         if status is CaseStatus.WAITING_APPROVAL:
             lines += ["", *review_instructions(s.case.case_id, s.case.applicant.tenant)]
         lines += ["", *refusals_markdown(s)]
@@ -58,25 +58,22 @@ def current_details(s: CaseState, now: datetime) -> str:
     return "\n".join(lines)
 
 
-def effect_markdown(card: EffectCard, now: datetime, *, waiting: bool, unbroken_digest: bool = False) -> list[str]:
+def effect_markdown(card: EffectCard, now: datetime, *, waiting: bool) -> list[str]:
     """The computed effect: every figure from the quote and the records, never from model text.
 
-    With ``unbroken_digest`` the digest is a code block of its own (the Web UI never wraps one), so
+    The digest is a code block of its own (the Web UI never wraps one), so
     a reviewer comparing or copying it sees the 64 characters on one line; inline code wraps mid-string."""
     lines = ["**What approving does** (computed by the refund rule from the records, never by the model):", ""]
     for row in effect_rows(card):
-        if row.label == "digest" and unbroken_digest:
-            continue  # after the list, in a block of its own
         if row.label == "digest":
-            text = f"`{row.text}`"
-        elif row.label == "expires" and waiting:
+            continue  # after the list, in a block of its own
+        if row.label == "expires" and waiting:
             left = max(int((card.expires_at - now).total_seconds() // 60), 0)
             text = f"{utc(card.expires_at)} ({left} min left at {utc(now)})"
         else:
             text = markdown_text(row.text, limit=200) if row.data else row.text
         lines.append(f"- **{row.label}:** {text}")
-    if unbroken_digest:
-        lines += ["", "**digest** (an approval names exactly this):", "", "```text", card.digest, "```"]
+    lines += ["", "**digest** (an approval names exactly this):", "", "```text", card.digest, "```"]
     return lines
 
 

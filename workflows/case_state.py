@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from temporalio.common import SearchAttributeUpdate
+from temporalio.common import SearchAttributeUpdate, TypedSearchAttributes
 
 from contracts import search_attributes as sa
 from contracts.case import (
@@ -127,7 +127,6 @@ CARRIED_AS_IS = (
     "record_path",
     "record_error",
     "public_keys",
-    "card_facts",
 )
 """The fields of :class:`CaseState` that :class:`CarriedCase` carries across continue-as-new under the
 same name and type. ``carry()`` and ``from_carried()`` copy these by name and convert the rest of what
@@ -178,8 +177,6 @@ class CaseState:
     record_error: str | None = None
     continued: int = 0
     """How many times this case has continued as new before this run."""
-    card_facts: bool = False
-    """The card shows the invoice total, the warehouse receipt and the decision (a patch decides it)."""
     decided_via: str | None = None
     """How the accepted review arrived: ``update`` or ``signal``."""
 
@@ -222,12 +219,18 @@ class CaseState:
             sa.CASE_STATUS.value_set(self.lifecycle.status.value),
             sa.CASE_PHASE.value_set(self.lifecycle.phase.value),
             sa.TENANT.value_set(self.case.applicant.tenant),
+            sa.APPLICANT.value_set(self.case.applicant.subject),
         ]
         if self.plan and self.plan.order_id:
             updates.append(sa.ORDER_ID.value_set(self.plan.order_id))
         if self.proposal:
             updates.append(sa.REFUND_CENTS.value_set(self.proposal.amount_cents))
         return updates
+
+    def search_attribute_changes(self, current: TypedSearchAttributes) -> list[SearchAttributeUpdate[Any]]:
+        """The updates of :meth:`search_attributes` whose value ``current`` does not already hold. A start
+        attribute (untrusted: any namespace writer may set one) that differs is overwritten by the case's."""
+        return [update for update in self.search_attributes() if current.get(update.key) != update.value]
 
     def customer_answer(self) -> tuple[str | None, AnswerSource | None]:
         """The admitted draft while the gate's outcome holds; otherwise a message written by code."""
@@ -264,7 +267,6 @@ class CaseState:
             evidence=self.evidence,
             invoice=self.facts.invoice,
             decided=decided,
-            with_facts=self.card_facts,
         )
 
     def view(self) -> CaseView:

@@ -18,7 +18,7 @@ with workflow.unsafe.imports_passed_through():
     from contracts.errors import ContractError, SupportError, decode_activity_failure
     from contracts.names import ActivityName, EventKind, StopCode
     from workflows import activity_options as options
-    from workflows import patches, requests
+    from workflows import requests
     from workflows.case_state import CaseState
     from workflows.outcomes import CaseStopped, ContractViolation, model_failure
     from workflows.requests import ResultT
@@ -84,8 +84,8 @@ class ModelCalls:
 
     @staticmethod
     def _failed_call_meta(failure: SupportError, attempts: int) -> ModelCallMeta | None:
-        """What a refused reply says of the model and its cost (cases started before the patch: nothing)."""
-        if failure.model is None or not workflow.patched(patches.FAILED_MODEL_CALLS_COUNTED):
+        """What a refused reply says of the model and its cost (nothing when it names no model)."""
+        if failure.model is None:
             return None
         usage = ModelUsage.model_validate(failure.usage) if failure.usage else None
         return ModelCallMeta(

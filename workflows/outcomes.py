@@ -55,14 +55,14 @@ def model_failure(failure: SupportError) -> Outcome:
             return Outcome(CaseStatus.NEEDS_HUMAN, StopCode.MODEL_UNAVAILABLE, failure.code)
 
 
-def settlement_failure(failure: SupportError, *, configuration_fails_case: bool) -> Outcome:
+def settlement_failure(failure: SupportError) -> Outcome:
     """A settlement that failed: refused (nothing paid), misconfigured, or unknown (a human reconciles).
 
     A configuration error was refused before the commerce server ran the tool (e.g. its token), so
     nothing was paid. Anything else (retries exhausted, a malformed receipt) leaves the outcome
     unknown; a retry with the same approval id would return the original receipt.
     """
-    if isinstance(failure, ConfigurationError) and configuration_fails_case:
+    if isinstance(failure, ConfigurationError):
         return Outcome(CaseStatus.FAILED, StopCode.SETTLEMENT_CONFIGURATION, str(failure))
     if isinstance(failure, (BusinessError, AuthorizationError)):
         return Outcome(CaseStatus.NEEDS_HUMAN, StopCode.SETTLEMENT_REFUSED, failure.code)

@@ -19,14 +19,12 @@ with workflow.unsafe.imports_passed_through():
     from contracts.errors import decode_activity_failure
     from contracts.names import ActivityName, EventKind
     from workflows import activity_options as options
-    from workflows import case_details, patches, requests
+    from workflows import case_details, requests
     from workflows.case_state import CaseState
 
 
 async def close_proposal(s: CaseState, record: Callable[[EventKind, str], None], outcome: ProposalOutcome) -> None:
     """Close the case's proposal as ``outcome`` at the commerce server, and record how it went."""
-    if not workflow.patched(patches.PROPOSAL_CLOSED_AT_COMMERCE):
-        return
     request = requests.closure_request(s, outcome)
     try:
         closed = await workflow.execute_activity(

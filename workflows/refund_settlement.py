@@ -15,10 +15,10 @@ from temporalio.exceptions import ActivityError
 with workflow.unsafe.imports_passed_through():
     from contracts.case import CaseRecord
     from contracts.commerce import RefundReceipt
-    from contracts.errors import ConfigurationError, decode_activity_failure
+    from contracts.errors import decode_activity_failure
     from contracts.names import ActivityName, EventKind
     from workflows import activity_options as options
-    from workflows import case_details, patches, requests
+    from workflows import case_details, requests
     from workflows.case_state import CaseState
     from workflows.outcomes import CaseStopped, settlement_failure
 
@@ -38,11 +38,7 @@ async def execute_refund(s: CaseState, record: Callable[[EventKind, str], None])
     except ActivityError as error:
         failure = decode_activity_failure(error)
         record(EventKind.SETTLEMENT_FAILED, f"{failure.reported_class}: {failure.code}")
-        configuration_fails_case = isinstance(failure, ConfigurationError) and workflow.patched(
-            patches.CONFIGURATION_FAILS_CASE
-        )
-        stop = settlement_failure(failure, configuration_fails_case=configuration_fails_case)
-        raise CaseStopped.after(stop) from None
+        raise CaseStopped.after(settlement_failure(failure)) from None
 
 
 async def write_case_record(s: CaseState, record: Callable[[EventKind, str], None]) -> None:

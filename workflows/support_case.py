@@ -43,10 +43,10 @@ with workflow.unsafe.imports_passed_through():
         StopCode,
         stop_reason,
     )
-    from workflows import case_details, patches, requests
+    from workflows import case_details, requests
     from workflows.applicant_check import verify_applicant
     from workflows.approval_gate import decode_review, judge_review, refused_review_error
-    from workflows.case_input import AdmittedInput, admit_case_input
+    from workflows.case_input import admit_case_input
     from workflows.case_state import CaseState
     from workflows.deliver_gate import decide_delivery
     from workflows.drafting import draft_and_review
@@ -78,7 +78,6 @@ class SupportCaseWorkflow:
             self._state = CaseState(case) if case.carried is None else CaseState.from_carried(case, case.carried)
             self._tools = ToolCalls(self._state, self._event, self._upsert_attributes)
             self._model = ModelCalls(self._state, self._event)
-        self._may_continue_as_new = True
 
     @property
     def _s(self) -> CaseState:
@@ -95,9 +94,8 @@ class SupportCaseWorkflow:
             self._show()
             if case.carried is None:
                 self._event(EventKind.CASE_STARTED, f"question from {case.applicant.subject} ({case.language.value})")
-                if workflow.patched(patches.SIGNED_CREDENTIALS):
-                    patches.decide_before_local_steps()
-                    await verify_applicant(self._s, self._event)
+                await verify_applicant(self._s, self._event)
+                self._upsert_attributes()  # queued -> running; the verified tenant and applicant replace the start's
                 await self._plan_case()
                 await self._investigate()
                 await self._draft_and_review()
@@ -116,11 +114,7 @@ class SupportCaseWorkflow:
 
     async def _plan_case(self) -> None:
         case = self._s.case
-        ids = order_ids_in(
-            case.question,
-            before_cjk_patch=not workflow.patched(patches.ORDER_IDS_BESIDE_CJK),
-            any_case=workflow.patched(patches.ORDER_IDS_ANY_CASE),
-        )
+        ids = order_ids_in(case.question)
         if len(ids) > 1:
             raise CaseStopped(CaseStatus.NEEDS_INPUT, StopCode.ONE_ORDER_PER_CASE, ",".join(sorted(ids)))
         request = requests.plan_request(self._s)
@@ -130,8 +124,7 @@ class SupportCaseWorkflow:
         self._s.plan = plan
         self._event(
             EventKind.PLANNED, f"intent={plan.intent.value} order={plan.order_id} action={plan.action_requested}"
-        )
-        self._upsert_attributes()
+        )  # the order id is upserted with the investigate phase, next and in this same workflow task
 
     async def _investigate(self) -> None:
         s = self._s
@@ -164,14 +157,13 @@ class SupportCaseWorkflow:
         """Return True when a refund proposal was created and the case must wait for a reviewer."""
         s = self._s
         assert s.plan is not None and s.answer is not None
-        self._move(Phase.DELIVER)
+        self._move(Phase.DELIVER, upsert=False)  # no await before waiting or finishing upserts (same task)
         decision = decide_delivery(s.plan, s.answer, s.quote, set(s.evidence))
         s.answer_admitted = decision.admits_draft
         self._event(EventKind.DELIVER_GATE, decision.reason)
         if decision.outcome is not None:
             raise CaseStopped(decision.outcome, decision.code, decision.detail)
         assert s.quote is not None
-        s.card_facts = workflow.patched(patches.EFFECT_CARD_FACTS)
         s.proposal = requests.refund_proposal(s, workflow.now())
         s.digest = s.proposal.digest()
         self._move(Phase.WAITING_APPROVAL)
@@ -182,7 +174,7 @@ class SupportCaseWorkflow:
         )
         self._upsert_attributes()
         card = s.effect_card()
-        if card is not None and workflow.patched(patches.CASE_METADATA):
+        if card is not None:
             workflow.upsert_memo({"proposal": proposal_memo(card)})
         self._show()
         await self._write_record()
@@ -205,11 +197,9 @@ class SupportCaseWorkflow:
                 await close_proposal(self._s, self._event, ProposalOutcome.EXPIRED)
                 raise CaseStopped(CaseStatus.EXPIRED, StopCode.PROPOSAL_EXPIRED_WITHOUT_DECISION) from None
             if s.decision is None:
-                if workflow.patched(patches.CONTINUE_AS_NEW_WHILE_WAITING):
-                    await workflow.wait_condition(workflow.all_handlers_finished)
-                    if s.decision is None:
-                        self._continue_as_new()
-                self._may_continue_as_new = False  # replaying a run from before the patch: keep waiting
+                await workflow.wait_condition(workflow.all_handlers_finished)
+                if s.decision is None:
+                    self._continue_as_new()
         if s.decision.decision is Decision.REJECT:
             await close_proposal(self._s, self._event, ProposalOutcome.REJECTED)
             raise CaseStopped(CaseStatus.REJECTED, StopCode.REJECTED, s.decision.reviewer)
@@ -220,8 +210,7 @@ class SupportCaseWorkflow:
         self._upsert_attributes()
         receipt = await execute_refund(s, self._event)
         s.receipt = receipt
-        if workflow.patched(patches.CASE_METADATA):
-            workflow.upsert_memo({"receipt": f"{receipt.receipt_id}: {receipt.amount_cents} cents (SIMULATED)"})
+        workflow.upsert_memo({"receipt": f"{receipt.receipt_id}: {receipt.amount_cents} cents (SIMULATED)"})
         self._event(EventKind.SETTLED, f"receipt {receipt.receipt_id} for {receipt.amount_cents} cents (SIMULATED)")
         self._finish(CaseStatus.COMPLETED, stop_reason(StopCode.REFUND_SETTLED))
 
@@ -253,14 +242,13 @@ class SupportCaseWorkflow:
         if decision is None:
             raise refused_review_error(ReviewRefusal.MALFORMED_REVIEW.value)
         outcome, subject = self._review(decision, via="update")
-        if not outcome.accepted and workflow.patched(patches.REFUSED_REVIEW_UPDATE_FAILS):
+        if not outcome.accepted:
             raise refused_review_error(outcome.reason, reviewer=subject)
         return outcome
 
     def _decode_review(self, payload: RawValue, *, via: str) -> ReviewDecision | SignedReview | None:
         """The review payload, or None after recording why it is not one."""
-        signed = self._s.public_keys is not None
-        review = decode_review(workflow.payload_converter(), payload.payload, signed=signed)
+        review = decode_review(workflow.payload_converter(), payload.payload)
         if isinstance(review, str):
             self._event(EventKind.REVIEW_REFUSED, f"malformed payload via {via} {review}")
             return None
@@ -289,9 +277,7 @@ class SupportCaseWorkflow:
     # --- continue-as-new -------------------------------------------------------------------------
 
     def _decided_or_history_too_long(self) -> bool:
-        return self._s.decision is not None or (
-            self._may_continue_as_new and workflow.info().is_continue_as_new_suggested()
-        )
+        return self._s.decision is not None or workflow.info().is_continue_as_new_suggested()
 
     def _continue_as_new(self) -> None:
         """Start the next run of this case with its whole state; the pending proposal stays as it is."""
@@ -343,9 +329,6 @@ class SupportCaseWorkflow:
         admitted = self._input
         if admitted.refusal is None:
             return
-        if self._state is not None and not workflow.patched(patches.CARRIED_STATE_FROM_CONTINUE_AS_NEW_ONLY):
-            self._input = AdmittedInput(admitted.case)  # a run from before the rule resumes as it did then
-            return
         workflow.set_current_details(case_details.refused_input_details(admitted.reason))
         raise ApplicationError(
             admitted.reason, {"code": admitted.refusal.value}, type=CASE_INPUT_REFUSED, non_retryable=True
@@ -358,9 +341,12 @@ class SupportCaseWorkflow:
 
     # --- state helpers ---------------------------------------------------------------------------
 
-    def _move(self, phase: Phase) -> None:
+    def _move(self, phase: Phase, *, upsert: bool = True) -> None:
+        """Enter ``phase``; ``upsert`` False when the next upsert comes before the workflow next waits
+        (one upsert event instead of two in a row)."""
         self._s.lifecycle.enter(phase)
-        self._upsert_attributes()
+        if upsert:
+            self._upsert_attributes()
         self._show()
 
     def _finish(self, status: CaseStatus, reason: str) -> None:
@@ -380,7 +366,11 @@ class SupportCaseWorkflow:
         self._s.log.add(workflow.now(), kind, detail)
 
     def _upsert_attributes(self) -> None:
-        workflow.upsert_search_attributes(self._s.search_attributes())
+        """Upsert the search attributes whose value differs from the run's (the start's and earlier
+        upserts', as ``workflow.info()`` holds them, deterministically); nothing when none changed."""
+        changed = self._s.search_attribute_changes(workflow.info().typed_search_attributes)
+        if changed:
+            workflow.upsert_search_attributes(changed)
 
     async def _write_record(self) -> None:
         await write_case_record(self._s, self._event)

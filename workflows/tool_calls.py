@@ -1,16 +1,20 @@
-"""The tool calls of one investigation turn: admitted by the gates, run as activities, folded in.
-
-The read-only tools run as local activities since patch ``short-steps-local`` (regular ones before it).
+"""The tool calls of one investigation turn: admitted by the gates, run together, folded in order.
 
 Workflow code (it schedules activities), kept apart from the workflow class so that the class reads
 as the case's lifecycle. Admission is decided by :mod:`workflows.turn_admission`, what a successful
 observation adds by :mod:`workflows.evidence`; this module only sequences them.
+
+The read-only tools run as local activities, together (``asyncio.gather``). Each coroutine only runs
+its activity and returns what came back; once every call of the turn has returned, the results are
+folded into the case state, recorded in the case log and upserted in the calls' order (the order the
+model listed them). So the order in which the activities complete changes no command and no state.
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from temporalio import workflow
 
@@ -20,13 +24,22 @@ with workflow.unsafe.imports_passed_through():
     from contracts.names import ActivityName, EventKind, StopCode, tool_activity_id
     from contracts.tools import INVESTIGATION_TOOLS, ToolName, ToolSource
     from workflows import activity_options as options
-    from workflows import patches, requests
+    from workflows import requests
     from workflows.case_details import tool_summary
     from workflows.case_state import CaseState
     from workflows.evidence import fold_observation
     from workflows.outcomes import CaseStopped
     from workflows.short_steps import execute_short_step
     from workflows.turn_admission import SeenCalls, admit_turn
+
+
+@dataclass(frozen=True)
+class ToolResult:
+    """What one call returned: an observation, or the configuration failure that fails the case."""
+
+    call: ProposedToolCall
+    observation: ToolObservation
+    configuration_failure: ConfigurationError | None = None
 
 
 class ToolCalls:
@@ -40,7 +53,8 @@ class ToolCalls:
         self._upsert_attributes = upsert_attributes
 
     async def run_turn(self, calls: list[ProposedToolCall], seen: SeenCalls) -> list[ToolObservation]:
-        """Admit the turn's calls, run the admitted ones together, and return one observation per call."""
+        """Admit the turn's calls, run the admitted ones together, fold their results in the calls'
+        order, and return one observation per call."""
         s = self._s
         assert s.plan is not None
         admission = admit_turn(calls, s.budgets, bound_order_id=s.plan.order_id, seen=seen)
@@ -50,33 +64,30 @@ class ToolCalls:
                 self._record(EventKind.TOOL_REFUSED, f"{verdict.call.name[:60]}: {verdict.refusal}")
         if admission.tool_budget_exhausted:
             raise CaseStopped(CaseStatus.NEEDS_HUMAN, StopCode.TOOL_BUDGET_EXHAUSTED)
-        results = iter(await asyncio.gather(*(self._run_tool(call) for call in admission.admitted)))
-        return [next(results) if verdict.refusal is None else verdict.refused() for verdict in admission.verdicts]
+        results = await asyncio.gather(*(self._run_tool(call) for call in admission.admitted))
+        for result in results:
+            self._fold(result)
+        observations = iter(result.observation for result in results)
+        return [next(observations) if verdict.refusal is None else verdict.refused() for verdict in admission.verdicts]
 
-    async def _run_tool(self, call: ProposedToolCall) -> ToolObservation:
-        s = self._s
+    async def _run_tool(self, call: ProposedToolCall) -> ToolResult:
+        """Run one call; it changes nothing in the case state (:meth:`_fold` does, in order)."""
         assert call.arguments is not None
         if INVESTIGATION_TOOLS[call.name].source is ToolSource.CASE:
-            s.notes.append(str(call.arguments["note"]))
-            self._record(EventKind.TOOL_RAN, ToolName.SAVE_CASE_NOTE)
-            return ToolObservation(call_id=call.call_id, name=call.name, ok=True, result={"saved": True})
-        request = requests.tool_request(s, call)
-        summary = tool_summary(call.name, call.arguments)
+            saved = ToolObservation(call_id=call.call_id, name=call.name, ok=True, result={"saved": True})
+            return ToolResult(call, saved)
+        request = requests.tool_request(self._s, call)
         try:
             observation = await execute_short_step(
                 ActivityName.RUN_INVESTIGATION_TOOL,
                 request,
                 result_type=ToolObservation,
-                summary=summary,
-                regular=options.TOOL,
+                summary=tool_summary(call.name, call.arguments),
                 local=options.TOOL_LOCAL,
                 activity_id=tool_activity_id(call.call_id),
             )
         except ACTIVITY_FAILURES as error:  # a local activity's failure may arrive unwrapped
             failure = decode_activity_failure(error)
-            if isinstance(failure, ConfigurationError) and workflow.patched(patches.CONFIGURATION_FAILS_CASE):
-                self._record(EventKind.TOOL_FAILED, f"{call.name}: {failure.reported_class}: {failure.code}")
-                raise CaseStopped(CaseStatus.FAILED, StopCode.TOOL_CONFIGURATION, str(failure)) from None
             observation = ToolObservation(
                 call_id=call.call_id,
                 name=call.name,
@@ -84,6 +95,23 @@ class ToolCalls:
                 error_code="tool_unavailable",
                 error_message=failure.code,
             )
+            if isinstance(failure, ConfigurationError):
+                return ToolResult(call, observation, failure)
+        return ToolResult(call, observation)
+
+    def _fold(self, result: ToolResult) -> None:
+        """Fold one call's result into the case state and the case log; a configuration failure ends the
+        case ``failed`` (the calls after it in the turn are not folded)."""
+        s, call, observation = self._s, result.call, result.observation
+        assert call.arguments is not None
+        if INVESTIGATION_TOOLS[call.name].source is ToolSource.CASE:
+            s.notes.append(str(call.arguments["note"]))
+            self._record(EventKind.TOOL_RAN, ToolName.SAVE_CASE_NOTE)
+            return
+        failure = result.configuration_failure
+        if failure is not None:
+            self._record(EventKind.TOOL_FAILED, f"{call.name}: {failure.reported_class}: {failure.code}")
+            raise CaseStopped(CaseStatus.FAILED, StopCode.TOOL_CONFIGURATION, str(failure))
         self._record(
             EventKind.TOOL_RAN,
             f"{call.name} ok={observation.ok}" + (f" error={observation.error_code}" if not observation.ok else ""),
@@ -93,4 +121,3 @@ class ToolCalls:
             if quote is not None:
                 s.quote = quote
                 self._upsert_attributes()
-        return observation

@@ -108,11 +108,9 @@ def _rows(card) -> dict[str, list[str]]:
     return rows
 
 
-def test_with_facts_the_card_shows_the_invoice_total_the_warehouse_receipt_and_the_decision() -> None:
+def test_the_card_shows_the_invoice_total_the_warehouse_receipt_and_the_decision() -> None:
     order = ORDER
-    plain = effect_card(PROPOSAL, "d" * 64, QUOTE, order=order, evidence={})
-    assert {"invoice", "return", "approved", "rejected"}.isdisjoint(_rows(plain))  # a case from before the patch
-    waiting = effect_card(PROPOSAL, "d" * 64, QUOTE, order=order, evidence={}, with_facts=True)
+    waiting = effect_card(PROPOSAL, "d" * 64, QUOTE, order=order, evidence={})
     rows = _rows(waiting)
     assert rows["invoice"] == ["total 14100 cents (CNY 141.00); the refund is the item balance, not the invoice total"]
     assert rows["return"] == ["received at the returns warehouse (order record)"]
@@ -127,20 +125,19 @@ def test_with_facts_the_card_shows_the_invoice_total_the_warehouse_receipt_and_t
         currency="CNY",
         issued_on=NOW.date(),
     )
-    assert _rows(effect_card(PROPOSAL, "d" * 64, QUOTE, order=order, evidence={}, invoice=invoice, with_facts=True))[
-        "invoice"
-    ][0].startswith("total 14099 cents")  # the invoice the case read wins over paid items + freight
+    assert _rows(effect_card(PROPOSAL, "d" * 64, QUOTE, order=order, evidence={}, invoice=invoice))["invoice"][
+        0
+    ].startswith("total 14099 cents")  # the invoice the case read wins over paid items + freight
     not_received = effect_card(
         PROPOSAL,
         "d" * 64,
         QUOTE,
         order=order.model_copy(update={"return_received": False}),
         evidence={},
-        with_facts=True,
     )
     assert _rows(not_received)["return"] == ["NOT received at the returns warehouse (order record)"]
     other_order = effect_card(
-        PROPOSAL, "d" * 64, QUOTE, order=ORDER.model_copy(update={"order_id": "QH-1002"}), evidence={}, with_facts=True
+        PROPOSAL, "d" * 64, QUOTE, order=ORDER.model_copy(update={"order_id": "QH-1002"}), evidence={}
     )
     assert "return" not in _rows(other_order)
 
@@ -158,7 +155,7 @@ def test_a_decided_card_says_who_decided_how_and_when(
     decision: str, signed: bool, via: str | None, shown: tuple[str, str]
 ) -> None:
     decided = CardDecision(reviewer="chen", decision=decision, signed=signed, via=via, at=NOW)
-    card = effect_card(PROPOSAL, "d" * 64, QUOTE, order=None, evidence={}, decided=decided, with_facts=True)
+    card = effect_card(PROPOSAL, "d" * 64, QUOTE, order=None, evidence={}, decided=decided)
     label, how = shown
     assert _rows(card)[label] == [f"by chen at 2026-12-01T10:00:00+00:00 {how}"]
     assert effect_rows(card)[-1].data  # the reviewer's name is data: escaped where markdown renders it

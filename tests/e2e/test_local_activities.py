@@ -1,4 +1,4 @@
-"""The short steps as local activities (patch ``short-steps-local``): what the history holds.
+"""The short steps as local activities (no patch marker since release 0.2): what the history holds.
 
 A refund case on the production worker (rehearsal model, real commerce server over stdio, the real dev
 server of ``tests/conftest.py``) records its applicant check and its read-only tool calls as
@@ -28,7 +28,6 @@ from contracts.errors import ConfigurationError
 from contracts.names import ActivityName
 from tests.credentials_support import signed_review
 from tests.workflows.test_workflow_branches import mocked_case
-from workflows import patches
 from workflows.sandbox import workflow_runner
 from workflows.support_case import SupportCaseWorkflow
 
@@ -95,19 +94,15 @@ async def test_a_refund_case_runs_its_short_steps_locally_and_the_audit_reads_th
     assert view.status is CaseStatus.WAITING_APPROVAL and view.digest is not None
 
     waiting = _until_waiting(list((await handle.fetch_history()).events))
-    assert patches.SHORT_STEPS_LOCAL in _patch_ids(waiting)
+    assert _patch_ids(waiting) == []  # release 0.2 decides no patch
     regular, local = _steps(waiting)
     assert set(local) == LOCAL and set(regular) == REGULAR, (regular, local)
     counts = Counter(local)
     assert counts[ActivityName.VERIFY_APPLICANT] == 1 and counts[ActivityName.RUN_INVESTIGATION_TOOL] >= 3
-    # Every patch is decided before the first local activity (patches.SHORT_STEPS_LOCAL says why).
-    first_local = min(event.event_id for event in waiting if local_activity(event) is not None)
-    early = {patches.SIGNED_CREDENTIALS, patches.SHORT_STEPS_LOCAL, *patches.DECIDED_BEFORE_LOCAL_STEPS}
-    assert set(_patch_ids([event for event in waiting if event.event_id < first_local])) == early
     # Fewer workflow tasks than steps: each local step ran inside a task that was running anyway.
     assert _workflow_tasks(waiting) < len(regular) + len(local)
 
-    # Against the same refund recorded before the patch: every step was a regular activity then.
+    # Against the same refund recorded before short steps ran locally: every step was a regular activity then.
     before = _until_waiting(list(WorkflowHistory.from_json("before", json.loads(BEFORE_THE_PATCH.read_text())).events))
     old_regular, old_local = _steps(before)
     assert old_local == [] and set(old_regular) == LOCAL | REGULAR
@@ -115,7 +110,7 @@ async def test_a_refund_case_runs_its_short_steps_locally_and_the_audit_reads_th
     assert _workflow_tasks(waiting) < _workflow_tasks(before)
     assert len(waiting) < len(before)
     print(
-        f"until waiting: {len(before)} events, {_workflow_tasks(before)} workflow tasks before the patch; "
+        f"until waiting: {len(before)} events, {_workflow_tasks(before)} workflow tasks before short-steps-local; "
         f"{len(waiting)} events, {_workflow_tasks(waiting)} workflow tasks with {len(local)} local steps"
     )
 

@@ -66,7 +66,6 @@ def test_an_order_id_in_lower_case_names_the_order() -> None:
     assert order_ids_in("请退款qh-1001并给出依据") == ["QH-1001"]
     assert order_ids_in("refund qh-10011 or xqh-1001") == []
     assert order_ids_in("refund qh-1001 and QH-1001") == ["QH-1001"]
-    assert order_ids_in("refund qh-1001", any_case=False) == []  # the rule of cases started before
 
 
 async def test_a_lower_case_order_id_reaches_the_same_proposal(world: CaseWorld) -> None:

@@ -50,7 +50,7 @@ async def test_the_worker_registers_the_case_search_attributes_and_cases_run(
     case_id = asked.stdout.split("case ", 1)[1].split()[0]
     assert case_id in listed.stdout, listed.stdout + listed.stderr
 
-    assert "registered search attributes CaseStatus, CasePhase, OrderId, Tenant, RefundCents" in worker.log()
+    assert "registered search attributes CaseStatus, CasePhase, OrderId, Tenant, RefundCents, Applicant" in worker.log()
     after = await client.operator_service.list_search_attributes(ListSearchAttributesRequest(namespace="default"))
     assert {key.name: int(key.indexed_value_type) for key in ALL_KEYS}.items() <= dict(after.custom_attributes).items()
     world.engine.dispose()

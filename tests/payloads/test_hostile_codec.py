@@ -86,7 +86,7 @@ async def test_the_workflow_reads_the_marker_as_a_malformed_review_with_the_reas
     converter = pydantic_data_converter.payload_converter
     for hostile, says in ((JUNK, "is not zlib data"), (BOMB, "inflates past")):
         [marker] = await CASE_CODEC.decode([hostile])
-        problem = decode_review(converter, marker, signed=True)
+        problem = decode_review(converter, marker)
         assert isinstance(problem, str) and problem.startswith("(undecodable): ") and says in problem
 
 

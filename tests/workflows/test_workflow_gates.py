@@ -200,8 +200,6 @@ def test_an_order_id_written_against_chinese_text_is_found() -> None:
     assert order_ids_in("请退款QH-1001并给出依据") == ["QH-1001"]
     assert order_ids_in("订单QH-1001和QH-1002都要退") == ["QH-1001", "QH-1002"]
     assert order_ids_in("（QH-1005）到哪了？") == ["QH-1005"]
-    # Cases started before the patch keep the old rule when they replay.
-    assert order_ids_in("请退款QH-1001并给出依据", before_cjk_patch=True) == []
 
 
 def test_a_status_that_equals_a_phase_by_value_is_not_a_legal_step() -> None:

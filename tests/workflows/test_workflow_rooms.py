@@ -7,6 +7,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from case_client import new_case
 from contracts.case import (
     Budgets,
     CaseStatus,
@@ -18,11 +19,12 @@ from contracts.case import (
 )
 from contracts.case_facts import CaseFacts
 from contracts.commerce import RefundProposal
+from contracts.credentials import PublicKeys, SignedReview
 from contracts.errors import ERROR_TYPES, ErrorClass
 from contracts.identity import PROFILES
 from contracts.names import EventKind, ReviewRefusal, StopCode, stop_code, stop_reason
-from workflows.approval_gate import refuse_review
-from workflows.case_state import MAX_EVENTS, EventLog, Lifecycle
+from workflows.approval_gate import UNKNOWN_SIGNER, judge_review
+from workflows.case_state import MAX_EVENTS, CaseState, EventLog, Lifecycle
 from workflows.evidence import MAX_EVIDENCE, fold_observation
 from workflows.outcomes import model_failure, settlement_failure
 from workflows.transitions import IllegalTransition
@@ -78,39 +80,30 @@ def _proposal(expires_in: timedelta = timedelta(minutes=15)) -> RefundProposal:
     )
 
 
-def _refusal(reviewer: str, *, digest: str | None = None, **facts) -> ReviewRefusal | None:
-    proposal = facts.pop("proposal", _proposal())
-    decision = ReviewDecision(reviewer=reviewer, digest=digest or proposal.digest(), decision=Decision.APPROVE)
-    arguments = {
-        "status": CaseStatus.WAITING_APPROVAL,
-        "proposal": proposal,
-        "digest": proposal.digest(),
-        "already_decided": False,
-        "applicant": ALICE,
-        "now": NOW,
-    } | facts
-    return refuse_review(decision, **arguments)
+def _waiting_state(*, public_keys: bool) -> CaseState:
+    """A case of alice waiting for a reviewer (with the public keys its verification recorded, or none)."""
+    state = CaseState(new_case(ALICE, "Please refund QH-1001", case_id="rooms1"))
+    state.lifecycle = Lifecycle(phase=Phase.WAITING_APPROVAL)
+    state.proposal = _proposal()
+    state.digest = state.proposal.digest()
+    if public_keys:
+        state.public_keys = PublicKeys(keys=[])
+    return state
 
 
-@pytest.mark.parametrize(
-    ("reviewer", "facts", "refusal"),
-    [
-        ("chen", {}, None),
-        ("chen", {"status": CaseStatus.RUNNING}, ReviewRefusal.CASE_NOT_WAITING_FOR_REVIEW),
-        ("chen", {"already_decided": True}, ReviewRefusal.ALREADY_DECIDED),
-        ("nobody", {}, ReviewRefusal.UNKNOWN_REVIEWER),
-        ("alice", {}, ReviewRefusal.APPLICANT_CANNOT_REVIEW),
-        ("bob", {}, ReviewRefusal.NOT_A_REVIEWER),
-        ("mei", {}, ReviewRefusal.REVIEWER_OF_ANOTHER_TENANT),
-        ("chen", {"now": NOW + timedelta(minutes=15)}, ReviewRefusal.PROPOSAL_EXPIRED),
-    ],
-)
-def test_approval_gate(reviewer: str, facts: dict, refusal: ReviewRefusal | None) -> None:
-    assert _refusal(reviewer, **facts) == refusal
+def test_a_review_that_only_names_a_reviewer_is_refused() -> None:
+    review = ReviewDecision(reviewer="chen", digest=_proposal().digest(), decision=Decision.APPROVE)
+    verdict = judge_review(review, _waiting_state(public_keys=True), now=NOW)
+    assert (verdict.decision, verdict.refusal, verdict.who) == (
+        None,
+        ReviewRefusal.SIGNATURE_REQUIRED,
+        "chen (claimed)",
+    )
 
 
-def test_approval_gate_binds_the_digest() -> None:
-    assert _refusal("chen", digest="0" * 64) is ReviewRefusal.DIGEST_MISMATCH
+def test_a_waiting_case_without_public_keys_takes_no_signed_review() -> None:
+    verdict = judge_review(SignedReview(approval_token="not.a.token"), _waiting_state(public_keys=False), now=NOW)
+    assert (verdict.decision, verdict.refusal) == (None, UNKNOWN_SIGNER)
 
 
 def _call(call_id: str, order_id: str = "QH-1001") -> ProposedToolCall:
@@ -185,16 +178,15 @@ def test_model_failure_outcomes(error_class: ErrorClass, status: CaseStatus, rea
 
 
 def test_settlement_failure_outcomes() -> None:
-    def outcome(error_class: ErrorClass, configuration_fails_case: bool = True) -> tuple[CaseStatus, StopCode]:
+    def outcome(error_class: ErrorClass) -> tuple[CaseStatus, StopCode]:
         failure = ERROR_TYPES[error_class]("quote_changed", "x", attempt=3)
-        result = settlement_failure(failure, configuration_fails_case=configuration_fails_case)
+        result = settlement_failure(failure)
         return result.status, result.code
 
     assert outcome(ErrorClass.BUSINESS) == (CaseStatus.NEEDS_HUMAN, StopCode.SETTLEMENT_REFUSED)
     assert outcome(ErrorClass.AUTHORIZATION) == (CaseStatus.NEEDS_HUMAN, StopCode.SETTLEMENT_REFUSED)
     assert outcome(ErrorClass.TRANSIENT) == (CaseStatus.NEEDS_HUMAN, StopCode.SETTLEMENT_UNCONFIRMED)
     assert outcome(ErrorClass.CONFIGURATION) == (CaseStatus.FAILED, StopCode.SETTLEMENT_CONFIGURATION)
-    assert outcome(ErrorClass.CONFIGURATION, False) == (CaseStatus.NEEDS_HUMAN, StopCode.SETTLEMENT_UNCONFIRMED)
 
 
 def test_stop_reasons_have_one_format() -> None:
