@@ -27,7 +27,7 @@ from temporalio.worker import Replayer
 
 from activities.model_settings import ModelSettings
 from case_client import CaseClient
-from case_history.trail import local_activity
+from case_history.trail import local_activity, recorded_workflow_id
 from contracts.payload_codec import CASE_DATA_CONVERTER
 from devstack.rehearsal_stack import RehearsalStack
 from keystore import public_keys_location
@@ -233,7 +233,8 @@ async def replay_histories() -> tuple[int, float, float, str, int]:
         workflows=[SupportCaseWorkflow], data_converter=CASE_DATA_CONVERTER, workflow_runner=workflow_runner()
     )
     paths = current_release().histories()
-    histories = [WorkflowHistory.from_json(p.stem, json.loads(p.read_text(encoding="utf-8"))) for p in paths]
+    documents = [(p.stem, json.loads(p.read_text(encoding="utf-8"))) for p in paths]
+    histories = [WorkflowHistory.from_json(recorded_workflow_id(doc, stem), doc) for stem, doc in documents]
     total, slowest, slowest_name, failures = 0.0, 0.0, "-", 0
     for history in histories:
         started = time.perf_counter()

@@ -241,6 +241,20 @@ def trail_from_history(history: WorkflowHistory) -> CaseTrail:
     )
 
 
+def recorded_workflow_id(document: Any, fallback: str) -> str:
+    """The workflow id a history's start event names (the server records it there), else ``fallback``.
+
+    A replay must run under the workflow id the case had: the workflow checks that a carried state
+    belongs to its own workflow id (workflows/case_input.py), so a continued run replayed under another
+    id would refuse its input where the recorded run went on."""
+    try:
+        started = document["events"][0]["workflowExecutionStartedEventAttributes"]
+        workflow_id = started.get("workflowId")
+    except (KeyError, IndexError, TypeError, AttributeError):
+        return fallback
+    return workflow_id if isinstance(workflow_id, str) and workflow_id else fallback
+
+
 def history_from_json(text: str, workflow_id: str) -> WorkflowHistory:
     """A history exported by ``temporal workflow show --output json`` (or ``WorkflowHistory.to_json``)."""
     try:

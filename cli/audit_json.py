@@ -51,7 +51,10 @@ def audit_json(audit: CaseAudit, source: str | None = None) -> dict[str, Any]:
         else {
             "outcome": settlement.outcome,
             "scheduled_at": _plain(settlement.scheduled_at),
-            "request": request.model_dump(mode="json", exclude={"approval_token"}) if request else None,
+            # tokens are shown by what they claim, never as text (the applicant's is above)
+            "request": request.model_dump(mode="json", exclude={"approval_token", "applicant_token"})
+            if request
+            else None,
             "request_problem": settlement.request.problem,
             "approval_token_claims": unverified_claims(request.approval_token) if request else None,
             "receipt": audit.receipt.model_dump(mode="json", exclude={"signature"}) if audit.receipt else None,

@@ -198,7 +198,7 @@ def build_server(
             "Order, shipment, invoice, product and ticket facts for the signed-in customer of a "
             "fictional merchant. Amounts are integer cents."
         ),
-        version="0.1.0",
+        version="0.2.0",
         token_verifier=token_verifier,
         auth=auth,
         log_level=log_level,

@@ -30,6 +30,17 @@ NEEDED = ("workflows.support_case", "contracts.payload_codec", "workflows.sandbo
 """The modules of the three names a release's code must have."""
 
 
+def recorded_workflow_id(document: Any, fallback: str) -> str:
+    """The workflow id the history's start event names, else ``fallback``: a continued run checks that
+    its carried state is its own workflow id's. (case_history.trail has the same; this script may run
+    against a release's tree that lacks it, so it imports nothing of the project but the three names.)"""
+    try:
+        workflow_id = document["events"][0]["workflowExecutionStartedEventAttributes"].get("workflowId")
+    except (KeyError, IndexError, TypeError, AttributeError):
+        return fallback
+    return workflow_id if isinstance(workflow_id, str) and workflow_id else fallback
+
+
 @dataclass(frozen=True)
 class Result:
     """One history's replay: ``error`` is None when it replayed without a failure."""
@@ -105,7 +116,8 @@ async def replay(code: Code, files: list[Path]) -> list[Result]:
     for path in files:
         started = time.perf_counter()
         try:
-            history = WorkflowHistory.from_json(f"replay-{path.stem}", json.loads(path.read_text(encoding="utf-8")))
+            document = json.loads(path.read_text(encoding="utf-8"))
+            history = WorkflowHistory.from_json(recorded_workflow_id(document, f"replay-{path.stem}"), document)
             outcome = await replayer.replay_workflow(history, raise_on_replay_failure=False)
             failure = outcome.replay_failure
             error = None if failure is None else f"{type(failure).__name__}: {failure}"

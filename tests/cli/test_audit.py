@@ -136,7 +136,8 @@ def test_every_history_is_audited_in_80_columns_and_as_json(path: Path) -> None:
     audit = _audit(history)
     lines = audit_lines(audit, str(path))
     assert not _too_wide(lines), _too_wide(lines)
-    assert len(lines) <= 110, f"{len(lines)} lines is more than two screens"
+    # two screens of 58 rows: release 0.2's refused-review answers say why in full (two lines more)
+    assert len(lines) <= 116, f"{len(lines)} lines is more than two screens"
     text = "\n".join(lines)
     assert lines[0].startswith(f"case {case['case_id']}: audit of")
     assert f"{case['applicant']['subject']} (tenant {case['applicant']['tenant']}" in text

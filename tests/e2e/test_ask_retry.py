@@ -72,6 +72,11 @@ async def test_ask_after_the_worker_stopped_names_the_case_and_a_retry_returns_i
     case_id = _kept_case(line)
     on_queue = f'TaskQueue="{world.task_queue}"'
     assert await _workflow_ids(temporal_client, on_queue, at_least=1) == [workflow_id(case_id)]
+    # no worker has run it: the case's start attributes already list it, as queued
+    listed = await _ask(world, temporal_server.address, "--profile", "alice", "list")
+    assert listed.returncode == 0, listed.stdout + listed.stderr
+    [row] = [line for line in listed.stdout.splitlines() if case_id in line]
+    assert "queued" in row.split(), listed.stdout
 
     retried = await _ask(world, temporal_server.address, "--profile", "alice", "ask", f"  {QUESTION.upper()} ")
     assert retried.returncode == 5, retried.stdout + retried.stderr

@@ -32,7 +32,7 @@ CONVERTED = {
 """The state fields carry() converts, and the carried fields each becomes."""
 RETIRED = ("card_facts",)
 """Carried keys of release 0.1 that 0.2 ignores (a patch decision: every 0.2 case shows the card's facts)."""
-RELEASE_0_1_CARRIED = HISTORIES / "review_flood-run1-2026-12-issue13.json"
+RELEASE_0_1_CARRIED = HISTORIES / "v0.1" / "review_flood-run1-2026-12-issue13.json"
 
 
 async def _carried_input(path: Path) -> tuple[CaseInput, Payload]:

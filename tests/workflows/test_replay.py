@@ -14,6 +14,7 @@ import pytest
 from temporalio.client import WorkflowHistory
 from temporalio.worker import Replayer
 
+from case_history.trail import recorded_workflow_id
 from contracts.payload_codec import CASE_DATA_CONVERTER, ENCODING
 from tests.release_code import HISTORIES as HISTORIES_ROOT
 from tests.release_code import MANIFEST, SHA, current_release, extracted, releases, replay_in
@@ -219,7 +220,7 @@ async def test_current_release_history_replays_in_process_without_nondeterminism
     """The current release's histories (the manifest's release with commit null) replay against this tree."""
     assert path != NO_HISTORY, f"{CURRENT.folder} holds no history: record one with scripts/record_histories.py"
     data = json.loads(path.read_text(encoding="utf-8"))
-    history = WorkflowHistory.from_json(f"replay-{path.stem}", data)
+    history = WorkflowHistory.from_json(recorded_workflow_id(data, f"replay-{path.stem}"), data)
     replayer = Replayer(
         workflows=[SupportCaseWorkflow], data_converter=CASE_DATA_CONVERTER, workflow_runner=workflow_runner()
     )
