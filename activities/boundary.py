@@ -3,9 +3,11 @@
 One worker interceptor does two things for every activity, so that no activity has to remember them:
 
 * **Heartbeats.** While an activity with a heartbeat timeout runs, a background task heartbeats at a
-  third of that timeout. A worker that dies (SIGKILL, a lost machine) stops heartbeating, and
-  Temporal schedules the next attempt on another worker once the heartbeat timeout passes, instead
-  of waiting out the much longer start-to-close timeout that a slow but healthy call needs.
+  third of that timeout, the first time one third after the start: Temporal counts the heartbeat
+  timeout from the start, so an activity that ends sooner (as most do) sends no heartbeat request at
+  all. A worker that dies (SIGKILL, a lost machine) stops heartbeating, and Temporal schedules the
+  next attempt on another worker once the heartbeat timeout passes, instead of waiting out the much
+  longer start-to-close timeout that a slow but healthy call needs.
 * **Bounded failures.** Whatever an activity raises leaves it through
   :func:`contracts.errors.to_application_error`, without its cause chain: a one-line message, the
   stable code and class, and the attempt number. Cancellation passes through untouched.
@@ -59,9 +61,9 @@ async def _heartbeating() -> AsyncIterator[None]:
     interval = timeout.total_seconds() / HEARTBEATS_PER_TIMEOUT
 
     async def beat() -> None:
-        while True:
-            activity.heartbeat()
+        while True:  # the first beat after one interval: Temporal times the heartbeat from the start
             await asyncio.sleep(interval)
+            activity.heartbeat()
 
     task = asyncio.create_task(beat(), name=f"heartbeat-{activity.info().activity_type}")
     try:

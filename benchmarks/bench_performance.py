@@ -1,7 +1,7 @@
 """Benchmark: the performance figures, all in one run, with the machine they ran on (prints figures).
 
     .venv/bin/python benchmarks/bench_performance.py [--sequential N] [--concurrent N] [--slow-cases N]
-        [--skip sequential,concurrent,slow,history,worst,replay] [--profile FILE.html|FILE.txt]
+        [--skip sequential,concurrent,slow,history,worst,replay,floor,shape] [--profile FILE.html|FILE.txt]
         [--max-concurrent-activities N] [--max-concurrent-workflow-tasks N] [--max-cached-workflows N]
 
 One throwaway dev server (``rehearsal_stack``: seeded SQLite commerce database, demo keys); each part
@@ -19,12 +19,16 @@ import sys
 import tempfile
 import time
 import uuid
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from bench_shape import Subject, shape  # noqa: E402
+from commerce_profile import profiled_commerce_servers, summary  # noqa: E402
 from floor_workflow import FloorWorkflow, floor_noop  # noqa: E402
 from perf_support import (  # noqa: E402
     ProfiledExecutor,
@@ -63,7 +67,7 @@ from workflows.sandbox import workflow_runner  # noqa: E402
 
 REFUND = "Please refund QH-1001 and explain the amount and the policy"
 DELIVERY = "Where is my order QH-1005? Can I still change the delivery address?"
-PARTS = ("sequential", "concurrent", "slow", "history", "worst", "replay", "floor")
+PARTS = ("sequential", "concurrent", "slow", "history", "worst", "replay", "floor", "shape")
 REFUND_STEPS = 12
 """Activities a refund case runs before it waits: applicant check, plan, 3 investigate turns, 4 tools,
 compose, review, case record (part d's history)."""
@@ -185,6 +189,17 @@ async def floor(stack: RehearsalStack, steps: int, runs: int) -> None:
         f"a refund case reaches waiting_approval after {REFUND_STEPS} activities",
         flush=True,
     )
+
+
+@asynccontextmanager
+async def case_subject(stack: RehearsalStack, options: dict[str, Any]) -> AsyncIterator[Subject]:
+    """Refund cases on their own production worker, for the ``shape`` part."""
+    async with bench_worker(stack, REHEARSAL_SETTINGS, **options) as cases:
+
+        async def waiting(poll: float) -> tuple[CaseHandle, float]:
+            return await to_waiting(cases, poll)
+
+        yield Subject("refund case", waiting, terminate)
 
 
 async def slow_provider(stack: RehearsalStack, n: int, options: dict[str, Any]) -> None:
@@ -323,7 +338,11 @@ async def main(args: argparse.Namespace) -> None:
     floor       Temporal's own cost per step here (see :func:`floor`).
     replay      every history of the current release (tests/histories/<release>/, releases.json's
                 release with commit null) replayed with the production sandboxed runner.
+    shape       a refund case beside a no-op workflow of its shape, same server, measured the same way
+                (``--sequential`` one after another, then ``--concurrent`` at once): CPU per case by
+                process, latency and throughput, and their case/floor ratios (benchmarks/bench_shape.py).
 
+    With ``BENCH_PROFILE_COMMERCE=DIR`` every commerce server runs under cProfile (benchmarks/commerce_profile.py).
     ``--profile`` runs the concurrent part under pyinstrument: the event-loop thread (activities, the
     SDK's Python side, the client) and each workflow-task thread (sandboxed workflow code), combined.
     """
@@ -338,7 +357,7 @@ async def main(args: argparse.Namespace) -> None:
     }
     print(machine_line())
     print("one dev server and one in-process worker per part, on this machine; figures from one run", flush=True)
-    with tempfile.TemporaryDirectory() as tmp:
+    with tempfile.TemporaryDirectory() as tmp, profiled_commerce_servers() as commerce_profiles:
         async with rehearsal_stack(Path(tmp)) as stack:
             if "sequential" not in skip:
                 await sequential(stack, args.sequential, options)
@@ -352,8 +371,15 @@ async def main(args: argparse.Namespace) -> None:
                 await worst(stack, options)
             if "floor" not in skip:
                 await floor(stack, REFUND_STEPS, 10)
+            if "shape" not in skip:
+                await shape(
+                    stack.client, lambda: case_subject(stack, options), args.sequential, args.concurrent, options
+                )
     if "replay" not in skip:
         await replay()
+    if commerce_profiles is not None:
+        (commerce_profiles / "summary.txt").write_text(summary(commerce_profiles), encoding="utf-8")
+        print(f"commerce servers profiled (cProfile): {commerce_profiles}/summary.txt", flush=True)
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
