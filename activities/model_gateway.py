@@ -213,14 +213,14 @@ CREATE_BODY_ORDER = ("max_completion_tokens", "max_tokens", "response_format", "
 
 def chat_completion_body(
     model: str, messages: list[ChatCompletionMessageParam], options: dict[str, Any]
-) -> tuple[dict[str, Any], Any]:
+) -> tuple[dict[str, Any], dict[str, Any] | None]:
     """The JSON body that ``chat.completions.create(model=, messages=, **options)`` sends, and its extra body.
 
     :meth:`ModelGateway._complete` posts it with the SDK's own ``post`` instead of calling ``create``,
     which walks every message and tool schema against the SDK's TypedDict unions before sending (a
     transform that leaves plain JSON like ours as it is, and was the largest CPU cost of a model call:
     about 2 ms each). Same keys in the same order, same headers, same reply parsing; the extra body is
-    merged last, as ``create`` merges it (tests/activities/test_model_request_body.py compares the two).
+    merged last, as ``create`` merges it (tests/activities/test_request_shapes.py compares the two).
     """
     extra_body = options.get("extra_body")
     known = [key for key in CREATE_BODY_ORDER if key in options]

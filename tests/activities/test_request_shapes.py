@@ -13,6 +13,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 import httpx2
+import openai
 import pytest
 
 from activities.model_gateway import ModelGateway
@@ -26,6 +27,7 @@ from contracts.case import (
     NextAction,
     Plan,
     PlanRequest,
+    PlanResult,
     ProposedToolCall,
     ReviewRequest,
     TranscriptEntry,
@@ -84,10 +86,12 @@ class Capture:
     """A MockTransport handler: records each body and timeout, answers the kind's valid reply."""
 
     def __init__(self) -> None:
+        self.requests: list[httpx2.Request] = []
         self.bodies: list[dict[str, Any]] = []
         self.timeouts: list[dict[str, Any]] = []
 
     def __call__(self, request: httpx2.Request) -> httpx2.Response:
+        self.requests.append(request)
         body = json.loads(request.content)
         self.bodies.append(body)
         self.timeouts.append(dict(request.extensions.get("timeout") or {}))
@@ -105,11 +109,14 @@ class Capture:
             },
         )
 
+    def client(self) -> httpx2.AsyncClient:
+        return httpx2.AsyncClient(transport=httpx2.MockTransport(self))
+
 
 def _gateway(capture: Capture, env: dict[str, str]) -> ModelGateway:
     base = {"OPENAI_BASE_URL": "http://127.0.0.1:8080/v1", "SUPPORT_MODEL": "m"}
     settings = load_model_settings(base | env)
-    return ModelGateway(settings, httpx2.AsyncClient(transport=httpx2.MockTransport(capture)))
+    return ModelGateway(settings, capture.client())
 
 
 def _call(gateway: ModelGateway, kind: str) -> Callable[[], Awaitable[object]]:
@@ -233,3 +240,45 @@ def test_response_and_tool_schemas_use_only_portable_constructs() -> None:
         if "pattern" in prop
     ]
     assert len(patterns) == 7 and all(p.startswith("^") and p.endswith("$") for p in patterns)
+
+
+async def _what_create_sends(
+    gateway: ModelGateway, sent: httpx2.Request, kind: RequestKind, key: str
+) -> httpx2.Request:
+    """What ``chat.completions.create`` sends for the messages (and tools) the gateway sent."""
+    body = json.loads(sent.content)
+    capture = Capture()
+    client = openai.AsyncOpenAI(
+        base_url=gateway.settings.base_url,
+        api_key=key,
+        timeout=gateway.settings.timeout_seconds,
+        max_retries=0,
+        http_client=capture.client(),
+    )
+    options = gateway.profile.request_options(
+        kind, max_tokens=gateway.settings.max_tokens[kind], tools=body.get("tools")
+    )
+    await client.chat.completions.create(
+        model=gateway.settings.model, messages=body["messages"], timeout=gateway.settings.timeout_seconds, **options
+    )
+    return capture.requests[0]
+
+
+@pytest.mark.parametrize("kind", ["plan", "investigate"])
+@pytest.mark.parametrize("profile", PROFILE_NAMES)
+async def test_the_gateway_posts_exactly_what_create_would_send(profile: str, kind: RequestKind) -> None:
+    """``chat_completion_body`` replaces the SDK's ``create`` (to skip its request transform): same bytes."""
+    key = "sk-test-2"
+    capture = Capture()
+    gateway = _gateway(capture, {"SUPPORT_MODEL_PROFILE": profile, "OPENAI_API_KEY": key})
+    result = await _call(gateway, kind)()
+    (ours,) = capture.requests
+    theirs = await _what_create_sends(gateway, ours, kind, key)
+    assert (ours.method, str(ours.url)) == (theirs.method, str(theirs.url))
+    assert dict(ours.headers) == dict(theirs.headers)
+    assert ours.content == theirs.content
+    assert ours.headers["authorization"] == f"Bearer {key}"
+    if kind == "plan":
+        assert isinstance(result, PlanResult) and result.plan.order_id == "QH-1001"
+    else:
+        assert b'"tools"' in ours.content and b'"tool_choice"' in ours.content
