@@ -16,9 +16,9 @@ from temporalio.client import Client
 from case_client import ApplicantIssuer, CaseClient
 from contracts.case import REHEARSAL_LABEL, CaseStatus, CaseView
 from contracts.errors import ConfigurationError, TransientError
-from contracts.identity import resolve_profile
 from contracts.knowledge import Language
 from contracts.names import EventKind
+from keystore import demo_identity
 
 
 @dataclass(frozen=True)
@@ -84,7 +84,7 @@ async def run_case(
     (``starter.py eval cases``: the state dir's issuer key); without a valid one the worker reads nothing."""
     started = time.monotonic()
     handle = await CaseClient.for_client(client, task_queue=task_queue, issuer=issuer).start(
-        resolve_profile("alice"),
+        demo_identity("alice"),
         case.question,
         language=Language.EN,
         ttl_seconds=60,

@@ -40,7 +40,7 @@ from activities.model_settings import ModelSettings, load_model_settings
 from activities.preferences import LanguagePreferences
 from activities.settlement import SettlementActivities
 from activities.startup_checks import (
-    check_public_keys,
+    check_directory,
     ensure_search_attributes,
     refuse_another_ledger,
     worker_identity,
@@ -54,7 +54,9 @@ from contracts.case import REHEARSAL_LABEL
 from contracts.errors import ConfigurationError, SupportError
 from contracts.names import TASK_QUEUE
 from contracts.payload_codec import uses_case_codec
-from keystore import PUBLIC_KEYS_ENV, public_keys_location
+from keystore import DIRECTORY_ENV, directory_location
+from keystore.directory_file import DirectorySource
+from keystore.outside_issuer import OutsideIssuer
 from knowledge.store import KnowledgeBase, default_knowledge_base
 from rehearsal import rehearsal_http_client
 from workflows.sandbox import workflow_runner
@@ -63,9 +65,13 @@ from workflows.support_case import SupportCaseWorkflow
 Cleanup = Callable[[], Awaitable[None]]
 
 
-def commerce_gateway(state_dir: Path, database_url: str | None = None) -> CommerceGateway:
-    """The HTTP caller when ``COMMERCE_MCP_URL`` names a commerce service, else the stdio session pool."""
-    return CommerceHttpCaller.from_env() or CommerceSessionPool(Path(state_dir), database_url)
+def commerce_gateway(
+    state_dir: Path, database_url: str | None = None, directory: DirectorySource | None = None
+) -> CommerceGateway:
+    """The HTTP caller when ``COMMERCE_MCP_URL`` names a commerce service, else the stdio session pool;
+    either checks every applicant against ``directory`` (default: ``SUPPORT_DIRECTORY`` or the state dir's)."""
+    source = directory or DirectorySource(directory_location(Path(state_dir)))
+    return CommerceHttpCaller.from_env(source) or CommerceSessionPool(Path(state_dir), database_url, directory=source)
 
 
 def model_gateway_for(settings: ModelSettings) -> ModelGateway:
@@ -82,7 +88,7 @@ def build_worker(
     model_gateway: ModelGateway | None = None,
     knowledge: KnowledgeBase | None = None,
     commerce: CommerceGateway | None = None,
-    public_keys: str | None = None,
+    directory: str | None = None,
     task_queue: str = TASK_QUEUE,
     deployment: WorkerDeploymentVersion | None = None,
     **worker_options: Any,
@@ -94,8 +100,9 @@ def build_worker(
     compressed, so a worker without the case codec could not read what the others write. The model
     provider comes from ``model_gateway``, else ``model_settings``, else
     the environment (rehearsal when nothing is configured); the commerce gateway from ``commerce``, else
-    :func:`commerce_gateway`; the public key set that verifies credentials from ``public_keys`` (a JWKS
-    path or https URL), else ``SUPPORT_PUBLIC_KEYS``, else the state dir's. With ``deployment`` the
+    :func:`commerce_gateway`; the support directory that verifies credentials from ``directory`` (a file
+    path or https URL), else ``SUPPORT_DIRECTORY``, else the state dir's; an outside issuer of applicant
+    tokens where ``SUPPORT_APPLICANT_JWKS_URL`` names one. With ``deployment`` the
     worker runs as that version of the Worker Deployment and its cases are pinned to it
     (:mod:`case_client.deployment`); without it the worker is unversioned (the fast tests' own task
     queues). ``worker_options`` go to ``Worker``. Tracing comes with the client: when it carries
@@ -113,14 +120,15 @@ def build_worker(
     state_dir = Path(state_dir)
     state_dir.mkdir(parents=True, exist_ok=True)
     gateway = model_gateway or model_gateway_for(model_settings or load_model_settings())
-    pool = commerce or commerce_gateway(state_dir, database_url)
+    source = DirectorySource(directory or directory_location(state_dir))
+    pool = commerce or commerce_gateway(state_dir, database_url, source)
     tracer = tracer_of(client)
     if tracer is not None:
         pool = TracedCommerce(pool, tracer)
-    tools = ToolActivities(pool, knowledge or default_knowledge_base(), LanguagePreferences(state_dir))
+    tools = ToolActivities(pool, knowledge or default_knowledge_base(), LanguagePreferences(state_dir), source)
     settlement = SettlementActivities(pool)
     records = CaseRecords(state_dir)
-    credentials = CredentialActivities(public_keys or public_keys_location(state_dir))
+    credentials = CredentialActivities(source, OutsideIssuer.from_environment())
     worker = Worker(
         client,
         task_queue=task_queue,
@@ -244,16 +252,17 @@ async def main(argv: list[str] | None = None) -> int:
 
     Environment: ``TEMPORAL_ADDRESS`` (default localhost:7233), ``TEMPORAL_NAMESPACE`` (default
     "default"), ``SUPPORT_STATE_DIR`` (default .state), ``SUPPORT_TASK_QUEUE``, ``COMMERCE_DATABASE_URL``
-    (default: SQLite in the state dir), ``SUPPORT_PUBLIC_KEYS`` (the public key set that verifies
-    applicant tokens and approvals; default: the state dir's keys/public-keys.json), the model
+    (default: SQLite in the state dir), ``SUPPORT_DIRECTORY`` (the support directory: tenants, people,
+    their public keys and approval policy; default: the state dir's keys/directory.json),
+    ``SUPPORT_APPLICANT_*`` (an outside issuer of applicant tokens, keystore/outside_issuer.py), the model
     provider variables (see activities/model_settings.py; none set means the rehearsal model),
     ``SUPPORT_BUILD_ID`` (the build id of this worker's deployment version; default: the package
     version and git commit), ``SUPPORT_SET_CURRENT_VERSION`` (1: make this build current, as
     ``--set-current``) and
     ``SUPPORT_LOG_LEVEL`` (the level of the per-activity log lines, default WARNING; the worker's own
     start lines are always printed). Every check runs before the worker polls: a configuration error
-    (a bad setting, an unknown namespace, a public key set that is missing, unreachable, plain http or
-    holding a private key) prints one line and exits 2; an unreachable Temporal server prints one line
+    (a bad setting, an unknown namespace, a directory that is missing, unreachable, plain http or
+    invalid) prints one line and exits 2; an unreachable Temporal server prints one line
     and exits 5 (try again). SIGINT or SIGTERM stops the worker and closes its commerce sessions.
     Tracing is off unless the standard OpenTelemetry variables turn it on (``OTEL_TRACES_EXPORTER``,
     ``OTEL_EXPORTER_OTLP_ENDPOINT``; see case_tracing.py and docs/tracing.md); a bad tracing setting,
@@ -264,8 +273,9 @@ async def main(argv: list[str] | None = None) -> int:
         level = log_level()
         ours = release()
         settings = load_model_settings()
-        public_keys = public_keys_location(args.state_dir)
-        check_public_keys(public_keys, from_env=bool(os.environ.get(PUBLIC_KEYS_ENV)))
+        directory = directory_location(args.state_dir)
+        check_directory(directory, from_env=bool(os.environ.get(DIRECTORY_ENV)))
+        OutsideIssuer.from_environment()
     except SupportError as error:
         return refused(error)
     logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
@@ -308,7 +318,7 @@ async def main(argv: list[str] | None = None) -> int:
             args.state_dir,
             model_settings=settings,
             commerce=commerce,
-            public_keys=public_keys,
+            directory=directory,
             task_queue=args.task_queue,
             deployment=ours.version,
             graceful_shutdown_timeout=GRACEFUL_SHUTDOWN,

@@ -24,8 +24,9 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 from mcp_types import CallToolResult, Resource, TextResourceContents, Tool
 
-from commerce_server.tokens import DATABASE_URL_ENV, PUBLIC_KEYS_ENV, SIGNING_KEY_ENV
+from commerce_server.tokens import DATABASE_URL_ENV, DIRECTORY_ENV, SIGNING_KEY_ENV
 from contracts.errors import AuthorizationError, CommerceErrorCode, SupportError, TransientError, error_from_code
+from keystore.outside_issuer import APPLICANT_ISSUER_ENV_NAMES
 
 CALL_TIMEOUT_SECONDS = 20.0
 """One commerce call's answer must come within this; well inside the activities' 30 s start-to-close, so
@@ -124,7 +125,7 @@ async def open_stdio_client(
     url = database_url or os.environ.get(DATABASE_URL_ENV)
     if url:
         env[DATABASE_URL_ENV] = url
-    for name in (PUBLIC_KEYS_ENV, SIGNING_KEY_ENV):
+    for name in (DIRECTORY_ENV, SIGNING_KEY_ENV, *APPLICANT_ISSUER_ENV_NAMES):
         if os.environ.get(name):
             env[name] = os.environ[name]
     env.update({name: value for name, value in os.environ.items() if name.startswith("OTEL_")})  # docs/tracing.md

@@ -15,11 +15,12 @@ from collections.abc import Mapping
 from typing import Any
 
 from activities.commerce_client import CALL_TIMEOUT_SECONDS, open_http_client
-from activities.commerce_sessions import STARTUP_PROBE, CommerceCheck, call_timed_out, describe_commerce
+from activities.commerce_sessions import CommerceCheck, call_timed_out, describe_commerce, startup_probe
 from commerce_server.tokens import TOOL_SCOPES, mint_token, token_secret_from_env
 from contracts.errors import AuthorizationError, CommerceErrorCode, ConfigurationError, SupportError, WorkerErrorCode
-from contracts.identity import Identity, check_registered
+from contracts.identity import Identity
 from contracts.tools import Scope
+from keystore.directory_file import DirectorySource
 
 COMMERCE_URL_ENV = "COMMERCE_MCP_URL"
 TOKEN_TTL_SECONDS = 120
@@ -29,18 +30,20 @@ STARTUP_CHECK_CASE = "worker-startup-check"
 class CommerceHttpCaller:
     """Same ``call`` as the stdio pool, for a remote commerce server."""
 
-    def __init__(self, url: str, secret: str) -> None:
+    def __init__(self, url: str, secret: str, directory: DirectorySource) -> None:
         self.url = url
         self._secret = secret
+        self.directory = directory
+        """The worker's own copy of the directory: every call is for a person it lists, exactly."""
 
     @classmethod
-    def from_env(cls, environ: Mapping[str, str] = os.environ) -> CommerceHttpCaller | None:
+    def from_env(cls, directory: DirectorySource, environ: Mapping[str, str] = os.environ) -> CommerceHttpCaller | None:
         """The HTTP caller when ``COMMERCE_MCP_URL`` is set (then the token secret is required)."""
         url = environ.get(COMMERCE_URL_ENV)
-        return cls(url, token_secret_from_env(environ)) if url else None
+        return cls(url, token_secret_from_env(environ), directory) if url else None
 
     async def call(self, identity: Identity, tool: str, arguments: dict[str, Any], *, case_id: str) -> dict[str, Any]:
-        check_registered(identity)
+        self.directory.current().check_listed(identity)
         scope = TOOL_SCOPES.get(tool)
         if scope is None:
             raise AuthorizationError(WorkerErrorCode.TOOL_NOT_ALLOWED, f"No commerce tool named {tool!r}.")
@@ -59,7 +62,11 @@ class CommerceHttpCaller:
         """Open a session with a freshly minted token and list the tools: refused or unreachable is a
         :class:`ConfigurationError` that names the cause (e.g. a ``COMMERCE_TOKEN_SECRET`` that differs)."""
         token = mint_token(
-            STARTUP_PROBE, case_id=STARTUP_CHECK_CASE, scopes=[Scope.ORDERS_READ], secret=self._secret, ttl_seconds=60
+            startup_probe(self.directory),
+            case_id=STARTUP_CHECK_CASE,
+            scopes=[Scope.ORDERS_READ],
+            secret=self._secret,
+            ttl_seconds=60,
         )
         try:
             async with open_http_client(self.url, token) as client:

@@ -22,7 +22,9 @@ from opentelemetry.trace import SpanKind, Tracer
 from activities.commerce_client import CALL_TIMEOUT_SECONDS
 from contracts.commerce import SCOPE_RESOURCE_URI
 from contracts.errors import CommerceErrorCode, ConfigurationError, SupportError, TransientError
-from contracts.identity import PROFILES, Identity, Role, check_registered
+from contracts.identity import Identity, Role
+from keystore import directory_location
+from keystore.directory_file import DirectorySource
 
 logger = logging.getLogger(__name__)
 
@@ -35,8 +37,17 @@ CLOSE_TIMEOUT_SECONDS = 10.0
 TIMED_OUT = CommerceErrorCode.COMMERCE_TIMEOUT
 """The code of a call that got no answer within :data:`activities.commerce_client.CALL_TIMEOUT_SECONDS`."""
 
-STARTUP_PROBE = next(identity for identity in PROFILES.values() if identity.role is Role.CUSTOMER)
-"""The identity a worker's start check connects as: it lists tools and reads the scope, no records."""
+
+
+def startup_probe(directory: DirectorySource) -> Identity:
+    """The identity a worker's start check connects as (the directory's first customer): it lists tools
+    and reads the scope, no records."""
+    customer = next((person for person in directory.current().people if person.role is Role.CUSTOMER), None)
+    if customer is None:
+        raise ConfigurationError(
+            "directory_has_no_customer", f"The directory at {directory.location} lists no customer to check with."
+        )
+    return customer.identity()
 
 
 def call_timed_out(tool: str) -> TransientError:
@@ -144,10 +155,17 @@ class CommerceSessionPool:
     """
 
     def __init__(
-        self, state_dir: Path, database_url: str | None = None, *, opener: SessionOpener | None = None
+        self,
+        state_dir: Path,
+        database_url: str | None = None,
+        *,
+        opener: SessionOpener | None = None,
+        directory: DirectorySource | None = None,
     ) -> None:
         self.state_dir = Path(state_dir)
         self.database_url = database_url
+        self.directory = directory or DirectorySource(directory_location(self.state_dir))
+        """The worker's own copy of the directory: every call is for a person it lists, exactly."""
         self._opener = opener or self._open_stdio
         self._sessions: dict[str, _OwnedSession] = {}
         self._owners: set[asyncio.Task[None]] = set()
@@ -164,7 +182,7 @@ class CommerceSessionPool:
         raises a ``TransientError`` (``COMMERCE_UNAVAILABLE``); a call without an answer within
         ``CALL_TIMEOUT_SECONDS`` drops it too (``commerce_timeout``). The next call opens a fresh session.
         """
-        profile = check_registered(identity)
+        profile = self.directory.current().check_listed(identity)
         session = await self._session(profile)
         client = session.ready.result()
         try:
@@ -189,8 +207,9 @@ class CommerceSessionPool:
     async def check(self) -> CommerceCheck:
         """Start a commerce server over stdio once, read its tools and ledger and stop it again: a database
         or installation problem refuses the worker's start instead of failing every case."""
+        probe = startup_probe(self.directory)
         try:
-            async with self._opener(STARTUP_PROBE.subject) as client:
+            async with self._opener(probe.subject) as client:
                 return await describe_commerce(client, "over stdio, one process per profile")
         except Exception as error:
             raise ConfigurationError(

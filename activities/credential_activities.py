@@ -1,13 +1,17 @@
 """The applicant's credential, verified before a case reads anything.
 
-The worker holds no private key: it reads the public key set (a JWKS file or https URL) and checks
-the token the login service signed. The keys it used go back to the workflow with the verified
-identity, so they are recorded in the history and every later check in the case (the reviewers'
-approvals) uses exactly those keys, deterministically.
+The worker holds no private key: it reads the support directory (a JSON file or https URL,
+``SUPPORT_DIRECTORY``) and checks the applicant token, signed by the built-in issuer or, where
+``SUPPORT_APPLICANT_JWKS_URL`` names one, by an outside identity provider
+(:mod:`keystore.outside_issuer`). Either way the token's subject and tenant must agree with a customer
+of the directory. The slice of the directory that can decide the case goes back to the workflow with
+the verified identity, so it is recorded in the history and every later check in the case (the
+reviewers' approvals, the tenant's policy) uses exactly that record, deterministically.
 """
 
 from __future__ import annotations
 
+import asyncio
 from datetime import UTC, datetime
 
 from temporalio import activity
@@ -15,21 +19,32 @@ from temporalio import activity
 from contracts.credentials import ApplicantCheck, VerifiedApplicant, verify_applicant_token
 from contracts.errors import AuthorizationError
 from contracts.names import ActivityName, workflow_id
-from keystore import load_public_keys
+from keystore.directory_file import DirectorySource
+from keystore.outside_issuer import OutsideIssuer
+
+BUILT_IN_ISSUER = "built-in"
 
 
 class CredentialActivities:
-    def __init__(self, public_keys_location: str) -> None:
-        self.public_keys_location = public_keys_location
+    def __init__(self, directory: DirectorySource, outside_issuer: OutsideIssuer | None = None) -> None:
+        self.directory = directory
+        self.outside_issuer = outside_issuer
 
     @activity.defn(name=ActivityName.VERIFY_APPLICANT)
     async def verify_applicant(self, check: ApplicantCheck) -> VerifiedApplicant:
         """The identity the applicant token proves for this case, now; refused (authorization) when
-        there is no token or it does not verify, a configuration error when the keys cannot be read."""
+        there is no token or it does not verify, a configuration error when the directory cannot be read."""
         if not check.applicant_token:
             raise AuthorizationError("applicant_token_missing", "The case carries no applicant token.")
         if activity.info().workflow_id != workflow_id(check.case_id):
             raise AuthorizationError("token_for_another_case", "The token's case is not this workflow's case.")
-        keys = load_public_keys(self.public_keys_location)
-        identity = verify_applicant_token(check.applicant_token, keys, case_id=check.case_id, now=datetime.now(UTC))
-        return VerifiedApplicant(identity=identity, public_keys=keys)
+        directory = self.directory.current()
+        now = datetime.now(UTC)
+        if self.outside_issuer is not None:
+            # the key set may be fetched over the network: off the event loop
+            identity = await asyncio.to_thread(self.outside_issuer.verify, check.applicant_token, directory, now=now)
+            issuer = self.outside_issuer.issuer
+        else:
+            identity = verify_applicant_token(check.applicant_token, directory, case_id=check.case_id, now=now)
+            issuer = BUILT_IN_ISSUER
+        return VerifiedApplicant(identity=identity, directory=directory.for_case(identity.subject), issuer=issuer[:200])

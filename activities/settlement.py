@@ -71,6 +71,7 @@ class SettlementActivities:
                 reviewer=request.reviewer,
                 approved_at=request.approved_at,
                 approval_token=request.approval_token,
+                co_approval_tokens=request.co_approval_tokens,
                 applicant_token=request.applicant_token,
             )
         except ValidationError as exc:

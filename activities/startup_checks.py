@@ -22,10 +22,10 @@ from temporalio.api.operatorservice.v1 import AddSearchAttributesRequest, ListSe
 from temporalio.client import Client
 from temporalio.service import RPCError
 
-from contracts.credentials import PublicKeys
+from contracts.directory import Directory
 from contracts.errors import ConfigurationError
 from contracts.search_attributes import ALL_KEYS, cli_type
-from keystore import PUBLIC_KEYS_ENV, load_public_keys
+from keystore import DIRECTORY_ENV, load_directory
 
 RPC_TIMEOUT = timedelta(seconds=10)
 
@@ -118,39 +118,34 @@ def refuse_another_ledger(live_pollers: Iterable[str], task_queue: str, ledger_i
         )
 
 
-def check_public_keys(location: str, *, from_env: bool) -> PublicKeys:
-    """The public key set at ``location`` (a file path or an https URL), read once before polling.
+def check_directory(location: str, *, from_env: bool) -> Directory:
+    """The support directory at ``location`` (a file path or an https URL), read once before polling.
 
-    Refused with one line naming the setting (``SUPPORT_PUBLIC_KEYS`` when ``from_env``, else the state
-    dir's file) and the fix: a plain http URL (anyone on the way could swap the keys that decide who
-    may approve a refund; the key set is only read from a file or over https), a set that is missing,
-    unreachable or malformed, one that holds private key material, and one that holds no key at all.
+    Refused with one line naming the setting (``SUPPORT_DIRECTORY`` when ``from_env``, else the state
+    dir's file) and the fix: a plain http URL (anyone on the way could swap the keys and reviewers that
+    decide who may approve a refund; the directory is only read from a file or over https), a document
+    that is missing, unreachable or invalid (its first problem named, a private key among them), and one
+    that lists no issuer key while no outside issuer is configured.
     """
-    named = f"{PUBLIC_KEYS_ENV}={location}" if from_env else f"the state dir's public key set {location}"
+    named = f"{DIRECTORY_ENV}={location}" if from_env else f"the state dir's directory {location}"
     if urlsplit(location).scheme.lower() == "http":
         where = "a loopback address" if _is_loopback(location) else "another host"
         raise ConfigurationError(
-            "public_keys_insecure",
-            f"{named} is plain http to {where}; the key set is read from a file or over https only: "
+            "directory_insecure",
+            f"{named} is plain http to {where}; the directory is read from a file or over https only: "
             "serve it over https or give a file path",
         )
     try:
-        keys = load_public_keys(location)
+        return load_directory(location)
     except ConfigurationError as error:
-        fix = _PUBLIC_KEYS_FIXES.get(error.code, "")
-        raise ConfigurationError(error.code, f"{named}: {error.message.rstrip('.')}{fix}") from None
-    if not keys.keys:
-        raise ConfigurationError(
-            "public_keys_empty",
-            f"{named} holds no key, so no credential could verify; run `starter.py init` for demo keys or "
-            "point it at the published key set",
-        )
-    return keys
+        fix = _DIRECTORY_FIXES.get(error.code, "")
+        message = error.message.removeprefix(f"The directory at {location} ").rstrip(".")
+        raise ConfigurationError(error.code, f"{named}: {message}{fix}") from None
 
 
-_PUBLIC_KEYS_FIXES = {
-    "public_keys_unreadable": "; check that the file or URL is there and reachable from this worker",
-    "public_keys_hold_a_private_key": "; publish the public halves only (what `starter.py init` writes)",
+_DIRECTORY_FIXES = {
+    "directory_unreadable": "; check that the file or URL is there and reachable from this worker",
+    "directory_invalid": "; fix the document (`starter.py directory show` reads it the same way)",
 }
 
 

@@ -28,7 +28,6 @@ from contracts.errors import (
     TransientError,
     WorkerErrorCode,
 )
-from contracts.identity import check_registered
 from contracts.knowledge import Passage
 from contracts.names import ActivityName
 from contracts.tools import (
@@ -43,6 +42,7 @@ from contracts.tools import (
     ToolSource,
     ToolSpec,
 )
+from keystore.directory_file import DirectorySource
 from knowledge.refund_quote import calculate_refund_quote, policy_page_versions
 from knowledge.skills import load_skill
 from knowledge.store import KnowledgeBase
@@ -66,9 +66,17 @@ class ToolActivities:
     fails with the reason, never reaching the model as if the order did not exist.
     """
 
-    def __init__(self, pool: CommerceGateway, knowledge: KnowledgeBase, preferences: LanguagePreferences) -> None:
+    def __init__(
+        self,
+        pool: CommerceGateway,
+        knowledge: KnowledgeBase,
+        preferences: LanguagePreferences,
+        directory: DirectorySource | None = None,
+    ) -> None:
         self.pool = pool
         self.knowledge = knowledge
+        self.directory = directory
+        """Which tenant's policies each tenant follows (None: every tenant its own)."""
         self.preferences = preferences
         self._handlers: dict[ToolName, ToolHandler] = {
             ToolName.SEARCH_KNOWLEDGE: self._search_knowledge,
@@ -113,9 +121,17 @@ class ToolActivities:
         result = await handler(request)
         return result.model_dump(mode="json")
 
+    def _policy_tenant(self, request: ToolRequest) -> str:
+        """The tenant whose policy documents and refund rule the applicant's tenant follows."""
+        tenant = request.applicant.tenant
+        return self.directory.current().policy_tenant(tenant) if self.directory is not None else tenant
+
     async def _search_knowledge(self, request: ToolRequest) -> SearchResult:
         hits = self.knowledge.search(
-            request.arguments["query"], tenant=request.applicant.tenant, language=request.language, as_of=FIXTURE_AS_OF
+            request.arguments["query"],
+            tenant=self._policy_tenant(request),
+            language=request.language,
+            as_of=FIXTURE_AS_OF,
         )
         return SearchResult(
             passages=[ScoredPassage(**dict(PassageView.of(hit.passage)), score=round(hit.score, 4)) for hit in hits]
@@ -134,7 +150,7 @@ class ToolActivities:
     def _read_passage(self, request: ToolRequest) -> Passage:
         """A read by id applies the search rule too: the case's tenant, date and language only."""
         passage = self.knowledge.read_passage(
-            request.arguments["passage_id"], tenant=request.applicant.tenant, as_of=FIXTURE_AS_OF
+            request.arguments["passage_id"], tenant=self._policy_tenant(request), as_of=FIXTURE_AS_OF
         )
         if passage.language is not request.language:
             raise AuthorizationError(
@@ -157,20 +173,22 @@ class ToolActivities:
                 WorkerErrorCode.INVALID_COMMERCE_RESPONSE, "The commerce server returned a malformed order."
             ) from exc
         versions = policy_page_versions(self.knowledge, as_of=FIXTURE_AS_OF)
-        quote = calculate_refund_quote(order, as_of=FIXTURE_AS_OF, page_versions=versions)
+        quote = calculate_refund_quote(
+            order, as_of=FIXTURE_AS_OF, page_versions=versions, policy_tenant=self._policy_tenant(request)
+        )
         passages = [
             PassageView.of(passage)
             for page_id in quote.citations
             for passage in self.knowledge.read_page(
-                page_id, tenant=request.applicant.tenant, language=request.language, as_of=FIXTURE_AS_OF
+                page_id, tenant=self._policy_tenant(request), language=request.language, as_of=FIXTURE_AS_OF
             )
         ]
         return RefundQuoteResult(quote=quote, passages=passages)
 
 
 def _check(request: ToolRequest) -> None:
-    """Defensive re-validation of what the workflow already validated."""
-    check_registered(request.applicant)
+    """Defensive re-validation of what the workflow already validated (the commerce gateway checks the
+    applicant against the worker's own copy of the directory on every call)."""
     spec = INVESTIGATION_TOOLS.get(request.name)
     if spec is None or spec.source not in ACTIVITY_SOURCES:
         raise AuthorizationError(

@@ -20,9 +20,9 @@ from pathlib import Path
 
 from case_client import CaseClient
 from contracts.case import CaseStatus
-from contracts.identity import resolve_profile
 from contracts.knowledge import Language
 from devstack.rehearsal_stack import rehearsal_stack
+from keystore import demo_identity
 
 QUESTION = "Where is my order QH-1005? Can I still change the delivery address?"
 CASE_TIMEOUT_SECONDS = 600.0
@@ -31,7 +31,7 @@ CASE_TIMEOUT_SECONDS = 600.0
 async def one_case(on_queue: CaseClient) -> float:
     started = time.perf_counter()
     case = await on_queue.start(
-        resolve_profile("alice"), QUESTION, language=Language.EN, case_id=f"bench-{uuid.uuid4().hex[:10]}"
+        demo_identity("alice"), QUESTION, language=Language.EN, case_id=f"bench-{uuid.uuid4().hex[:10]}"
     )
     result = await case.ended(timeout=CASE_TIMEOUT_SECONDS)
     if result.status is not CaseStatus.COMPLETED:

@@ -52,10 +52,10 @@ from temporalio.worker import Worker  # noqa: E402
 from activities.model_settings import load_model_settings  # noqa: E402
 from case_client import CaseClient, CaseHandle  # noqa: E402
 from contracts.case import CaseStatus, CaseView, Decision  # noqa: E402
-from contracts.identity import resolve_profile  # noqa: E402
 from contracts.knowledge import Language  # noqa: E402
 from contracts.tools import ToolName  # noqa: E402
 from devstack.rehearsal_stack import RehearsalStack, rehearsal_stack  # noqa: E402
+from keystore import demo_identity  # noqa: E402
 from tests.adversarial.provider import (  # noqa: E402
     REHEARSAL,
     Reply,
@@ -81,7 +81,7 @@ REHEARSAL_SETTINGS = load_model_settings({})
 
 async def start(cases: CaseClient, question: str) -> CaseHandle:
     return await cases.start(
-        resolve_profile("alice"), question, language=Language.EN, case_id=f"perf-{uuid.uuid4().hex[:10]}"
+        demo_identity("alice"), question, language=Language.EN, case_id=f"perf-{uuid.uuid4().hex[:10]}"
     )
 
 
@@ -231,7 +231,7 @@ async def slow_provider(stack: RehearsalStack, n: int, options: dict[str, Any]) 
 async def approve(stack: RehearsalStack, case: CaseHandle, view: CaseView) -> CaseView:
     assert view.digest is not None, "a case waiting for approval has a digest"
     review = stack.signer.signed_review(
-        resolve_profile("chen"), case_id=case.case_id, digest=view.digest, decision=Decision.APPROVE.value
+        demo_identity("chen"), case_id=case.case_id, digest=view.digest, decision=Decision.APPROVE.value
     )
     await case.review(review)
     return await case.ended(timeout=TIMEOUT)

@@ -25,17 +25,17 @@ from temporalio.contrib.pydantic import pydantic_data_converter
 
 from case_client import CaseHandle
 from contracts.case import CaseStatus
-from contracts.identity import resolve_profile
 from contracts.knowledge import Language
 from contracts.names import REVIEW
 from devstack.rehearsal_stack import RehearsalStack, rehearsal_stack
+from keystore import demo_identity
 
 PAUSES = (0.0, 0.05, 0.1, 0.2, 0.33)
 
 
 async def waiting_case(stack: RehearsalStack) -> tuple[CaseHandle, str]:
     case = await stack.cases.start(
-        resolve_profile("alice"),
+        demo_identity("alice"),
         "Please refund QH-1001 and explain the amount and the policy",
         language=Language.EN,
         case_id=f"flood-{uuid.uuid4().hex[:10]}",

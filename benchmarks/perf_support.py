@@ -30,7 +30,7 @@ from case_client import CaseClient
 from case_history.trail import local_activity, recorded_workflow_id
 from contracts.payload_codec import CASE_DATA_CONVERTER
 from devstack.rehearsal_stack import RehearsalStack
-from keystore import public_keys_location
+from keystore import directory_location
 from tests.payloads.history_payloads import decoded_history, payloads_in
 from tests.release_code import current_release
 from worker import support_worker
@@ -218,7 +218,7 @@ async def bench_worker(stack: RehearsalStack, settings: ModelSettings, **options
         stack.state_dir,
         task_queue=task_queue,
         model_settings=settings,
-        public_keys=public_keys_location(stack.state_dir, {}),
+        directory=directory_location(stack.state_dir, {}),
         **options,
     ):
         yield CaseClient.for_client(stack.client, task_queue=task_queue, issuer=stack.signer.applicant_token)

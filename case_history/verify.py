@@ -21,12 +21,13 @@ from contracts.credentials import (
     SETTLE_WINDOW,
     ApprovalClaims,
     CredentialRefused,
-    PublicKeys,
     check_approval,
+    key_set,
     verify_applicant_token,
     verify_approval_token,
     verify_receipt,
 )
+from contracts.directory import Directory
 from contracts.identity import Identity
 
 APPLICANT, PROPOSAL, APPROVAL, RECEIPT = "applicant token", "proposal digest", "approval token", "receipt"
@@ -95,14 +96,14 @@ class _Known:
 
 
 def verify_chain(
-    runs: Sequence[CaseTrail], keys: PublicKeys, *, case_id: str, other_starts: Sequence[OtherStart] = ()
+    runs: Sequence[CaseTrail], keys: Directory, *, case_id: str, other_starts: Sequence[OtherStart] = ()
 ) -> ChainReport:
     """Check every link of case ``case_id``'s chain in ``runs`` (its runs, first run first) with ``keys``;
     ``other_starts`` are the workflow id's runs outside the chain.
 
     ``runs`` are the decoded runs of one case (:class:`~case_history.trail.CaseTrail`, first run first: a
     waiting case continues as new); ``keys`` is a public key set that comes from outside the history
-    (``SUPPORT_PUBLIC_KEYS`` or the state dir's keys; never the keys the ``verify_applicant`` activity
+    (``SUPPORT_DIRECTORY`` or the state dir's directory; never the directory the ``verify_applicant`` activity
     recorded, which a writer of the history could have chosen). Each link is OK, BROKEN (forged,
     altered, or missing where the history says it must exist) or ABSENT (the case has not got that far):
 
@@ -146,7 +147,7 @@ def _link(name: str, check: Callable[[], str]) -> Link:
 
 
 def _applicant(
-    runs: Sequence[CaseTrail], keys: PublicKeys, known: _Known, case_id: str, other_starts: Sequence[OtherStart]
+    runs: Sequence[CaseTrail], keys: Directory, known: _Known, case_id: str, other_starts: Sequence[OtherStart]
 ) -> str:
     first = runs[0]
     if first.continued_from:
@@ -267,7 +268,7 @@ def _proposal(trail: CaseTrail, known: _Known) -> str:
 # --- 3. approval token ---------------------------------------------------------------------------
 
 
-def _approval(trail: CaseTrail, keys: PublicKeys, known: _Known) -> str:
+def _approval(trail: CaseTrail, keys: Directory, known: _Known) -> str:
     proposal, digest, applicant = known.proposal, known.digest, known.applicant
     if proposal is None or digest is None or applicant is None:
         raise _Absent("no proposal to approve")
@@ -282,10 +283,17 @@ def _approval(trail: CaseTrail, keys: PublicKeys, known: _Known) -> str:
         raise _Broken(f"{claims.sub} signed a rejection, yet the settlement pays it")
     if request.reviewer != claims.sub:
         raise _Broken(f"the settlement names reviewer {printable(request.reviewer)}, but {claims.sub} signed")
-    return _signed(claims, proposal)
+    co_signers = [_approved(token, keys, proposal, digest, applicant) for token in request.co_approval_tokens]
+    if any(co.decision != "approve" for co in co_signers):
+        raise _Broken("a co-approval the settlement carries is a rejection")
+    reviewers = [claims.sub, *(co.sub for co in co_signers)]
+    if len(set(reviewers)) != len(reviewers):
+        raise _Broken(f"the settlement's approvals are not by distinct reviewers ({', '.join(reviewers)})")
+    also = f"; co-approved by {', '.join(co.sub for co in co_signers)}" if co_signers else ""
+    return _signed(claims, proposal) + also
 
 
-def _decision_without_settlement(trail: CaseTrail, keys: PublicKeys, known: _Known) -> str:
+def _decision_without_settlement(trail: CaseTrail, keys: Directory, known: _Known) -> str:
     """A case that never settled: the first review token that is a valid decision on its proposal."""
     assert known.proposal is not None and known.digest is not None and known.applicant is not None
     for token in trail.review_tokens:
@@ -301,7 +309,7 @@ def _decision_without_settlement(trail: CaseTrail, keys: PublicKeys, known: _Kno
 
 
 def _approved(
-    token: str, keys: PublicKeys, proposal: RefundProposal, digest: str, applicant: Identity
+    token: str, keys: Directory, proposal: RefundProposal, digest: str, applicant: Identity
 ) -> ApprovalClaims:
     """The claims of an approval token that holds for this proposal, as the commerce server checks it,
     at the moment it was signed (the time checks that matter offline are against the proposal)."""
@@ -309,6 +317,7 @@ def _approved(
         claims = verify_approval_token(token, keys)
         check_approval(
             claims,
+            keys,
             case_id=proposal.case_id,
             digest=digest,
             applicant=applicant,
@@ -332,7 +341,7 @@ def _signed(claims: ApprovalClaims, proposal: RefundProposal) -> str:
 # --- 4. receipt ----------------------------------------------------------------------------------
 
 
-def _receipt(trail: CaseTrail, keys: PublicKeys, known: _Known) -> str:
+def _receipt(trail: CaseTrail, keys: Directory, known: _Known) -> str:
     settlement = trail.settlement
     if settlement is None:
         raise _Absent(f"no settlement in the history ({where_the_case_is(trail)})")
@@ -344,7 +353,7 @@ def _receipt(trail: CaseTrail, keys: PublicKeys, known: _Known) -> str:
     if not receipt.signature:
         raise _Broken("missing: the receipt carries no commerce signature")
     try:
-        claims = verify_receipt(receipt.signature, keys)
+        claims = verify_receipt(receipt.signature, key_set(keys))
     except CredentialRefused as refused:
         raise _Broken(f"the signature does not verify with the commerce key: {refusal_text(refused)}") from None
     for name in ("receipt_id", "approval_id", "order_id", "amount_cents", "currency", "digest", "order_version_after"):

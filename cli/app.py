@@ -12,6 +12,7 @@ import os
 import shlex
 import sys
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import Annotated
 
@@ -19,7 +20,8 @@ import typer
 from typer._click.utils import PacifyFlushWrapper
 from typer.exceptions import TyperException
 
-from contracts.identity import Identity, resolve_profile
+from cli.directory_commands import directory_app
+from contracts.identity import Identity
 
 DEFAULT_STATE_DIR = Path(os.environ.get("SUPPORT_STATE_DIR", ".state"))
 WAIT_SECONDS = float(os.environ.get("SUPPORT_WAIT_SECONDS", "300"))
@@ -28,22 +30,33 @@ WAIT_SECONDS = float(os.environ.get("SUPPORT_WAIT_SECONDS", "300"))
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False)
 eval_app = typer.Typer(no_args_is_help=True, help="Evaluations: retrieval quality and end-to-end cases.")
 app.add_typer(eval_app, name="eval")
+app.add_typer(directory_app, name="directory")
 
 
 @dataclass(frozen=True)
 class Settings:
-    identity: Identity
+    profile: str
     state_dir: Path
+
+    @cached_property
+    def identity(self) -> Identity:
+        """The person ``--profile`` names, as the directory (``SUPPORT_DIRECTORY`` or the state dir's)
+        lists them; a name the directory does not list is refused (``unknown_person``)."""
+        from keystore import directory_location, load_directory
+
+        return load_directory(directory_location(self.state_dir)).identity(self.profile)
 
 
 @app.callback()
 def main(
     ctx: typer.Context,
-    profile: Annotated[str, typer.Option(help="Demonstration profile: alice, bob, chen, lin, mei.")] = "alice",
+    profile: Annotated[
+        str, typer.Option(help="Who you are: a person of the directory (the demo's alice, bob, chen, lin, mei).")
+    ] = "alice",
     state_dir: Annotated[Path, typer.Option(help="Where databases and case records live.")] = DEFAULT_STATE_DIR,
 ) -> None:
     """Qinghe support cases: durable, human-approved, fictional."""
-    ctx.obj = Settings(identity=resolve_profile(profile), state_dir=state_dir)
+    ctx.obj = Settings(profile=profile, state_dir=state_dir)
 
 
 def settings_of(ctx: typer.Context) -> Settings:

@@ -14,15 +14,17 @@ from cli.render import console, grid, mcp_table, quote_table
 
 @app.command()
 def init(ctx: typer.Context) -> None:
-    """Create the commerce database, missing fixture rows and missing demo keys (never resets anything)."""
+    """Create the commerce database, missing fixture rows, the demo directory and missing demo keys
+    (never resets anything: a directory that exists keeps the people added to it)."""
     from commerce_server import database_url, make_engine, seed_fixture
-    from keystore import create_demo_keys, keys_dir
+    from keystore import create_demo_directory, directory_location, keys_dir
 
     settings = settings_of(ctx)
     report = seed_fixture(make_engine(database_url(settings.state_dir)))
     console.print(f"commerce database ready under {settings.state_dir} (fictional data): {report.sentence()}")
-    created = create_demo_keys(settings.state_dir)
+    created = create_demo_directory(settings.state_dir)
     console.print(f"demo keys in {keys_dir(settings.state_dir)}: created {', '.join(created) or 'none (all exist)'}")
+    console.print(f"directory (tenants, people, public keys): {directory_location(settings.state_dir, {})}")
 
 
 @app.command("mcp-tools")

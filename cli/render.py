@@ -25,7 +25,7 @@ from case_history.verify import LINK_NAMES, SIGNED_DECISION, ChainReport
 from contracts.case import AnswerSource, CaseStatus, CaseView, Decision
 from contracts.commerce import RefundQuote
 from contracts.effect_card import EffectCard, effect_rows
-from contracts.identity import Identity, reviewer_for
+from contracts.identity import Identity
 from contracts.names import REVIEW
 from devstack.temporal_cli import shell_path, temporal_cli_for_display
 
@@ -58,11 +58,24 @@ def starter_command(state_dir: Path, profile: str) -> str:
     return f"{shell_path(sys.executable)} starter.py --state-dir {shell_path(state_dir)} --profile {profile}"
 
 
+def tenant_reviewer(tenant: str, state_dir: Path) -> str:
+    """A reviewer of ``tenant`` in the local directory for the printed command (the first listed), or
+    ``REVIEWER`` when the directory lists none or cannot be read here."""
+    from contracts.errors import SupportError
+    from keystore import directory_location, load_directory
+
+    try:
+        reviewers = load_directory(directory_location(state_dir)).reviewers(tenant)
+    except SupportError:
+        reviewers = []
+    return reviewers[0].subject if reviewers else "REVIEWER"
+
+
 def review_commands(view: CaseView, state_dir: Path) -> list[str]:
     """Ready-to-run review commands for the tenant's reviewer: ``review`` signs with the reviewer's own
     key and sends an update; ``review-info --approve`` prints a signed token in the Temporal CLI and
     Web UI forms. A payload that merely names a reviewer is refused, so none is ever printed."""
-    starter = starter_command(state_dir, reviewer_for(view.tenant).subject)
+    starter = starter_command(state_dir, tenant_reviewer(view.tenant, state_dir))
     return [
         f"{starter} review {view.case_id} --digest {view.digest} --approve",
         f"{starter} review {view.case_id} --digest {view.digest} --reject",

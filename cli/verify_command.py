@@ -4,8 +4,8 @@ history and the public keys only (:mod:`case_history.verify`). Registered on :da
 The history is fetched from Temporal: the latest run of the case and, run by run, every run it was
 continued from (the run ids Temporal recorded), plus the start of every other run of the same workflow
 id (a replayed applicant token shows there). Or it is read from files exported with ``temporal workflow
-show --output json``, one per run. The keys are ``SUPPORT_PUBLIC_KEYS`` or the state dir's public key
-set, never the keys recorded in the history. Exit 0 when every link holds, 7 naming the first broken
+show --output json``, one per run. The keys are the directory's (``SUPPORT_DIRECTORY`` or the state
+dir's), never the directory recorded in the history. Exit 0 when every link holds, 7 naming the first broken
 link, 8 when the case has not reached a signed receipt (README: exit status).
 """
 
@@ -28,7 +28,7 @@ from cli.render import chain_lines, errors
 from contracts.errors import AuthorizationError, TransientError
 from contracts.identity import Identity, Role
 from contracts.names import case_id_of
-from keystore import load_public_keys, public_keys_location
+from keystore import directory_location, load_directory
 
 
 def may_verify(trail: CaseTrail, identity: Identity) -> bool:
@@ -100,8 +100,8 @@ def verify(
     (exit 0: all hold; 7: a link is broken; 8: the case has not reached a signed receipt)."""
     settings = settings_of(ctx)
     plain_id = case_id_of(workflow_id(case_id))
-    location = public_keys_location(settings.state_dir)
-    keys = load_public_keys(location)
+    location = directory_location(settings.state_dir)
+    keys = load_directory(location)
     others: list[OtherStart] = []
     if history:
         runs = run_chain([trail_from_history(history_from_file(path, workflow_id(plain_id))) for path in history])

@@ -2,11 +2,13 @@
 
     python -m commerce_server --profile alice --state-dir .state          # stdio (default)
     python -m commerce_server --http --host 127.0.0.1 --port 8765         # Streamable HTTP
+    python -m commerce_server import FILE --state-dir .state              # load one tenant's data
 
-A refund is paid only on a reviewer's signed approval, checked with the server's own copy of the public
-key set (``COMMERCE_PUBLIC_KEYS``, default ``<state dir>/keys/public-keys.json``); receipts are signed
-with ``COMMERCE_SIGNING_KEY`` (default ``<state dir>/keys/commerce.pem``). Both are read on the first
-refund. ``starter.py init`` writes the demo keys.
+A refund is paid only on reviewers' signed approvals, checked with the server's own copy of the support
+directory (``COMMERCE_DIRECTORY``, default ``<state dir>/keys/directory.json``: read at start, where a
+bad one refuses to start, and again whenever it changes); receipts are signed with
+``COMMERCE_SIGNING_KEY`` (default ``<state dir>/keys/commerce.pem``), read on the first refund.
+``starter.py init`` writes the demo directory and keys.
 
 stdout belongs to the stdio transport, so every log line goes to stderr. Bad arguments and bad
 configuration print one line on stderr and exit non-zero.
@@ -28,12 +30,12 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from case_tracing import flush_process_tracing, process_tracing
 from commerce_server.db import database_url, make_engine
+from commerce_server.import_command import run_import
 from commerce_server.keys import CommerceKeys
 from commerce_server.seed import seed_fixture
 from commerce_server.server import build_http_server, build_stdio_server
 from commerce_server.tokens import token_secret_from_env
 from contracts.errors import SupportError
-from contracts.identity import resolve_profile
 
 PROG = "commerce_server"
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
@@ -52,8 +54,12 @@ def _port(value: str) -> int:
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    parser = _OneLineParser(prog=PROG, description="The fictional commerce MCP server.")
-    parser.add_argument("--profile", help="stdio only: the demonstration profile to act for (alice, bob, ...)")
+    parser = _OneLineParser(
+        prog=PROG,
+        description="The fictional commerce MCP server.",
+        epilog=f"{PROG} import FILE loads one tenant's products and orders (see {PROG} import --help).",
+    )
+    parser.add_argument("--profile", help="stdio only: the directory's person to act for (alice, bob, ...)")
     parser.add_argument("--state-dir", default=".state", help="where the default SQLite database lives")
     parser.add_argument("--database-url", help="SQLAlchemy URL; overrides COMMERCE_DATABASE_URL and the SQLite default")
     parser.add_argument("--http", action="store_true", help="serve Streamable HTTP instead of stdio")
@@ -97,13 +103,18 @@ def serve_http(engine: Engine, secret: str, keys: CommerceKeys, args: argparse.N
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["import"]:
+        return run_import(argv[1:])
     args = parse_args(argv)
     logging.basicConfig(
         stream=sys.stderr, level=args.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
     try:
         process_tracing("qinghe-commerce")  # off unless the OTEL variables turn it on (docs/tracing.md)
-        identity = None if args.http else resolve_profile(args.profile)
+        keys = CommerceKeys.from_environment(args.state_dir)
+        directory = keys.directory()  # a bad directory refuses the start, in one line
+        identity = None if args.http else directory.identity(args.profile)
         secret = token_secret_from_env() if args.http else ""
         engine = open_database(args)
     except SupportError as error:
@@ -113,8 +124,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{PROG}: cannot open the commerce database ({type(error).__name__})", file=sys.stderr)
         return 1
 
-    # The keys are read on the first refund (a server that only answers reads needs none).
-    keys = CommerceKeys.from_environment(args.state_dir)
+    # The receipt key is read on the first refund (a server that only answers reads needs none).
     try:
         if identity is None:
             serve_http(engine, secret, keys, args)

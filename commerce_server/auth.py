@@ -9,12 +9,14 @@ tool runs. What a token holds, how it is minted and the shared environment live 
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 
 from mcp.server.auth.provider import AccessToken, TokenVerifier
 
 from commerce_server.tokens import verify_token
+from contracts.directory import Directory
 from contracts.errors import AuthorizationError, CommerceErrorCode
-from contracts.identity import PROFILES, Identity
+from contracts.identity import Identity
 
 __all__ = [
     "CommerceTokenVerifier",
@@ -29,22 +31,25 @@ def case_of_access_token(access_token: AccessToken) -> str | None:
     return (access_token.claims or {}).get("case_id")
 
 
-def identity_from_access_token(access_token: AccessToken) -> Identity:
-    """The identity a verified request acts for (the verifier put the subject there)."""
-    if access_token.subject is None or access_token.subject not in PROFILES:
+def identity_from_access_token(access_token: AccessToken, directory: Directory) -> Identity:
+    """The identity a verified request acts for (the verifier put the subject and tenant there), as
+    the directory lists that person now."""
+    person = directory.person(access_token.subject or "")
+    if person is None or person.tenant != (access_token.claims or {}).get("tenant"):
         raise AuthorizationError(CommerceErrorCode.TOKEN_REJECTED, "The request carries no known identity.")
-    return PROFILES[access_token.subject]
+    return person.identity()
 
 
 class CommerceTokenVerifier(TokenVerifier):
     """The SDK hook: returns ``None`` for any bad token, which the SDK answers with HTTP 401."""
 
-    def __init__(self, secret: str) -> None:
+    def __init__(self, secret: str, directory: Callable[[], Directory]) -> None:
         self._secret = secret
+        self._directory = directory
 
     async def verify_token(self, token: str) -> AccessToken | None:
         try:
-            claims = verify_token(token, secret=self._secret)
+            claims = verify_token(token, secret=self._secret, directory=self._directory())
         except AuthorizationError as error:
             logger.info("Refused a bearer token: %s", error.message)
             return None

@@ -153,6 +153,18 @@ class ApprovalUseRow(SQLModel, table=True):
     created_at: datetime = Field(sa_type=IsoDateTime)
 
 
+class CoApprovalUseRow(SQLModel, table=True):
+    """A further reviewer's approval token id, consumed with the refund it co-approved (four-eyes):
+    written in the refund's transaction and never pruned, so it too pays once."""
+
+    __tablename__ = "co_approval_uses"
+
+    jti: str = Field(primary_key=True, max_length=100)
+    approval_id: str = Field(foreign_key="refunds.approval_id", max_length=200)
+    reviewer: str = Field(max_length=32)
+    created_at: datetime = Field(sa_type=IsoDateTime)
+
+
 class CaseDecisionRow(SQLModel, table=True):
     """The one decision this ledger holds for a case's refund: paid (written in the refund's
     transaction), or closed as rejected or expired by the case's workflow. Keyed by case id, so a
@@ -192,6 +204,7 @@ _TABLE_MODELS: tuple[type[SQLModel], ...] = (
     TicketRow,
     RefundRow,
     ApprovalUseRow,
+    CoApprovalUseRow,
     CaseDecisionRow,
     LedgerRow,
 )

@@ -1,9 +1,10 @@
 """The approved refund's money path: the checks, the idempotent record, the replay and the receipt.
 
-A refund is paid (simulated) only on a reviewer's signed approval token, verified here with the
-commerce server's own copy of the public keys (a name in the approval proves nothing), at most once
-per approval, and only while the proposal still equals today's quote on this very ledger. Every
-receipt is signed with the commerce key.
+A refund is paid (simulated) only on reviewers' signed approval tokens, verified here with the
+commerce server's own copy of the directory (a name in the approval proves nothing; the tenant's
+policy says how many distinct reviewers: :mod:`commerce_server.approval_policy`), at most once per
+approval, and only while the proposal still equals today's quote on this very ledger. Every receipt is
+signed with the commerce key.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from sqlalchemy import CursorResult, update
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col, select
 
+from commerce_server.approval_policy import co_approval_rows, co_approvals
 from commerce_server.case_decisions import paid_decision, refuse_if_decided
 from commerce_server.db import ApprovalUseRow, OrderRow, RefundRow
 from commerce_server.keys import CommerceKeys
@@ -77,6 +79,7 @@ class RefundSettlement:
         self._read_order = read_order
         self._knowledge = knowledge
         self._keys = keys
+        self._co_approvals: list[ApprovalClaims] = []
 
     def execute(self, approval: RefundApproval) -> RefundReceipt:
         """Pay an approved refund (simulated) exactly once per approval id and approval token id.
@@ -112,7 +115,7 @@ class RefundSettlement:
                 "A refund is paid only on a reviewer's signed approval token; this approval carries none.",
             )
         try:
-            return verify_approval_token(approval.approval_token, self._keys.public_keys())
+            return verify_approval_token(approval.approval_token, self._keys.directory())
         except AuthorizationError as refused:
             raise error_from_code(
                 CommerceErrorCode.APPROVAL_SIGNATURE_INVALID, f"{refused.code}: {refused.message}"
@@ -170,9 +173,24 @@ class RefundSettlement:
             raise error_from_code(
                 CommerceErrorCode.APPROVAL_INVALID, "not_an_approval: The reviewer's signed decision is a rejection."
             )
+        self._check_rules(approval, claims)
+        self._co_approvals = co_approvals(
+            approval,
+            claims,
+            self._keys.directory(),
+            self._session,
+            check=lambda co: self._check_rules(approval, co),
+            now=datetime.now(UTC),
+        )
+
+    def _check_rules(self, approval: RefundApproval, claims: ApprovalClaims) -> None:
+        """The rules every approval of this refund meets (:func:`contracts.credentials.check_approval`),
+        with this server's own directory and the settle window."""
+        proposal = approval.proposal
         try:
             check_approval(
                 claims,
+                self._keys.directory(),
                 case_id=proposal.case_id,
                 digest=approval.digest,
                 applicant=self._identity,
@@ -193,9 +211,15 @@ class RefundSettlement:
                 "A refund is paid only for a case an issuer-signed applicant token stands behind; none was sent.",
             )
         try:
-            applicant = verify_applicant_of_case(
-                approval.applicant_token, self._keys.public_keys(), case_id=approval.proposal.case_id
-            )
+            outside = self._keys.applicant_issuer()
+            if outside is not None:
+                applicant = outside.verify(
+                    approval.applicant_token, self._keys.directory(), now=datetime.now(UTC), check_time=False
+                )
+            else:
+                applicant = verify_applicant_of_case(
+                    approval.applicant_token, self._keys.directory(), case_id=approval.proposal.case_id
+                )
         except AuthorizationError as refused:
             raise error_from_code(
                 CommerceErrorCode.APPLICANT_UNVERIFIED, f"{refused.code}: {refused.message}"
@@ -215,9 +239,11 @@ class RefundSettlement:
         """Re-read the order and re-quote it: today's quote if it is exactly the approved proposal."""
         proposal = approval.proposal
         knowledge = self._knowledge if self._knowledge is not None else default_knowledge_base()
+        order = self._read_order(self._session, proposal.order_id)
         quote = calculate_refund_quote(
-            self._read_order(self._session, proposal.order_id),
+            order,
             page_versions=policy_page_versions(knowledge),
+            policy_tenant=self._keys.directory().policy_tenant(order.tenant),
         )
         approved = (proposal.order_version, proposal.amount_cents, proposal.currency, proposal.rule_version)
         quoted = (quote.order_version, quote.amount_cents, quote.currency, quote.rule_version)
@@ -267,6 +293,7 @@ class RefundSettlement:
             session.add(record)
             session.flush()
             session.add(use)
+            session.add_all(co_approval_rows(approval.approval_id, self._co_approvals, at=now))
             session.flush()
             session.add(decision)  # a case closed (or paid) meanwhile fails here, and nothing is paid
             session.flush()

@@ -133,17 +133,25 @@ def ensure_ledger(engine: Engine) -> str:
 
 
 def _insert_missing(engine: Engine, rows: dict[str, list[SQLModel]]) -> SeedReport:
+    with Session(engine) as session:
+        report = insert_missing_rows(session, rows)
+        session.commit()
+    return report
+
+
+def insert_missing_rows(session: Session, rows: dict[str, list[SQLModel]]) -> SeedReport:
+    """Add the rows (as :func:`fixture_rows` builds them) whose keys are not in the database yet, parents
+    before children, without committing: the caller's transaction decides (seeding, and the tenant
+    import of :mod:`commerce_server.importer`)."""
     inserted: dict[str, int] = {}
     present: dict[str, int] = {}
-    with Session(engine) as session:
-        for table, model, key_columns in _TABLE_KEYS:
-            columns = [getattr(model, name) for name in key_columns]
-            existing = {tuple(key) for key in session.execute(select(*columns))}
-            table_rows = rows[table]
-            missing = [row for row in table_rows if tuple(getattr(row, name) for name in key_columns) not in existing]
-            session.add_all(missing)
-            session.flush()
-            inserted[table] = len(missing)
-            present[table] = len(table_rows) - len(missing)
-        session.commit()
+    for table, model, key_columns in _TABLE_KEYS:
+        columns = [getattr(model, name) for name in key_columns]
+        existing = {tuple(key) for key in session.execute(select(*columns))}
+        table_rows = rows[table]
+        missing = [row for row in table_rows if tuple(getattr(row, name) for name in key_columns) not in existing]
+        session.add_all(missing)
+        session.flush()
+        inserted[table] = len(missing)
+        present[table] = len(table_rows) - len(missing)
     return SeedReport(inserted=inserted, present=present)

@@ -53,6 +53,8 @@ from knowledge.store import KnowledgeBase
 logger = logging.getLogger(__name__)
 
 SERVER_NAME = "qinghe-commerce"
+SERVER_VERSION = "0.3.0"
+"""The commerce contract's version (0.3: approvals checked against the directory, co-approvals)."""
 
 
 SCOPE_DOCUMENT: dict[str, Any] = {
@@ -128,14 +130,19 @@ def bound_identity(identity: Identity) -> IdentityResolver:
     return lambda _scope: identity
 
 
-def token_identity(scope: str) -> Identity:
-    """HTTP: the identity of the current request's verified token, if it grants ``scope``."""
-    access_token = get_access_token()
-    if access_token is None:
-        raise AuthorizationError(CommerceErrorCode.TOKEN_REJECTED, "This request carries no verified token.")
-    if scope not in access_token.scopes:
-        raise error_from_code(CommerceErrorCode.SCOPE_MISSING, f"The token does not grant the {scope} scope.")
-    return identity_from_access_token(access_token)
+def token_identity(keys: CommerceKeys) -> IdentityResolver:
+    """HTTP: the identity of the current request's verified token, if it grants the scope, as this
+    server's directory lists that person now."""
+
+    def resolve(scope: str) -> Identity:
+        access_token = get_access_token()
+        if access_token is None:
+            raise AuthorizationError(CommerceErrorCode.TOKEN_REJECTED, "This request carries no verified token.")
+        if scope not in access_token.scopes:
+            raise error_from_code(CommerceErrorCode.SCOPE_MISSING, f"The token does not grant the {scope} scope.")
+        return identity_from_access_token(access_token, keys.directory())
+
+    return resolve
 
 
 class _Dispatcher:
@@ -198,7 +205,7 @@ def build_server(
             "Order, shipment, invoice, product and ticket facts for the signed-in customer of a "
             "fictional merchant. Amounts are integer cents."
         ),
-        version="0.2.0",
+        version=SERVER_VERSION,
         token_verifier=token_verifier,
         auth=auth,
         log_level=log_level,
@@ -301,10 +308,11 @@ def build_http_server(
     """A server acting for whoever each request's verified token names; bad tokens get HTTP 401."""
     # Validated from the string, as the SDK expects: its settings keep a path-less URL without a trailing slash.
     auth = AuthSettings.model_validate({"issuer_url": public_url, "resource_server_url": None})
+    keys = keys or CommerceKeys.from_environment()
     return build_server(
         engine,
-        token_identity,
-        token_verifier=CommerceTokenVerifier(secret),
+        token_identity(keys),
+        token_verifier=CommerceTokenVerifier(secret, keys.directory),
         auth=auth,
         log_level=log_level,
         knowledge=knowledge,

@@ -19,8 +19,9 @@ from collections.abc import Iterable, Mapping
 import jwt
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from contracts.directory import Directory
 from contracts.errors import AuthorizationError, CommerceErrorCode, ConfigurationError
-from contracts.identity import PROFILES, Identity
+from contracts.identity import Identity
 from contracts.tools import COMMERCE_TOOLS, Scope
 
 __all__ = [
@@ -29,10 +30,10 @@ __all__ = [
     "AUDIENCE",
     "DATABASE_URL_ENV",
     "DEFAULT_TTL_SECONDS",
+    "DIRECTORY_ENV",
     "ISSUER",
     "MAX_TTL_SECONDS",
     "MIN_SECRET_CHARS",
-    "PUBLIC_KEYS_ENV",
     "SIGNING_KEY_ENV",
     "TOKEN_SECRET_ENV",
     "TOOL_SCOPES",
@@ -48,9 +49,9 @@ TOKEN_SECRET_ENV = "COMMERCE_TOKEN_SECRET"
 """The HMAC secret; the worker that mints and the server that verifies must be given the same one."""
 DATABASE_URL_ENV = "COMMERCE_DATABASE_URL"
 """The commerce database's SQLAlchemy URL; the worker hands it to the stdio server it launches."""
-PUBLIC_KEYS_ENV = "COMMERCE_PUBLIC_KEYS"
-"""The commerce server's own copy of the public key set (a JWKS file path or an https URL) that it
-checks reviewers' approvals with; default ``<state dir>/keys/public-keys.json``."""
+DIRECTORY_ENV = "COMMERCE_DIRECTORY"
+"""The commerce server's own copy of the support directory (a file path or an https URL) that it checks
+bearer tokens' people and reviewers' approvals with; default ``<state dir>/keys/directory.json``."""
 SIGNING_KEY_ENV = "COMMERCE_SIGNING_KEY"
 """The PEM file of the commerce server's private key, which signs receipts (kid ``commerce``); default
 ``<state dir>/keys/commerce.pem``. Only the commerce server reads it."""
@@ -124,8 +125,9 @@ def mint_token(
     return jwt.encode(claims, secret, algorithm=ALGORITHM)
 
 
-def verify_token(token: str, *, secret: str) -> TokenClaims:
-    """Check signature, issuer, audience and expiry, and that the subject is a known profile."""
+def verify_token(token: str, *, secret: str, directory: Directory) -> TokenClaims:
+    """Check signature, issuer, audience and expiry, and that the subject is a person the directory
+    lists in the token's tenant."""
     try:
         decoded = jwt.decode(
             token,
@@ -143,7 +145,7 @@ def verify_token(token: str, *, secret: str) -> TokenClaims:
         raise AuthorizationError(
             CommerceErrorCode.TOKEN_REJECTED, "The bearer token is valid for longer than this server accepts."
         )
-    profile = PROFILES.get(claims.sub)
-    if profile is None or profile.tenant != claims.tenant:
+    person = directory.person(claims.sub)
+    if person is None or person.tenant != claims.tenant:
         raise AuthorizationError(CommerceErrorCode.TOKEN_REJECTED, "The bearer token names an unknown identity.")
     return claims

@@ -12,7 +12,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from contracts.commerce import ProposalOutcome, RefundProposal, RefundQuote, RefundReceipt
-from contracts.credentials import PublicKeys
+from contracts.directory import Directory
 from contracts.effect_card import EffectCard
 from contracts.identity import Identity
 from contracts.knowledge import Language, Passage
@@ -296,6 +296,17 @@ class ReviewOutcome(_Model):
     reason: str
 
 
+class AcceptedApproval(_Model):
+    """One reviewer's signed approval that the workflow accepted, kept until the tenant's policy is met
+    (four-eyes: two distinct reviewers at or above the tenant's threshold)."""
+
+    reviewer: str = Field(min_length=1, max_length=40)
+    approval_token: str = Field(min_length=1, max_length=4000)
+    token_id: str = Field(min_length=1, max_length=100)
+    at: datetime
+    via: str = Field(max_length=10)
+
+
 class SettleRequest(_Model):
     case_id: str
     applicant: Identity
@@ -306,6 +317,8 @@ class SettleRequest(_Model):
     approved_at: datetime
     approval_token: str | None = None
     """The reviewer's signed approval; the commerce server verifies it itself before it pays."""
+    co_approval_tokens: list[str] = Field(default_factory=list, max_length=3)
+    """The other reviewers' signed approvals, where the tenant's policy needs more than one."""
     applicant_token: str | None = None
     """The case's applicant token, which the commerce server checks too (a case no issuer vouched for
     is never paid)."""
@@ -413,8 +426,10 @@ class CarriedCase(_Model):
     proposal: RefundProposal
     record_path: str | None = None
     record_error: str | None = None
-    public_keys: PublicKeys | None = None
-    """The public keys recorded when the applicant was verified (cases with signed credentials)."""
+    directory: Directory | None = None
+    """The slice of the directory recorded when the applicant was verified."""
+    approvals: list[AcceptedApproval] = Field(default_factory=list, max_length=3)
+    """Approvals accepted so far, while the tenant's policy needs more."""
     used_approvals: list[str] = []
     """Token ids of approvals already presented: each is accepted once."""
 

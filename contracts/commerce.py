@@ -216,6 +216,9 @@ class RefundApproval(_Frozen):
     approved_at: datetime
     approval_token: str | None = Field(default=None, max_length=4000)
     """The reviewer's signed approval (contracts.credentials): the only proof the server accepts."""
+    co_approval_tokens: list[str] = Field(default_factory=list, max_length=3)
+    """Further reviewers' signed approvals of the same proposal, where the tenant's approval policy
+    (the commerce server's own copy of the directory) needs more than one reviewer."""
     applicant_token: str | None = Field(default=None, max_length=4000)
     """The issuer-signed applicant token the case started with: no case without one is ever paid."""
 

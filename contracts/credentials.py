@@ -16,23 +16,39 @@ import jwt
 from jwt.exceptions import InvalidTokenError, PyJWKError
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from contracts.directory import COMMERCE_KID, ISSUER_KID, KEY_ALGORITHM, Directory
 from contracts.errors import AuthorizationError
-from contracts.identity import PROFILES, Identity, Role
+from contracts.identity import Identity, Role
 
-ALGORITHM = "EdDSA"
-"""Every credential is signed with Ed25519. The key that signs is named by the token's ``kid`` and
-must be the key the public key set lists for that signer:
+__all__ = [
+    "ALGORITHM",
+    "APPLICANT_AUDIENCE",
+    "APPROVAL_AUDIENCE",
+    "COMMERCE_KID",
+    "ISSUER_KID",
+    "RECEIPT_AUDIENCE",
+    "ApplicantCheck",
+    "ApprovalClaims",
+    "CredentialRefused",
+    "PublicKeys",
+    "ReceiptClaims",
+    "SignedReview",
+    "VerifiedApplicant",
+    "applicant_claims",
+    "approval_claims",
+    "check_approval",
+    "claimed_subject",
+    "key_set",
+    "sign",
+    "verify_applicant_of_case",
+    "verify_applicant_token",
+    "verify_approval_token",
+    "verify_receipt",
+]
 
-==================  ===========================  =================================================
-``kid``             held by                       signs
-==================  ===========================  =================================================
-``issuer``          the login service             applicant tokens (subject, tenant, role, case id)
-``reviewer:<sub>``  that reviewer, and only them  approval tokens (case id, digest, decision)
-``commerce``        the commerce server           receipts (approval token id, digest, amounts)
-==================  ===========================  =================================================
-"""
-ISSUER_KID = "issuer"
-COMMERCE_KID = "commerce"
+ALGORITHM = KEY_ALGORITHM
+"""Every credential is signed with Ed25519; which key signs what is the directory's table
+(:mod:`contracts.directory`): the issuer, a reviewer's own key, the commerce server."""
 APPLICANT_AUDIENCE = "support-case"
 APPROVAL_AUDIENCE = "refund-approval"
 RECEIPT_AUDIENCE = "refund-receipt"
@@ -45,10 +61,6 @@ crashed after a timely approval retries within this window and pays once, even i
 expired meanwhile; an approval signed after the proposal expired is never paid."""
 CLOCK_SKEW = timedelta(seconds=60)
 MAX_TOKEN_CHARS = 4000
-
-
-def reviewer_kid(subject: str) -> str:
-    return f"reviewer:{subject}"
 
 
 class _Claims(BaseModel):
@@ -76,7 +88,7 @@ class ApplicantClaims(_Claims):
 
 class ApprovalClaims(_Claims):
     sub: str
-    """The reviewer: the key that signed must be ``reviewer:<sub>``."""
+    """The reviewer: the key that signed must be one the directory lists for ``sub``."""
     tenant: str
     case_id: str
     digest: str = Field(min_length=64, max_length=64)
@@ -138,13 +150,21 @@ class ApplicantCheck(BaseModel):
 
 
 class VerifiedApplicant(BaseModel):
-    """Who the applicant token proves, and the public keys it was checked with (recorded in history,
-    so every later check in the workflow uses exactly these keys)."""
+    """Who the applicant token proves, and the slice of the directory that decides the case
+    (:meth:`contracts.directory.Directory.for_case`): recorded in history, so every later check in the
+    workflow uses exactly these reviewers, keys and policy."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     identity: Identity
-    public_keys: PublicKeys
+    directory: Directory
+    issuer: str = Field(default="built-in", max_length=200)
+    """Who vouched for the applicant: ``built-in`` (the ``issuer`` key) or an outside issuer's URL."""
+
+
+def key_set(directory: Directory) -> PublicKeys:
+    """The directory's public keys as a key set."""
+    return PublicKeys(keys=list(directory.keys))
 
 
 class CredentialRefused(AuthorizationError):
@@ -155,9 +175,9 @@ def _refuse(code: str, message: str) -> CredentialRefused:
     return CredentialRefused(code, message)
 
 
-def _verified(token: str, keys: PublicKeys, *, audience: str, expected_kid: str | None) -> dict[str, Any]:
-    """The claims of a token signed with EdDSA by the key its ``kid`` names (and, when given, by
-    ``expected_kid``); time is not checked here (the caller passes its own clock)."""
+def _verified(token: str, keys: PublicKeys, *, audience: str, allowed_kids: tuple[str, ...]) -> dict[str, Any]:
+    """The claims of a token signed with EdDSA by the key its ``kid`` names, which must be one of
+    ``allowed_kids``; time is not checked here (the caller passes its own clock)."""
     if not isinstance(token, str) or not token or len(token) > MAX_TOKEN_CHARS:
         raise _refuse("malformed_token", "The credential is missing or not a token.")
     try:
@@ -167,8 +187,10 @@ def _verified(token: str, keys: PublicKeys, *, audience: str, expected_kid: str 
     if header.get("alg") != ALGORITHM:
         raise _refuse("wrong_algorithm", f"Only {ALGORITHM} signatures are accepted.")
     kid = str(header.get("kid", ""))
-    if expected_kid is not None and kid != expected_kid:
-        raise _refuse("wrong_signer", f"The token is signed as {kid[:60]!r}, not as {expected_kid!r}.")
+    if not allowed_kids:
+        raise _refuse("unknown_signer", "No public key is published for the signer the token names.")
+    if kid not in allowed_kids:
+        raise _refuse("wrong_signer", f"The token is signed as {kid[:60]!r}, not with a key of the signer it names.")
     try:
         return jwt.decode(
             token,
@@ -192,9 +214,10 @@ def _check_time(claims: _Claims, now: datetime) -> None:
         raise _refuse("token_expired", "The token has expired.")
 
 
-def verify_applicant_token(token: str, keys: PublicKeys, *, case_id: str, now: datetime) -> Identity:
-    """The applicant this token proves, for this case, now; else :class:`CredentialRefused`."""
-    raw = _verified(token, keys, audience=APPLICANT_AUDIENCE, expected_kid=ISSUER_KID)
+def verify_applicant_token(token: str, directory: Directory, *, case_id: str, now: datetime) -> Identity:
+    """The applicant the built-in issuer's token proves, for this case, now, as the directory lists
+    them; else :class:`CredentialRefused`."""
+    raw = _verified(token, key_set(directory), audience=APPLICANT_AUDIENCE, allowed_kids=(ISSUER_KID,))
     try:
         claims = ApplicantClaims.model_validate(raw)
     except ValidationError:
@@ -202,22 +225,30 @@ def verify_applicant_token(token: str, keys: PublicKeys, *, case_id: str, now: d
     _check_time(claims, now)
     if claims.case_id != case_id:
         raise _refuse("token_for_another_case", "The applicant token was issued for another case.")
-    known = PROFILES.get(claims.sub)
-    if known is None or (known.tenant, known.role) != (claims.tenant, claims.role) or claims.role is not Role.CUSTOMER:
-        raise _refuse("unknown_applicant", "The applicant token names no known customer.")
-    return known
+    return directory_customer(directory, claims.sub, tenant=claims.tenant, role=claims.role)
 
 
-def verify_applicant_of_case(token: str, keys: PublicKeys, *, case_id: str) -> Identity:
+def directory_customer(directory: Directory, subject: str, *, tenant: str, role: str | None) -> Identity:
+    """The customer ``subject`` as the directory lists them, when the token's tenant (and role, where
+    the token states one) agree with it; else ``unknown_applicant``."""
+    known = directory.person(subject)
+    if known is None or known.role is not Role.CUSTOMER or known.tenant != tenant:
+        raise _refuse("unknown_applicant", "The applicant token names no customer of the directory.")
+    if role is not None and role != Role.CUSTOMER.value:
+        raise _refuse("unknown_applicant", "The applicant token names no customer of the directory.")
+    return known.identity()
+
+
+def verify_applicant_of_case(token: str, directory: Directory, *, case_id: str) -> Identity:
     """The applicant the issuer vouched for on case ``case_id``, whenever that was: the signature and
     the claims, not the token's lifetime (the case checked that when it started). The commerce server
     pays only a case that some issuer-signed applicant token stands behind."""
-    raw = _verified(token, keys, audience=APPLICANT_AUDIENCE, expected_kid=ISSUER_KID)
+    raw = _verified(token, key_set(directory), audience=APPLICANT_AUDIENCE, allowed_kids=(ISSUER_KID,))
     try:
         claims = ApplicantClaims.model_validate(raw)
     except ValidationError:
         raise _refuse("malformed_claims", "The applicant token lacks a required claim.") from None
-    return verify_applicant_token(token, keys, case_id=case_id, now=claims.issued_at)
+    return verify_applicant_token(token, directory, case_id=case_id, now=claims.issued_at)
 
 
 def claimed_subject(token: str) -> str | None:
@@ -229,13 +260,15 @@ def claimed_subject(token: str) -> str | None:
         return None
 
 
-def verify_approval_token(token: str, keys: PublicKeys) -> ApprovalClaims:
-    """The claims of an approval token signed by the reviewer it names (no case, time or rule checks:
-    :func:`check_approval` applies those)."""
+def verify_approval_token(token: str, directory: Directory) -> ApprovalClaims:
+    """The claims of an approval token signed with a key the directory lists for the person it names
+    (no case, time or rule checks: :func:`check_approval` applies those)."""
     subject = claimed_subject(token)
     if subject is None:
         raise _refuse("malformed_token", "The credential is not a signed token.")
-    raw = _verified(token, keys, audience=APPROVAL_AUDIENCE, expected_kid=reviewer_kid(subject))
+    person = directory.person(subject)
+    kids = tuple(person.kids) if person is not None else ()
+    raw = _verified(token, key_set(directory), audience=APPROVAL_AUDIENCE, allowed_kids=kids)
     try:
         return ApprovalClaims.model_validate(raw)
     except ValidationError:
@@ -244,6 +277,7 @@ def verify_approval_token(token: str, keys: PublicKeys) -> ApprovalClaims:
 
 def check_approval(
     claims: ApprovalClaims,
+    directory: Directory,
     *,
     case_id: str,
     digest: str,
@@ -260,7 +294,7 @@ def check_approval(
         raise _refuse("token_for_another_case", "The approval was signed for another case.")
     if claims.digest != digest:
         raise _refuse("digest_mismatch", "The approval was signed for another proposal.")
-    reviewer = PROFILES.get(claims.sub)
+    reviewer = directory.person(claims.sub)
     if reviewer is None or reviewer.role is not Role.REVIEWER:
         raise _refuse("not_a_reviewer", "The approval is not signed by a reviewer.")
     if reviewer.subject == applicant.subject:
@@ -313,7 +347,7 @@ def approval_claims(
 
 def verify_receipt(token: str, keys: PublicKeys) -> ReceiptClaims:
     """A receipt signed by the commerce server's published key."""
-    raw = _verified(token, keys, audience=RECEIPT_AUDIENCE, expected_kid=COMMERCE_KID)
+    raw = _verified(token, keys, audience=RECEIPT_AUDIENCE, allowed_kids=(COMMERCE_KID,))
     try:
         return ReceiptClaims.model_validate(raw)
     except ValidationError:

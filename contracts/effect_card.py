@@ -12,7 +12,7 @@ One card, three renderings: the workflow's current details in the Temporal Web U
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import NamedTuple
 
@@ -69,6 +69,10 @@ class EffectCard(BaseModel):
     None on older cards and when the order was not read)."""
     decided: CardDecision | None = None
     """The accepted review, once there is one (None on older cards and while the proposal waits)."""
+    approvals_required: int = 1
+    """Distinct reviewers the tenant's policy needs for this amount (2 at or above its threshold)."""
+    approved_by: list[str] = []
+    """The reviewers whose signed approvals the case accepted so far, in order."""
 
     @property
     def amount(self) -> str:
@@ -97,8 +101,20 @@ def effect_rows(card: EffectCard) -> list[CardRow]:
         *(CardRow("policy", f"{page.page_id} {page.title}", data=True) for page in card.cited_pages),
         CardRow("digest", card.digest),
         CardRow("expires", card.expires_at.isoformat(timespec="seconds")),
+        *([approvals_row(card)] if card.approvals_required > 1 else []),
         *([decision_row(card.decided)] if card.decided else []),
     ]
+
+
+def approvals_row(card: EffectCard) -> CardRow:
+    """``1 of 2 approvals (chen); two distinct reviewers of the tenant are needed for this amount``."""
+    who = f" ({', '.join(card.approved_by)})" if card.approved_by else ""
+    return CardRow(
+        "approvals",
+        f"{len(card.approved_by)} of {card.approvals_required} approvals{who}; "
+        f"{card.approvals_required} distinct reviewers of the tenant are needed for this amount",
+        data=True,
+    )
 
 
 def invoice_text(total_cents: int, card: EffectCard) -> str:
@@ -162,6 +178,8 @@ def effect_card(
     evidence: Mapping[str, Passage],
     invoice: Invoice | None = None,
     decided: CardDecision | None = None,
+    approvals_required: int = 1,
+    approved_by: Sequence[str] = (),
 ) -> EffectCard:
     """The card for a proposal; ``order`` is the case's ``get_order`` fact, ``evidence`` its passages
     by passage id (the quote cites pages; a page's title is that of any of its passages read).
@@ -185,6 +203,8 @@ def effect_card(
         invoice_total_cents=invoice_total(invoice, quote),
         return_received=return_received(order, proposal.order_id),
         decided=decided,
+        approvals_required=approvals_required,
+        approved_by=list(approved_by),
     )
 
 

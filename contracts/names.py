@@ -146,6 +146,8 @@ class ReviewRefusal(StrEnum):
     """A review that names a reviewer instead of carrying one's signed approval."""
     APPROVAL_REUSED = "approval_reused"
     """An approval token already presented to this case."""
+    REVIEWER_ALREADY_APPROVED = "reviewer_already_approved"
+    """A second approval by a reviewer whose approval the case already holds (four-eyes needs two people)."""
 
 
 REVIEW_REFUSED = "review_refused"

@@ -27,10 +27,13 @@ _SENTENCES: dict[str, str] = {
         "a review must carry a reviewer's signed approval token; a reviewer's name proves nothing"
     ),
     ReviewRefusal.APPROVAL_REUSED: "this approval token was already presented to this case; sign a new one",
+    ReviewRefusal.REVIEWER_ALREADY_APPROVED: (
+        "reviewer {reviewer} already approved this proposal; the tenant's policy needs another reviewer"
+    ),
     "malformed_token": "the approval token is not a signed token",
     "wrong_algorithm": "the approval token is not signed with EdDSA (Ed25519)",
     "wrong_signer": "the approval token is signed with another key than reviewer {reviewer}'s",
-    "unknown_signer": "no public key is published for reviewer {reviewer}",
+    "unknown_signer": "the directory publishes no key for reviewer {reviewer}",
     "private_key_in_key_set": "the case's key set holds a private key, so no signature is accepted",
     "bad_signature": "the signature does not match reviewer {reviewer}'s published key",
     "malformed_claims": "the approval token lacks a required claim",

@@ -47,10 +47,10 @@ class RehearsalStack:
 def seeded_state_dir(state_dir: Path) -> Path:
     """``state_dir`` with demo keys and a commerce database (SQLite) seeded from the fictional fixture."""
     from commerce_server import make_engine, seed_fixture
-    from keystore import create_demo_keys
+    from keystore import create_demo_directory
 
     state_dir.mkdir(parents=True, exist_ok=True)
-    create_demo_keys(state_dir)
+    create_demo_directory(state_dir)
     engine = make_engine(f"sqlite:///{state_dir / 'commerce.db'}")
     seed_fixture(engine)
     engine.dispose()
@@ -63,15 +63,15 @@ async def rehearsal_stack(root: Path, **server_options: Any) -> AsyncIterator[Re
     with the rehearsal model, all under ``root``; yields them as a :class:`RehearsalStack`. The worker
     runs as this checkout's version of the Worker Deployment, made current before this yields.
 
-    The worker verifies credentials with the public keys of ``root/state`` (never ``SUPPORT_PUBLIC_KEYS``
-    from the environment); the commerce server it starts over stdio finds the same state dir's keys
-    unless ``COMMERCE_PUBLIC_KEYS`` / ``COMMERCE_SIGNING_KEY`` name others. Used by
+    The worker verifies credentials with the directory of ``root/state`` (never ``SUPPORT_DIRECTORY``
+    from the environment); the commerce server it starts over stdio finds the same state dir's directory
+    and keys unless ``COMMERCE_DIRECTORY`` / ``COMMERCE_SIGNING_KEY`` name others. Used by
     scripts/record_histories.py and the benchmarks; ``server_options`` go to :func:`start_dev_server`.
     """
     from activities.model_settings import load_model_settings
     from case_client import TemporalTarget, connect
     from case_client.deployment import release
-    from keystore import public_keys_location
+    from keystore import directory_location
     from worker import support_worker
 
     server = start_dev_server(root / "temporal", **server_options)
@@ -84,7 +84,7 @@ async def rehearsal_stack(root: Path, **server_options: Any) -> AsyncIterator[Re
             state_dir,
             task_queue=task_queue,
             model_settings=load_model_settings({}),
-            public_keys=public_keys_location(state_dir, {}),
+            directory=directory_location(state_dir, {}),
             deployment=release().version,
             set_current=True,
         ):

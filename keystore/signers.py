@@ -8,16 +8,10 @@ import uuid
 from datetime import UTC, datetime
 from pathlib import Path
 
-from contracts.credentials import (
-    ISSUER_KID,
-    SignedReview,
-    applicant_claims,
-    approval_claims,
-    reviewer_kid,
-    sign,
-)
+from contracts.credentials import ISSUER_KID, SignedReview, applicant_claims, approval_claims, sign
+from contracts.errors import ConfigurationError
 from contracts.identity import Identity
-from keystore import load_private_key, private_key_path
+from keystore import directory_location, load_directory, load_private_key, private_key_path
 
 
 class KeyFileSigner:
@@ -31,10 +25,27 @@ class KeyFileSigner:
         claims = applicant_claims(identity, case_id=case_id, now=now or datetime.now(UTC), jti=uuid.uuid4().hex)
         return sign(claims, load_private_key(private_key_path(self.state_dir, ISSUER_KID)), kid=ISSUER_KID)
 
+    def reviewer_key_id(self, reviewer: Identity) -> str:
+        """The kid of ``reviewer``'s current key: the last the directory lists for them."""
+        person = load_directory(directory_location(self.state_dir)).person(reviewer.subject)
+        if person is None or not person.kids:
+            raise ConfigurationError(
+                "reviewer_key_missing", f"The directory lists no key for {reviewer.subject!r}; add them as a reviewer."
+            )
+        return person.kids[-1]
+
     def approval_token(
-        self, reviewer: Identity, *, case_id: str, digest: str, decision: str, now: datetime | None = None
+        self,
+        reviewer: Identity,
+        *,
+        case_id: str,
+        digest: str,
+        decision: str,
+        now: datetime | None = None,
+        kid: str | None = None,
     ) -> str:
-        """``reviewer``'s signed decision on exactly this proposal (signed with that reviewer's own key)."""
+        """``reviewer``'s signed decision on exactly this proposal, signed with that reviewer's own key
+        (``kid``, default their current key in the directory)."""
         claims = approval_claims(
             reviewer,
             case_id=case_id,
@@ -43,7 +54,7 @@ class KeyFileSigner:
             now=now or datetime.now(UTC),
             jti=uuid.uuid4().hex,
         )
-        kid = reviewer_kid(reviewer.subject)
+        kid = kid or self.reviewer_key_id(reviewer)
         return sign(claims, load_private_key(private_key_path(self.state_dir, kid)), kid=kid)
 
     def signed_review(self, reviewer: Identity, *, case_id: str, digest: str, decision: str) -> SignedReview:

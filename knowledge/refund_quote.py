@@ -75,10 +75,11 @@ def _policy_pages_match(rules: RefundRules, page_versions: Mapping[str, str]) ->
     return all(page_versions.get(page_id) == rules.policy_version for page_id in (rules.window_page, rules.amount_page))
 
 
-def _first_failing_reason(order: Order, rules: RefundRules, as_of: date) -> str | None:
+def _first_failing_reason(order: Order, rules: RefundRules, as_of: date, policy_tenant: str) -> str | None:
     days = (as_of - order.delivered_on).days if order.delivered_on else None
     checks = {
-        "merchant_requires_manual_review": order.tenant != rules.tenant or order.tenant in rules.manual_review_tenants,
+        "merchant_requires_manual_review": policy_tenant != rules.tenant
+        or policy_tenant in rules.manual_review_tenants,
         "not_delivered": order.status is not OrderStatus.DELIVERED or order.delivered_on is None,
         "excluded_category": order.category.value in rules.excluded_categories,
         "outside_window": days is not None and days > rules.window_days,
@@ -138,16 +139,20 @@ def _explain(reason: str, amount: int, order: Order, days: int | None, rules: Re
 
 
 def calculate_refund_quote(
-    order: Order, *, page_versions: Mapping[str, str], as_of: date = FIXTURE_AS_OF
+    order: Order, *, page_versions: Mapping[str, str], as_of: date = FIXTURE_AS_OF, policy_tenant: str | None = None
 ) -> RefundQuote:
     """Quote the automatic refund for one order at one as-of date (the fixture date by default).
+
+    ``policy_tenant`` is the tenant whose refund rule the order's tenant follows, as the directory says
+    (:meth:`contracts.directory.Directory.policy_tenant`); default the order's own tenant.
 
     ``page_versions`` are the policy page versions to check, resolved by the caller that owns the
     knowledge base with :func:`policy_page_versions` at the same ``as_of``: the rule reads no
     knowledge base of its own, so the one a worker or a commerce server was given is the one checked.
     """
     rules = load_refund_rules()
-    reason = _first_failing_reason(order, rules, as_of)
+    follows = policy_tenant or order.tenant
+    reason = _first_failing_reason(order, rules, as_of, follows)
     citations: list[str] = []
     if reason != "merchant_requires_manual_review":
         citations = [rules.window_page, rules.amount_page]
@@ -182,7 +187,7 @@ def calculate_refund_quote(
         refunded_cents=order.refunded_cents,
         delivered_on=order.delivered_on,
         days_since_delivery=days,
-        window_days=rules.window_days if order.tenant == rules.tenant else None,
+        window_days=rules.window_days if follows == rules.tenant else None,
         citations=citations,
         explanation_en=explanation_en,
         explanation_zh=explanation_zh,

@@ -27,13 +27,12 @@ from pathlib import Path
 
 from case_client import CaseClient, CaseHandle
 from contracts.case import CaseStatus, CaseView, Decision, ReviewDecision
-from contracts.credentials import SignedReview, approval_claims, reviewer_kid, sign
+from contracts.credentials import SignedReview, approval_claims, sign
 from contracts.errors import AuthorizationError
-from contracts.identity import resolve_profile
 from contracts.knowledge import Language
 from contracts.names import REVIEW
 from devstack.rehearsal_stack import RehearsalStack, rehearsal_stack
-from keystore import load_private_key, private_key_path
+from keystore import demo_identity, load_private_key, private_key_path, reviewer_kid
 from keystore.signers import KeyFileSigner
 
 HISTORIES = Path(__file__).resolve().parents[1] / "tests" / "histories"
@@ -54,7 +53,7 @@ def signed(
     """``reviewer``'s own signed decision on the case's proposal."""
     assert view.digest is not None
     return signer.signed_review(
-        resolve_profile(reviewer), case_id=case.case_id, digest=view.digest, decision=decision.value
+        demo_identity(reviewer), case_id=case.case_id, digest=view.digest, decision=decision.value
     )
 
 
@@ -80,7 +79,7 @@ async def forged_then_approved(case: CaseHandle, view: CaseView, signer: KeyFile
     update: it fails), then chen's own signed approval."""
     assert view.digest is not None
     claims = approval_claims(
-        resolve_profile("chen"),
+        demo_identity("chen"),
         case_id=case.case_id,
         digest=view.digest,
         decision="approve",
@@ -167,7 +166,7 @@ async def record(stack: RehearsalStack, tag: str, out: Path) -> None:
     for name, applicant, question, language, action, ttl in scenarios:
         starter = unsigned if name == UNVERIFIED[0] else cases
         case = await starter.start(
-            resolve_profile(applicant),
+            demo_identity(applicant),
             question,
             language=language,
             ttl_seconds=ttl,

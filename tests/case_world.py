@@ -33,10 +33,10 @@ from case_client.deployment import make_current, release
 from commerce_server.db import OrderRow, RefundRow, TicketRow, make_engine
 from commerce_server.seed import seed_fixture
 from contracts.case import CaseEvent, CaseView
-from contracts.identity import resolve_profile
 from contracts.knowledge import Language
 from contracts.names import QueryName
 from contracts.payload_codec import CASE_DATA_CONVERTER, decode_payload_sync
+from keystore import demo_identity
 from tests.credentials_support import applicant_token, install_signing_keys
 from worker import Cleanup, build_worker
 
@@ -69,7 +69,7 @@ class CaseWorld:
     async def start(
         self, question: str, *, profile: str = "alice", language: Language = Language.EN, ttl: int = 900
     ) -> WorkflowHandle:
-        case = await self.cases.start(resolve_profile(profile), question, language=language, ttl_seconds=ttl)
+        case = await self.cases.start(demo_identity(profile), question, language=language, ttl_seconds=ttl)
         return case.workflow
 
     async def wait_for(self, handle: WorkflowHandle, done: Callable[[CaseView], bool], timeout: float = 60) -> CaseView:

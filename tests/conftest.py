@@ -20,12 +20,13 @@ from temporalio.client import Client
 
 from commerce_server.db import make_engine
 from commerce_server.seed import seed_fixture
-from commerce_server.tokens import PUBLIC_KEYS_ENV, SIGNING_KEY_ENV
+from commerce_server.tokens import DIRECTORY_ENV, SIGNING_KEY_ENV
 from contracts.commerce import Order, RefundApproval, RefundProposal
-from contracts.credentials import COMMERCE_KID, PublicKeys, reviewer_kid
-from contracts.identity import PROFILES
+from contracts.credentials import COMMERCE_KID, PublicKeys, key_set
+from contracts.directory import Directory
+from contracts.identity import Role
 from devstack.servers import DevServer, start_dev_server
-from keystore import PUBLIC_KEYS_FILE, keys_dir, load_public_keys, private_key_path
+from keystore import DIRECTORY_FILE, keys_dir, load_directory, private_key_path, reviewer_kid
 from keystore.signers import KeyFileSigner
 from knowledge.refund_quote import calculate_refund_quote, policy_page_versions
 from knowledge.store import default_knowledge_base
@@ -93,14 +94,14 @@ def commerce_engine(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[
 
 @dataclass(frozen=True)
 class DemoKeys:
-    """The demo key pairs of one test session (``create_demo_keys`` in a tmp state dir): every
-    reviewer's, the issuer's and the commerce server's, and the public key set."""
+    """The demo key pairs of one test session (``create_demo_directory`` in a tmp state dir): every
+    reviewer's, the issuer's and the commerce server's, and the demo directory that publishes them."""
 
     state_dir: Path
 
     @property
-    def public_keys_path(self) -> Path:
-        return keys_dir(self.state_dir) / PUBLIC_KEYS_FILE
+    def directory_path(self) -> Path:
+        return keys_dir(self.state_dir) / DIRECTORY_FILE
 
     @property
     def commerce_key_path(self) -> Path:
@@ -110,12 +111,15 @@ class DemoKeys:
     def signer(self) -> KeyFileSigner:
         return KeyFileSigner(self.state_dir)
 
+    def directory(self) -> Directory:
+        return load_directory(str(self.directory_path))
+
     def public_keys(self) -> PublicKeys:
-        return load_public_keys(str(self.public_keys_path))
+        return key_set(self.directory())
 
     def commerce_environment(self) -> dict[str, str]:
         """What a commerce server process is given to find these keys."""
-        return {PUBLIC_KEYS_ENV: str(self.public_keys_path), SIGNING_KEY_ENV: str(self.commerce_key_path)}
+        return {DIRECTORY_ENV: str(self.directory_path), SIGNING_KEY_ENV: str(self.commerce_key_path)}
 
     def has_key(self, kid: str) -> bool:
         return private_key_path(self.state_dir, kid).exists()
@@ -124,8 +128,8 @@ class DemoKeys:
 @pytest.fixture(scope="session")
 def demo_keys() -> DemoKeys:
     """The test process's one set of demo keys (``create_demo_keys`` in a tmp dir, made once by
-    :func:`tests.credentials_support.use_test_keys`, which also points ``SUPPORT_PUBLIC_KEYS``,
-    ``COMMERCE_PUBLIC_KEYS`` and ``COMMERCE_SIGNING_KEY`` at them), so workers, commerce servers and
+    :func:`tests.credentials_support.use_test_keys`, which also points ``SUPPORT_DIRECTORY``,
+    ``COMMERCE_DIRECTORY`` and ``COMMERCE_SIGNING_KEY`` at them), so workers, commerce servers and
     the tests that sign all use the same keys whatever order the suites run in."""
     return DemoKeys(use_test_keys().state_dir)
 
@@ -133,7 +137,7 @@ def demo_keys() -> DemoKeys:
 @pytest.fixture(scope="session", autouse=True)
 def signing_keys_for_every_process(demo_keys: DemoKeys) -> DemoKeys:
     """Before any worker or commerce server is built or spawned, the environment names the session's
-    public key set (workers verify applicant tokens and approvals with it) and the commerce keys."""
+    directory (workers verify applicant tokens and approvals with it) and the commerce keys."""
     return demo_keys
 
 
@@ -174,15 +178,18 @@ def refund_approval(demo_keys: DemoKeys) -> Callable[..., RefundApproval]:
             | proposal_fields
         )
         token = None
-        if reviewer in PROFILES and demo_keys.has_key(reviewer_kid(reviewer)):
+        directory = demo_keys.directory()
+        person = directory.person(reviewer)
+        if person is not None and person.role is Role.REVIEWER and demo_keys.has_key(reviewer_kid(reviewer)):
             token = demo_keys.signer.approval_token(
-                PROFILES[reviewer],
+                person.identity(),
                 case_id=proposal.case_id,
                 digest=proposal.digest(),
                 decision="approve",
                 now=signed_at or now,
             )
-        applicant = PROFILES.get(proposal.applicant)
+        listed = directory.person(proposal.applicant)
+        applicant = listed.identity() if listed is not None else None
         return RefundApproval(
             approval_id=approval_id or f"approval-{secrets.token_hex(8)}",
             proposal=proposal,

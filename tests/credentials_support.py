@@ -16,19 +16,21 @@ from datetime import UTC, datetime
 from functools import cache
 from pathlib import Path
 
-from commerce_server.tokens import PUBLIC_KEYS_ENV as COMMERCE_PUBLIC_KEYS_ENV
+from commerce_server.tokens import DIRECTORY_ENV as COMMERCE_DIRECTORY_ENV
 from commerce_server.tokens import SIGNING_KEY_ENV as COMMERCE_SIGNING_KEY_ENV
 from contracts.case import Decision
-from contracts.credentials import COMMERCE_KID, SignedReview, approval_claims, reviewer_kid, sign
-from contracts.identity import Identity, resolve_profile
+from contracts.credentials import COMMERCE_KID, SignedReview, approval_claims, sign
+from contracts.identity import Identity
 from keystore import (
-    DEMO_SIGNERS,
-    PUBLIC_KEYS_ENV,
-    create_demo_keys,
+    DIRECTORY_ENV,
+    create_demo_directory,
+    demo_identity,
+    directory_location,
     keys_dir,
+    load_directory,
     load_private_key,
     private_key_path,
-    public_keys_location,
+    reviewer_kid,
 )
 from keystore.signers import KeyFileSigner
 
@@ -37,9 +39,9 @@ from keystore.signers import KeyFileSigner
 def use_test_keys() -> KeyFileSigner:
     """The demo keys of this test process (created on first use) and their signer."""
     state = Path(tempfile.mkdtemp(prefix="support-test-keys-"))
-    create_demo_keys(state)
-    os.environ[PUBLIC_KEYS_ENV] = public_keys_location(state, {})
-    os.environ[COMMERCE_PUBLIC_KEYS_ENV] = public_keys_location(state, {})
+    create_demo_directory(state)
+    os.environ[DIRECTORY_ENV] = directory_location(state, {})
+    os.environ[COMMERCE_DIRECTORY_ENV] = directory_location(state, {})
     os.environ[COMMERCE_SIGNING_KEY_ENV] = str(private_key_path(state, COMMERCE_KID))
     return KeyFileSigner(state)
 
@@ -51,20 +53,21 @@ def applicant_token(identity: Identity, case_id: str) -> str:
 def signed_review(reviewer: str, case_id: str, digest: str, decision: Decision = Decision.APPROVE) -> SignedReview:
     """``reviewer``'s own signed decision on exactly this proposal."""
     return use_test_keys().signed_review(
-        resolve_profile(reviewer), case_id=case_id, digest=digest, decision=decision.value
+        demo_identity(reviewer), case_id=case_id, digest=digest, decision=decision.value
     )
 
 
 def install_signing_keys(state_dir: Path) -> None:
     """Give ``state_dir`` this process's issuer and reviewer private keys (0600, in a 0700 folder), so
     that ``starter.py --state-dir state_dir`` signs applicant tokens and approvals exactly as the tests
-    do. Neither the commerce key nor a public key set is copied: every reader already checks against
-    the set ``SUPPORT_PUBLIC_KEYS`` names."""
+    do. Neither the commerce key nor the directory is copied: every reader already checks against the
+    directory ``SUPPORT_DIRECTORY`` names."""
     source = use_test_keys().state_dir
     folder = keys_dir(state_dir)
     folder.mkdir(parents=True, exist_ok=True)
     folder.chmod(0o700)
-    for kid in DEMO_SIGNERS:
+    directory = load_directory(directory_location(source, {}))
+    for kid in [str(key["kid"]) for key in directory.keys]:
         if kid != COMMERCE_KID and not private_key_path(state_dir, kid).exists():
             shutil.copy2(private_key_path(source, kid), private_key_path(state_dir, kid))
 
@@ -77,7 +80,7 @@ def forged_approval_token(
     someone impersonating ``claimed``, can produce. No workflow or commerce server may accept it."""
     signer = use_test_keys()
     claims = approval_claims(
-        resolve_profile(claimed),
+        demo_identity(claimed),
         case_id=case_id,
         digest=digest,
         decision=Decision.APPROVE.value,

@@ -64,7 +64,7 @@ class Shell:
         for name in (
             "COMMERCE_DATABASE_URL",
             "COMMERCE_MCP_URL",
-            "COMMERCE_PUBLIC_KEYS",
+            "COMMERCE_DIRECTORY",
             "COMMERCE_SIGNING_KEY",
             "TEMPORAL_NAMESPACE",
         ):

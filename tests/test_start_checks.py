@@ -69,46 +69,48 @@ def state_dir(tmp_path: Path, demo_keys: DemoKeys) -> Path:
 
 
 def worker(state_dir: Path, demo_keys: DemoKeys, **env: str) -> subprocess.CompletedProcess:
-    return run("worker.py", state_dir, **{"SUPPORT_PUBLIC_KEYS": str(demo_keys.public_keys_path), **env})
+    return run("worker.py", state_dir, **{"SUPPORT_DIRECTORY": str(demo_keys.directory_path), **env})
 
 
-# --- the worker's public key set ---------------------------------------------------------------------
+# --- the worker's directory --------------------------------------------------------------------------
 
 
-def test_a_missing_public_key_set_is_refused_before_the_worker_connects(state_dir: Path, demo_keys: DemoKeys) -> None:
-    line = refusal(worker(state_dir, demo_keys, SUPPORT_PUBLIC_KEYS=str(state_dir / "nowhere.json")))
-    assert line.startswith("worker: configuration error: public_keys_missing: SUPPORT_PUBLIC_KEYS=")
+def test_a_missing_directory_is_refused_before_the_worker_connects(state_dir: Path, demo_keys: DemoKeys) -> None:
+    line = refusal(worker(state_dir, demo_keys, SUPPORT_DIRECTORY=str(state_dir / "nowhere.json")))
+    assert line.startswith("worker: configuration error: directory_missing: SUPPORT_DIRECTORY=")
     assert "nowhere.json" in line
 
 
-def test_a_plain_http_public_key_set_is_refused(state_dir: Path, demo_keys: DemoKeys) -> None:
-    line = refusal(worker(state_dir, demo_keys, SUPPORT_PUBLIC_KEYS="http://keys.example.com/jwks.json"))
-    assert line.startswith("worker: configuration error: public_keys_insecure: SUPPORT_PUBLIC_KEYS=http://")
+def test_a_plain_http_directory_is_refused(state_dir: Path, demo_keys: DemoKeys) -> None:
+    line = refusal(worker(state_dir, demo_keys, SUPPORT_DIRECTORY="http://keys.example.com/directory.json"))
+    assert line.startswith("worker: configuration error: directory_insecure: SUPPORT_DIRECTORY=http://")
     assert "https" in line
 
 
-def test_an_unreachable_public_key_set_is_refused(state_dir: Path, demo_keys: DemoKeys) -> None:
-    url = f"https://{closed_address()}/jwks.json"
-    line = refusal(worker(state_dir, demo_keys, SUPPORT_PUBLIC_KEYS=url))
-    assert line.startswith(f"worker: configuration error: public_keys_unreadable: SUPPORT_PUBLIC_KEYS={url}")
+def test_an_unreachable_directory_is_refused(state_dir: Path, demo_keys: DemoKeys) -> None:
+    url = f"https://{closed_address()}/directory.json"
+    line = refusal(worker(state_dir, demo_keys, SUPPORT_DIRECTORY=url))
+    assert line.startswith(f"worker: configuration error: directory_unreadable: SUPPORT_DIRECTORY={url}")
 
 
-def test_a_public_key_set_holding_a_private_key_is_refused(
-    state_dir: Path, tmp_path: Path, demo_keys: DemoKeys
-) -> None:
-    keys = json.loads(demo_keys.public_keys_path.read_text(encoding="utf-8"))
-    keys["keys"][0]["d"] = "nEe1T2nK0tiLwPqFHBcOGmfGx1CI0ymbFLkcZvnBpL4"
+def test_a_directory_holding_a_private_key_is_refused(state_dir: Path, tmp_path: Path, demo_keys: DemoKeys) -> None:
+    document = json.loads(demo_keys.directory_path.read_text(encoding="utf-8"))
+    document["keys"][0]["d"] = "nEe1T2nK0tiLwPqFHBcOGmfGx1CI0ymbFLkcZvnBpL4"
     leaked = tmp_path / "leaked.json"
-    leaked.write_text(json.dumps(keys), encoding="utf-8")
-    line = refusal(worker(state_dir, demo_keys, SUPPORT_PUBLIC_KEYS=str(leaked)))
-    assert line.startswith("worker: configuration error: public_keys_hold_a_private_key: SUPPORT_PUBLIC_KEYS=")
+    leaked.write_text(json.dumps(document), encoding="utf-8")
+    line = refusal(worker(state_dir, demo_keys, SUPPORT_DIRECTORY=str(leaked)))
+    assert line.startswith("worker: configuration error: directory_invalid: SUPPORT_DIRECTORY=")
+    assert "private key" in line
 
 
-def test_an_empty_public_key_set_is_refused(state_dir: Path, tmp_path: Path, demo_keys: DemoKeys) -> None:
+def test_a_directory_without_an_issuer_key_is_refused(state_dir: Path, tmp_path: Path, demo_keys: DemoKeys) -> None:
+    """No issuer key and no outside issuer: no applicant token could ever verify (check_directory's
+    docstring promises this refusal)."""
     empty = tmp_path / "empty.json"
     empty.write_text('{"keys": []}', encoding="utf-8")
-    line = refusal(worker(state_dir, demo_keys, SUPPORT_PUBLIC_KEYS=str(empty)))
-    assert line.startswith("worker: configuration error: public_keys_empty: SUPPORT_PUBLIC_KEYS=")
+    line = refusal(worker(state_dir, demo_keys, SUPPORT_DIRECTORY=str(empty)))
+    assert line.startswith("worker: configuration error: directory_")
+    assert "SUPPORT_DIRECTORY=" in line and "issuer" in line
 
 
 # --- the worker's other settings ---------------------------------------------------------------------

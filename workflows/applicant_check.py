@@ -2,8 +2,8 @@
 
 Workflow code (it schedules a local activity), kept apart from
 the workflow class so that the class reads as the case's lifecycle. Nothing is read for a case whose
-token does not verify; the public keys the activity read are recorded in the state, and from then on
-only reviewer-signed approvals decide.
+token does not verify; the slice of the directory the activity read (the tenant's policy, reviewers
+and keys) is recorded in the state, and from then on only approvals signed by those reviewers decide.
 """
 
 from __future__ import annotations
@@ -43,7 +43,10 @@ async def verify_applicant(s: CaseState, record: Callable[[EventKind, str], None
         ) from None
     if verified.identity != case.applicant:
         raise CaseStopped(CaseStatus.FAILED, StopCode.APPLICANT_UNVERIFIED, "applicant_mismatch")
-    s.public_keys = verified.public_keys
+    s.directory = verified.directory
+    reviewers = len(verified.directory.reviewers(verified.identity.tenant))
     record(
-        EventKind.APPLICANT_VERIFIED, f"{verified.identity.subject} ({verified.identity.tenant}), signed by the issuer"
+        EventKind.APPLICANT_VERIFIED,
+        f"{verified.identity.subject} ({verified.identity.tenant}), signed by the {verified.issuer} issuer; "
+        f"directory recorded: {reviewers} reviewer(s) of {verified.identity.tenant}",
     )

@@ -4,8 +4,11 @@ Pure and deterministic: the workflow passes in the case's facts and ``workflow.n
 a code (:class:`contracts.names.ReviewRefusal`, or the failed check of a credential); the workflow
 records it and changes nothing.
 
-A case is decided only by an approval token signed by a reviewer's own key, verified against the
-public keys recorded when its applicant was verified; a review that merely names a reviewer is refused.
+A case is decided only by approval tokens signed by reviewers' own keys, verified against the slice of
+the directory recorded when its applicant was verified; a review that merely names a reviewer is
+refused. Where the tenant's policy needs two reviewers (four-eyes), a first approval is kept and the
+case waits for a second from another reviewer; the same reviewer approving again is refused, and a
+rejection by any reviewer of the tenant, before or after a first approval, decides the case rejected.
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ from temporalio.api.common.v1 import Payload
 from temporalio.converter import PayloadConverter
 from temporalio.exceptions import ApplicationError
 
-from contracts.case import CaseStatus, Decision, ReviewDecision
+from contracts.case import AcceptedApproval, CaseStatus, Decision, ReviewDecision
 from contracts.credentials import (
     CredentialRefused,
     SignedReview,
@@ -33,8 +36,8 @@ from contracts.refusals import refusal_message
 from workflows.case_state import CaseState
 
 UNKNOWN_SIGNER = "unknown_signer"
-"""The refusal of every signed review of a waiting case that holds no public keys (a state carried from a
-0.1 run that started before signed credentials): no signature can be verified, so nothing decides it."""
+"""The refusal of every signed review of a waiting case that holds no directory: no signature can be
+verified, so nothing decides it."""
 
 
 @dataclass(frozen=True)
@@ -63,10 +66,10 @@ def judge_review(review: ReviewDecision | SignedReview, state: CaseState, *, now
         return ReviewVerdict(claimed, subject, refusal=ReviewRefusal.CASE_NOT_WAITING_FOR_REVIEW.value)
     if state.decision is not None:
         return ReviewVerdict(claimed, subject, refusal=ReviewRefusal.ALREADY_DECIDED.value)
-    if state.public_keys is None:  # only a carried 0.1 state from before signed credentials: nothing verifies
+    if state.directory is None:
         return ReviewVerdict(claimed, subject, refusal=UNKNOWN_SIGNER)
     try:
-        claims = verify_approval_token(review.approval_token, state.public_keys)
+        claims = verify_approval_token(review.approval_token, state.directory)
     except CredentialRefused as refused:
         return ReviewVerdict(claimed, subject, refusal=refused.code)
     except Exception:  # a crafted token must never fail the workflow task (and wedge the case)
@@ -74,6 +77,7 @@ def judge_review(review: ReviewDecision | SignedReview, state: CaseState, *, now
     try:  # signed by the reviewer it names: from here on the name is proven
         check_approval(
             claims,
+            state.directory,
             case_id=state.case.case_id,
             digest=state.digest,
             applicant=state.case.applicant,
@@ -84,8 +88,49 @@ def judge_review(review: ReviewDecision | SignedReview, state: CaseState, *, now
         return ReviewVerdict(claims.sub, claims.sub, refusal=refused.code)
     if claims.jti in state.used_approvals:
         return ReviewVerdict(claims.sub, claims.sub, refusal=ReviewRefusal.APPROVAL_REUSED.value)
+    if claims.decision == Decision.APPROVE.value and any(kept.reviewer == claims.sub for kept in state.approvals):
+        return ReviewVerdict(claims.sub, claims.sub, refusal=ReviewRefusal.REVIEWER_ALREADY_APPROVED.value)
     decision = ReviewDecision(reviewer=claims.sub, digest=claims.digest, decision=Decision(claims.decision))
     return ReviewVerdict(claims.sub, claims.sub, decision, approval_token=review.approval_token, token_id=claims.jti)
+
+
+def accept_review(state: CaseState, verdict: ReviewVerdict, *, now: datetime, via: str) -> str:
+    """Apply an accepted verdict to ``state`` and return the event text. An approval is kept; the case
+    is decided once the kept approvals meet the recorded policy (the first reviewer's token is the one
+    settlement presents, the others go with it). A rejection decides at once."""
+    decision = verdict.decision
+    assert decision is not None
+    if verdict.token_id:
+        state.used_approvals.add(verdict.token_id)
+    signed = " (signed)" if verdict.approval_token else ""
+    note = f" ({decision.note[:200]})" if decision.note else ""
+    text = f"{verdict.who} via {via}: {decision.decision.value}{signed}{note}"
+    if decision.decision is Decision.APPROVE and verdict.approval_token and verdict.token_id:
+        state.approvals.append(
+            AcceptedApproval(
+                reviewer=decision.reviewer,
+                approval_token=verdict.approval_token,
+                token_id=verdict.token_id,
+                at=now,
+                via=via,
+            )
+        )
+        required = state.approvals_required()
+        if required > 1:
+            text += f", {len(state.approvals)} of {required} approvals"
+        if len(state.approvals) < required:
+            return text
+    state.decision, state.decided_at, state.decided_via = decision, now, via
+    state.approval_token = state.approvals[0].approval_token if state.approvals else verdict.approval_token
+    return text
+
+
+def waiting_for_more(state: CaseState) -> str | None:
+    """``1 of 2 approvals`` while kept approvals do not meet the policy yet, else None."""
+    required = state.approvals_required()
+    if state.decision is None and state.approvals and len(state.approvals) < required:
+        return f"{len(state.approvals)} of {required} approvals"
+    return None
 
 
 def decode_review(converter: PayloadConverter, payload: Payload) -> ReviewDecision | SignedReview | str:

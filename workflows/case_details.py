@@ -14,8 +14,6 @@ from datetime import datetime
 from contracts.case import CaseStatus, CloseRequest, Phase
 from contracts.commerce import RefundProposal, RefundReceipt
 from contracts.effect_card import EffectCard, effect_rows, markdown_text, money
-from contracts.errors import AuthorizationError
-from contracts.identity import reviewer_for
 from contracts.names import REVIEW, EventKind, workflow_id
 from workflows.case_state import CaseState
 
@@ -49,7 +47,7 @@ def current_details(s: CaseState, now: datetime) -> str:
         waiting = status is CaseStatus.WAITING_APPROVAL
         lines += ["", *effect_markdown(card, now, waiting=waiting)]
         if status is CaseStatus.WAITING_APPROVAL:
-            lines += ["", *review_instructions(s.case.case_id, s.case.applicant.tenant)]
+            lines += ["", *review_instructions(s.case.case_id, pending_reviewers(s))]
         lines += ["", *refusals_markdown(s)]
     if s.receipt is not None:
         lines += ["", *receipt_markdown(s.receipt)]
@@ -77,12 +75,24 @@ def effect_markdown(card: EffectCard, now: datetime, *, waiting: bool) -> list[s
     return lines
 
 
-def review_instructions(case_id: str, tenant: str) -> list[str]:
-    """How the tenant's reviewer decides: a signed token, pasted once (the token is never shown here)."""
-    try:
-        profile = reviewer_for(tenant).subject
-    except AuthorizationError:
-        profile = "REVIEWER"
+def pending_reviewers(s: CaseState) -> list[str]:
+    """The reviewers of the applicant's tenant in the recorded directory who have not approved yet."""
+    if s.directory is None:
+        return []
+    approved = {approval.reviewer for approval in s.approvals}
+    reviewers = s.directory.reviewers(s.case.applicant.tenant)
+    return [person.subject for person in reviewers if person.subject not in approved]
+
+
+def review_instructions(case_id: str, reviewers: list[str]) -> list[str]:
+    """How a reviewer of the tenant decides: a signed token, pasted once (the token is never shown here).
+    The command names the one reviewer who can decide, or ``REVIEWER`` and the list of those who can."""
+    profile = reviewers[0] if len(reviewers) == 1 else "REVIEWER"
+    who = (
+        f"Reviewers who can decide: {', '.join(markdown_text(name, limit=40) for name in reviewers[:10])}"
+        if len(reviewers) > 1
+        else ""
+    )
     payload = '{"approval_token": "<the token review-info prints>"}'
     return [
         "**To decide**, the tenant's reviewer signs with their own key (a name alone is refused):",
@@ -92,6 +102,7 @@ def review_instructions(case_id: str, tenant: str) -> list[str]:
         f"- Temporal CLI or Web UI: `python starter.py --profile {profile} review-info {case_id} --approve` "
         f"(or `--reject`) prints a token; send it once as update (or signal) `{REVIEW}` to "
         f"`{workflow_id(case_id)}` with `{payload}`",
+        *([f"- {who}"] if who else []),
     ]
 
 

@@ -16,6 +16,7 @@ from temporalio.common import SearchAttributeUpdate, TypedSearchAttributes
 from contracts import search_attributes as sa
 from contracts.case import (
     REHEARSAL_LABEL,
+    AcceptedApproval,
     AnswerSource,
     Budgets,
     CarriedCase,
@@ -31,7 +32,7 @@ from contracts.case import (
 )
 from contracts.case_facts import CaseFacts
 from contracts.commerce import RefundProposal, RefundQuote, RefundReceipt
-from contracts.credentials import PublicKeys
+from contracts.directory import Directory
 from contracts.effect_card import CardDecision, EffectCard, effect_card
 from contracts.knowledge import Passage
 from contracts.names import EventKind
@@ -126,7 +127,7 @@ CARRIED_AS_IS = (
     "proposal",
     "record_path",
     "record_error",
-    "public_keys",
+    "directory",
 )
 """The fields of :class:`CaseState` that :class:`CarriedCase` carries across continue-as-new under the
 same name and type. ``carry()`` and ``from_carried()`` copy these by name and convert the rest of what
@@ -166,8 +167,11 @@ class CaseState:
     digest: str | None = None
     decision: ReviewDecision | None = None
     decided_at: datetime | None = None
-    public_keys: PublicKeys | None = None
-    """Recorded when the applicant token was verified; a case that holds them takes signed approvals only."""
+    directory: Directory | None = None
+    """The slice of the directory recorded when the applicant token was verified: the reviewers, keys
+    and approval policy every decision of this case is checked against."""
+    approvals: list[AcceptedApproval] = field(default_factory=list)
+    """Approvals accepted so far, while the tenant's policy needs more than one."""
     used_approvals: set[str] = field(default_factory=set)
     approval_token: str | None = None
     """The accepted reviewer-signed approval, passed to the commerce server, which verifies it again."""
@@ -194,6 +198,7 @@ class CaseState:
             digest=carried.proposal.digest(),
             continued=carried.continued,
             used_approvals=set(carried.used_approvals),
+            approvals=list(carried.approvals),
             **{name: getattr(carried, name) for name in CARRIED_AS_IS},
         )
 
@@ -211,6 +216,7 @@ class CaseState:
             facts=self.facts.wire(),
             evidence=list(self.evidence.values()),
             used_approvals=sorted(self.used_approvals),
+            approvals=list(self.approvals),
             **{name: getattr(self, name) for name in CARRIED_AS_IS},
         )
 
@@ -267,7 +273,16 @@ class CaseState:
             evidence=self.evidence,
             invoice=self.facts.invoice,
             decided=decided,
+            approvals_required=self.approvals_required(),
+            approved_by=[approval.reviewer for approval in self.approvals],
         )
+
+    def approvals_required(self) -> int:
+        """Distinct reviewers the recorded directory's policy needs for the pending proposal (1 when
+        the case holds no directory or no proposal)."""
+        if self.directory is None or self.proposal is None:
+            return 1
+        return self.directory.approvals_required(self.proposal.tenant, self.proposal.amount_cents)
 
     def view(self) -> CaseView:
         answer, answer_source = self.customer_answer()

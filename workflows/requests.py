@@ -117,15 +117,17 @@ def refund_proposal(s: CaseState, now: datetime) -> RefundProposal:
 def settle_request(s: CaseState) -> SettleRequest:
     assert s.proposal is not None and s.digest is not None
     assert s.decision is not None and s.decided_at is not None
+    first = s.approvals[0] if s.approvals else None
     return SettleRequest(
         case_id=s.case.case_id,
         applicant=s.case.applicant,
         approval_id=f"APR-{s.digest[:32]}",
         proposal=s.proposal,
         digest=s.digest,
-        reviewer=s.decision.reviewer,
+        reviewer=first.reviewer if first is not None else s.decision.reviewer,
         approved_at=s.decided_at,
         approval_token=s.approval_token,
+        co_approval_tokens=[approval.approval_token for approval in s.approvals[1:]],
         applicant_token=s.case.applicant_token,
     )
 

@@ -45,7 +45,13 @@ with workflow.unsafe.imports_passed_through():
     )
     from workflows import case_details, requests
     from workflows.applicant_check import verify_applicant
-    from workflows.approval_gate import decode_review, judge_review, refused_review_error
+    from workflows.approval_gate import (
+        accept_review,
+        decode_review,
+        judge_review,
+        refused_review_error,
+        waiting_for_more,
+    )
     from workflows.case_input import admit_case_input
     from workflows.case_state import CaseState
     from workflows.deliver_gate import decide_delivery
@@ -263,16 +269,13 @@ class SupportCaseWorkflow:
             self._event(EventKind.REVIEW_REFUSED, f"{verdict.who} via {via}: {verdict.refusal}")
             self._show()
             return ReviewOutcome(accepted=False, status=status, reason=str(verdict.refusal)), verdict.subject
-        decision = verdict.decision
-        s.decision, s.decided_at, s.approval_token = decision, workflow.now(), verdict.approval_token
-        s.decided_via = via
-        if verdict.token_id:
-            s.used_approvals.add(verdict.token_id)
-        signed = " (signed)" if verdict.approval_token else ""
-        note = f" ({decision.note[:200]})" if decision.note else ""
-        self._event(EventKind.REVIEW_ACCEPTED, f"{verdict.who} via {via}: {decision.decision.value}{signed}{note}")
+        text = accept_review(s, verdict, now=workflow.now(), via=via)
+        self._event(EventKind.REVIEW_ACCEPTED, text)
         self._show()
-        return ReviewOutcome(accepted=True, status=status, reason=decision.decision.value), verdict.subject
+        assert verdict.decision is not None
+        pending = waiting_for_more(s)
+        reason = verdict.decision.decision.value + (f" ({pending}; waiting for another reviewer)" if pending else "")
+        return ReviewOutcome(accepted=True, status=status, reason=reason), verdict.subject
 
     # --- continue-as-new -------------------------------------------------------------------------
 

@@ -60,11 +60,11 @@ async def capture_requests(root: Path) -> Captured:
     ]
     with recording(captured):
         async with rehearsal_stack(root) as stack:
-            from contracts.identity import resolve_profile
+            from keystore import demo_identity
 
             for question in questions:
                 handle = await stack.cases.start(
-                    resolve_profile("alice"),
+                    demo_identity("alice"),
                     question,
                     language=Language.EN,
                     ttl_seconds=60,

@@ -104,11 +104,10 @@ async def run_cases(
 ) -> list[CaseRow | tuple[CompatCase, str]]:
     from case_client import CaseClient, TemporalTarget, connect
     from case_history.audit import audit_from_history
-    from contracts.identity import resolve_profile
     from contracts.names import EventKind, workflow_id
     from devstack.rehearsal_stack import seeded_state_dir
     from devstack.servers import start_dev_server
-    from keystore import public_keys_location
+    from keystore import demo_identity, directory_location
     from keystore.signers import KeyFileSigner
     from worker import support_worker
 
@@ -129,7 +128,7 @@ async def run_cases(
             state_dir,
             task_queue=task_queue,
             model_settings=settings,
-            public_keys=public_keys_location(state_dir, {}),
+            directory=directory_location(state_dir, {}),
         ):
             for number, case in enumerate(compat_cases(), start=1):
                 left = deadline - time.monotonic()
@@ -142,7 +141,7 @@ async def run_cases(
                 case_id = f"compat-{uuid.uuid4().hex[:10]}"
                 started = time.monotonic()
                 handle = await cases_client.start(
-                    resolve_profile("alice"), case.question, language=case.language, ttl_seconds=60, case_id=case_id
+                    demo_identity("alice"), case.question, language=case.language, ttl_seconds=60, case_id=case_id
                 )
                 cut_off = False
                 progress = asyncio.create_task(_progress(case.name, started))

@@ -32,8 +32,8 @@ from commerce_server.service import CommerceService
 from contracts.case import ComposeRequest, Intent, Plan
 from contracts.commerce import FIXTURE_AS_OF, RefundQuote
 from contracts.errors import ContractError
-from contracts.identity import PROFILES
 from contracts.knowledge import Language, Passage
+from keystore import demo_identity
 from knowledge.refund_quote import calculate_refund_quote, policy_page_versions
 from knowledge.store import default_knowledge_base
 from rehearsal._compose import compose as rehearsal_compose
@@ -61,7 +61,7 @@ def _request(
     engine: Engine, order_id: str | None, intent: Intent, language: Language, *, action: bool = False
 ) -> ComposeRequest:
     """The compose request the workflow would build after the rehearsal model's investigation."""
-    commerce = CommerceService(engine, PROFILES["alice"])
+    commerce = CommerceService(engine, demo_identity("alice"))
     knowledge = default_knowledge_base()
     scope: dict[str, Any] = {"tenant": "qinghe", "language": language, "as_of": FIXTURE_AS_OF}
     facts: dict[str, Any] = {}

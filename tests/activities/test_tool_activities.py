@@ -26,20 +26,20 @@ from activities.settlement import SettlementActivities
 from activities.tool_activities import ToolActivities
 from commerce_server.db import make_engine
 from commerce_server.seed import load_fixture, seed_fixture
-from commerce_server.tokens import PUBLIC_KEYS_ENV as COMMERCE_PUBLIC_KEYS_ENV
+from commerce_server.tokens import DIRECTORY_ENV as COMMERCE_DIRECTORY_ENV
 from commerce_server.tokens import SIGNING_KEY_ENV as COMMERCE_SIGNING_KEY_ENV
 from contracts.case import SettleRequest, ToolObservation, ToolRequest
 from contracts.commerce import Order, RefundProposal
 from contracts.errors import TransientError
-from contracts.identity import PROFILES, Identity
+from contracts.identity import Identity
 from contracts.knowledge import Language, Passage
-from keystore import create_demo_keys
+from keystore import DIRECTORY_ENV, create_demo_directory, demo_identity
 from keystore.signers import KeyFileSigner
 from knowledge.refund_quote import calculate_refund_quote, policy_page_versions
 from knowledge.store import KnowledgeBase, default_knowledge_base
 from tests.activities.activity_support import run_bounded
 
-ALICE = PROFILES["alice"]
+ALICE = demo_identity("alice")
 
 
 # --- helpers -------------------------------------------------------------------------------------
@@ -287,7 +287,7 @@ async def test_requests_the_workflow_should_have_refused_fail_without_retry(
     assert (caught.value.type, caught.value.non_retryable) == (error_type, True)
 
 
-async def test_an_identity_not_in_the_registry_is_refused(tools: ToolActivities) -> None:
+async def test_an_identity_not_in_the_directory_is_refused(tools: ToolActivities) -> None:
     forged = ALICE.model_copy(update={"tenant": "south"})
 
     with pytest.raises(ApplicationError) as caught:
@@ -311,7 +311,7 @@ async def test_one_session_per_profile_is_reused_across_calls(tmp_path: Path) ->
             _request("get_product", {"sku": "LAMP-02"}),
         ]
         later = [await _run(tools, request) for request in sequential]
-        bob = await tools.pool.call(PROFILES["bob"], "get_order", {"order_id": "QH-2001"}, case_id="case-test")
+        bob = await tools.pool.call(demo_identity("bob"), "get_order", {"order_id": "QH-2001"}, case_id="case-test")
 
         assert all(o.ok for o in first + later)
         assert bob["customer"] == "bob"
@@ -401,10 +401,12 @@ async def test_execute_refund_pays_once_per_approval_and_refuses_a_changed_diges
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     state_dir, url = _seeded_state_dir(tmp_path / "settle")
-    create_demo_keys(state_dir)  # the stdio server checks approvals with <state dir>/keys (starter.py init)
-    # ... when no other keys are named: the test session names its own for every commerce server
-    monkeypatch.delenv(COMMERCE_PUBLIC_KEYS_ENV)
+    create_demo_directory(state_dir)  # the stdio server checks approvals with <state dir>/keys (starter.py init)
+    # ... when no other directory is named: the test session names its own for every commerce server,
+    # and for the signer that looks the reviewer's kid up
+    monkeypatch.delenv(COMMERCE_DIRECTORY_ENV)
     monkeypatch.delenv(COMMERCE_SIGNING_KEY_ENV)
+    monkeypatch.delenv(DIRECTORY_ENV)
     now = datetime.now(UTC)
     async with _tools(state_dir, url) as tools:
         order = Order.model_validate(
@@ -434,7 +436,7 @@ async def test_execute_refund_pays_once_per_approval_and_refuses_a_changed_diges
             reviewer="chen",
             approved_at=now,
             approval_token=KeyFileSigner(state_dir).approval_token(
-                PROFILES["chen"], case_id="case-settle", digest=proposal.digest(), decision="approve", now=now
+                demo_identity("chen"), case_id="case-settle", digest=proposal.digest(), decision="approve", now=now
             ),
             applicant_token=KeyFileSigner(state_dir).applicant_token(ALICE, "case-settle", now=now),
         )

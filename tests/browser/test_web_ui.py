@@ -22,10 +22,10 @@ from temporalio.api.enums.v1 import EventType
 
 from case_client import CaseHandle
 from contracts.case import CaseStatus, CaseView
-from contracts.credentials import approval_claims, reviewer_kid, sign
-from contracts.identity import resolve_profile, reviewer_for
+from contracts.credentials import approval_claims, sign
+from contracts.identity import Identity
 from contracts.names import REVIEW, EventKind
-from keystore import load_private_key, private_key_path
+from keystore import demo_identity, directory_location, load_directory, load_private_key, private_key_path, reviewer_kid
 from tests.browser.web_ui import UI_TIMEOUT_MS, WorkflowPage, chromium_page, web_ui_stack
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
@@ -34,11 +34,16 @@ QUESTION = "Please refund QH-1001 and explain the amount and the policy"
 SCREENSHOT = Path(__file__).resolve().parents[2] / "docs" / "web-ui-waiting-case.png"
 
 
+def reviewer_for(state_dir: Path, tenant: str) -> Identity:
+    """The first reviewer the stack's own directory lists for ``tenant`` (chen for qinghe)."""
+    return load_directory(directory_location(state_dir, {})).reviewers(tenant)[0].identity()
+
+
 def forged_approval(state_dir: Path, view: CaseView, *, claimed: str, key_of: str) -> str:
     """An approval of exactly this proposal that names ``claimed`` but is signed with ``key_of``'s key."""
     assert view.digest is not None
     claims = approval_claims(
-        resolve_profile(claimed),
+        demo_identity(claimed),
         case_id=view.case_id,
         digest=view.digest,
         decision="approve",
@@ -87,7 +92,7 @@ async def test_a_reviewer_sees_the_waiting_refund_and_decides_it_in_the_web_ui(
 ) -> None:
     async with chromium_page(tmp_path / "failed-page.png") as page, web_ui_stack(tmp_path, monkeypatch) as ui:
         stack = ui.stack
-        case = await stack.cases.start(resolve_profile("alice"), QUESTION, ttl_seconds=900)
+        case = await stack.cases.start(demo_identity("alice"), QUESTION, ttl_seconds=900)
         view = await case.settled(timeout=90, poll_seconds=0.2)
         assert view.status is CaseStatus.WAITING_APPROVAL, (view.status, view.reason)
         assert view.digest is not None and len(view.digest) == 64
@@ -115,7 +120,9 @@ async def test_a_reviewer_sees_the_waiting_refund_and_decides_it_in_the_web_ui(
         # mei's key signing as chen: the update fails in the dialog with one sentence, and neither the
         # dialog nor the HTTP API answer the Web UI read shows the worker's stack trace.
         dialog = await workflow.open_update_dialog(REVIEW)
-        forged = forged_approval(stack.state_dir, view, claimed=reviewer_for(view.tenant).subject, key_of="mei")
+        forged = forged_approval(
+            stack.state_dir, view, claimed=reviewer_for(stack.state_dir, view.tenant).subject, key_of="mei"
+        )
         async with page.expect_response(lambda response: "/update/" in response.url) as answered:
             await workflow.submit_update(dialog, json.dumps({"approval_token": forged}))
         sentence = "bad_signature: the signature does not match reviewer chen's published key"
@@ -134,7 +141,7 @@ async def test_a_reviewer_sees_the_waiting_refund_and_decides_it_in_the_web_ui(
 
         # The tenant's reviewer's own signed approval: the update succeeds and the case completes.
         token = stack.signer.approval_token(
-            reviewer_for(view.tenant), case_id=case.case_id, digest=digest, decision="approve"
+            reviewer_for(stack.state_dir, view.tenant), case_id=case.case_id, digest=digest, decision="approve"
         )
         dialog = await workflow.open_update_dialog(REVIEW)
         await workflow.submit_update(dialog, json.dumps({"approval_token": token}))

@@ -21,9 +21,11 @@ import pytest
 from playwright.async_api import FrameLocator, Locator, Page, ViewportSize, async_playwright, expect
 
 from cli.render import WEB_UI_SIGNAL, WEB_UI_UPDATE
-from commerce_server.tokens import PUBLIC_KEYS_ENV, SIGNING_KEY_ENV
+from commerce_server.tokens import DIRECTORY_ENV as COMMERCE_DIRECTORY_ENV
+from commerce_server.tokens import SIGNING_KEY_ENV
 from devstack.rehearsal_stack import RehearsalStack, rehearsal_stack
 from devstack.servers import free_port, wait_for_port
+from keystore import DIRECTORY_ENV
 
 CHROMIUM = Path("/usr/bin/chromium")
 UI_TIMEOUT_MS = 20_000
@@ -44,9 +46,10 @@ class WebUiStack:
 async def web_ui_stack(root: Path, monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[WebUiStack]:
     """A rehearsal stack (dev server, seeded commerce database, demo keys, in-process worker) whose dev
     server also serves the Web UI. The stack signs and verifies with its own keys: the commerce
-    server it spawns must not be pointed at the test session's keys (``tests/conftest.py`` names them
-    in the environment), so that environment is cleared for the duration."""
-    for name in (PUBLIC_KEYS_ENV, SIGNING_KEY_ENV):
+    server it spawns, and the signer that looks reviewers' kids up in a directory, must not be pointed
+    at the test session's directory and keys (``tests/conftest.py`` names them in the environment),
+    so that environment is cleared for the duration."""
+    for name in (COMMERCE_DIRECTORY_ENV, SIGNING_KEY_ENV, DIRECTORY_ENV):
         monkeypatch.delenv(name, raising=False)
     ui_port = free_port()
     async with rehearsal_stack(root, ui_port=ui_port) as stack:

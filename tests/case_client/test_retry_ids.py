@@ -12,15 +12,15 @@ from case_client._rules import (
 )
 from contracts.case import CaseInput
 from contracts.errors import ConfigurationError
-from contracts.identity import resolve_profile
 from contracts.knowledge import Language
+from keystore import demo_identity
 
-ALICE = resolve_profile("alice")
+ALICE = demo_identity("alice")
 QUESTION = "Where is my order QH-1005?"
 
 
 def _ids(question: str = QUESTION, *, now: float, who: str = "alice", queue: str = "q", window: float = 300):
-    return retry_case_ids(resolve_profile(who), question, task_queue=queue, now=now, window_seconds=window)
+    return retry_case_ids(demo_identity(who), question, task_queue=queue, now=now, window_seconds=window)
 
 
 def test_the_same_question_in_one_window_bucket_is_one_id_and_the_next_bucket_can_find_it() -> None:

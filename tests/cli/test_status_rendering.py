@@ -10,7 +10,7 @@ from cli.exit_codes import ExitCode, exit_code_for
 from cli.render import case_list_lines
 from contracts import search_attributes as sa
 from contracts.case import CaseStatus
-from contracts.identity import PROFILES
+from keystore import demo_identity
 
 
 def test_every_status_has_an_exit_code() -> None:
@@ -20,7 +20,7 @@ def test_every_status_has_an_exit_code() -> None:
 
 
 def test_a_case_starts_queued_with_its_tenant_and_applicant() -> None:
-    alice = PROFILES["alice"]
+    alice = demo_identity("alice")
     attributes = start_search_attributes(new_case(alice, "Please refund QH-1001", case_id="case1"))
     assert attributes.get(sa.CASE_STATUS) == CaseStatus.QUEUED.value
     assert (attributes.get(sa.TENANT), attributes.get(sa.APPLICANT)) == (alice.tenant, alice.subject)

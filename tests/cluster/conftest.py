@@ -7,7 +7,7 @@
   a fresh schema of its own through the URL's ``options=-csearch_path=<schema>`` and dropped afterwards;
 * worker processes (``python worker.py``, each with its own state dir, all on one task queue) that
   reach that service over Streamable HTTP (``COMMERCE_MCP_URL`` and the shared
-  ``COMMERCE_TOKEN_SECRET``) and check credentials against the test keys (``SUPPORT_PUBLIC_KEYS``).
+  ``COMMERCE_TOKEN_SECRET``) and check credentials against the test keys (``SUPPORT_DIRECTORY``).
 
 Every process a test starts here runs in its own process group and is killed by group afterwards.
 """
@@ -33,7 +33,7 @@ from commerce_server.seed import fixture_rows, load_fixture, seed_fixture
 from commerce_server.tokens import TOKEN_SECRET_ENV
 from contracts.errors import ConfigurationError
 from devstack.servers import DevServer
-from keystore import PUBLIC_KEYS_ENV
+from keystore import DIRECTORY_ENV
 from tests.commerce_service import start_http_commerce
 from tests.conftest import DemoKeys, postgres_schema_engine, postgres_test_url
 from tests.faults.fault_support import WorkerProcess, kill_group, spawn_worker
@@ -170,7 +170,7 @@ class Cluster:
         return {
             COMMERCE_URL_ENV: self.service.url,
             TOKEN_SECRET_ENV: self.service.secret,
-            PUBLIC_KEYS_ENV: str(self.demo_keys.public_keys_path),
+            DIRECTORY_ENV: str(self.demo_keys.directory_path),
         }
 
     def spawn(self, name: str, state_dir: Path | None = None) -> WorkerProcess:

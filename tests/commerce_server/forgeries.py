@@ -20,9 +20,8 @@ from typing import Any
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from contracts.commerce import RefundApproval
-from contracts.credentials import COMMERCE_KID, ISSUER_KID, SETTLE_WINDOW, approval_claims, reviewer_kid, sign
-from contracts.identity import PROFILES
-from keystore import load_private_key, private_key_path
+from contracts.credentials import COMMERCE_KID, ISSUER_KID, SETTLE_WINDOW, approval_claims, sign
+from keystore import demo_identity, load_private_key, private_key_path, reviewer_kid
 from tests.conftest import DemoKeys
 
 CHEN = reviewer_kid("chen")
@@ -36,7 +35,7 @@ def key_of(keys: DemoKeys, kid: str) -> Ed25519PrivateKey:
 def chen_claims(approval: RefundApproval, *, now: datetime | None = None, **changes: Any) -> dict[str, Any]:
     """The claims chen would sign for ``approval``'s proposal, with ``changes`` applied."""
     claims = approval_claims(
-        PROFILES["chen"],
+        demo_identity("chen"),
         case_id=approval.proposal.case_id,
         digest=approval.proposal.digest(),
         decision="approve",

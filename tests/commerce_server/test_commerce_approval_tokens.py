@@ -23,7 +23,7 @@ from commerce_server.service import CommerceService
 from contracts.commerce import RefundApproval
 from contracts.credentials import verify_approval_token, verify_receipt
 from contracts.errors import AuthorizationError, ConfigurationError, SupportError, error_from_code
-from contracts.identity import PROFILES
+from keystore import demo_identity
 from tests.commerce_server.forgeries import ATTACKS, signed_19s_before_expiry
 from tests.conftest import DemoKeys
 
@@ -32,7 +32,7 @@ MakeApproval = Callable[..., RefundApproval]
 
 @pytest.fixture
 def alice(commerce_engine: Engine) -> CommerceService:
-    return CommerceService(commerce_engine, PROFILES["alice"])
+    return CommerceService(commerce_engine, demo_identity("alice"))
 
 
 def count(engine: Engine, table: type) -> int:
@@ -67,7 +67,7 @@ def test_a_valid_approval_pays_once_with_a_signed_receipt(
 ) -> None:
     approval = refund_approval(alice.get_order("QH-1009"))
     assert approval.approval_token is not None
-    token = verify_approval_token(approval.approval_token, demo_keys.public_keys())
+    token = verify_approval_token(approval.approval_token, demo_keys.directory())
 
     receipt = alice.execute_refund(approval)
     replay = alice.execute_refund(approval)
@@ -130,12 +130,12 @@ def test_a_token_id_pays_once_whatever_approval_id_it_comes_with(
 
 
 def test_concurrent_reuses_of_one_token_pay_once(commerce_engine: Engine, refund_approval: MakeApproval) -> None:
-    approval = refund_approval(CommerceService(commerce_engine, PROFILES["alice"]).get_order("QH-1002"))
+    approval = refund_approval(CommerceService(commerce_engine, demo_identity("alice")).get_order("QH-1002"))
     copies = [approval.model_copy(update={"approval_id": f"approval-copy-{n}"}) for n in range(6)]
     start = Barrier(len(copies))
 
     def execute(copy: RefundApproval) -> str:
-        service = CommerceService(commerce_engine, PROFILES["alice"])
+        service = CommerceService(commerce_engine, demo_identity("alice"))
         start.wait()
         try:
             return service.execute_refund(copy).receipt_id
@@ -150,7 +150,7 @@ def test_concurrent_reuses_of_one_token_pay_once(commerce_engine: Engine, refund
     refused = {outcome for outcome in outcomes if not outcome.startswith("SIM-")}
     assert refused <= {"approval_reused", "case_already_paid", "quote_changed"}
     assert count(commerce_engine, RefundRow) == count(commerce_engine, ApprovalUseRow) == 1
-    assert CommerceService(commerce_engine, PROFILES["alice"]).get_order("QH-1002").refunded_cents == 17900
+    assert CommerceService(commerce_engine, demo_identity("alice")).get_order("QH-1002").refunded_cents == 17900
 
 
 def test_an_approval_signed_19s_before_expiry_still_pays_after_it(
@@ -183,7 +183,7 @@ def test_one_approval_id_with_another_token_is_a_conflict(
     first = refund_approval(alice.get_order("QH-1001"))
     receipt = alice.execute_refund(first)
     token = demo_keys.signer.approval_token(
-        PROFILES["chen"], case_id=first.proposal.case_id, digest=first.digest, decision="approve"
+        demo_identity("chen"), case_id=first.proposal.case_id, digest=first.digest, decision="approve"
     )
     resigned = first.model_copy(update={"approval_token": token})
     unsigned = first.model_copy(update={"approval_token": None})
@@ -197,18 +197,18 @@ def test_one_approval_id_with_another_token_is_a_conflict(
 def test_missing_keys_refuse_a_refund_with_one_line_and_reads_still_work(
     commerce_engine: Engine, refund_approval: MakeApproval, tmp_path: Path, demo_keys: DemoKeys
 ) -> None:
-    no_public = CommerceKeys(str(tmp_path / "none.json"), demo_keys.commerce_key_path)
-    no_signing = CommerceKeys(str(demo_keys.public_keys_path), tmp_path / "none.pem")
+    no_directory = CommerceKeys(str(tmp_path / "none.json"), demo_keys.commerce_key_path)
+    no_signing = CommerceKeys(str(demo_keys.directory_path), tmp_path / "none.pem")
     exposed_pem = tmp_path / "exposed.pem"
     exposed_pem.write_bytes(demo_keys.commerce_key_path.read_bytes())
     exposed_pem.chmod(0o644)
-    exposed = CommerceKeys(str(demo_keys.public_keys_path), exposed_pem)
+    exposed = CommerceKeys(str(demo_keys.directory_path), exposed_pem)
     for keys, env in (
-        (no_public, "COMMERCE_PUBLIC_KEYS"),
+        (no_directory, "COMMERCE_DIRECTORY"),
         (no_signing, "COMMERCE_SIGNING_KEY"),
         (exposed, "COMMERCE_SIGNING_KEY"),
     ):
-        service = CommerceService(commerce_engine, PROFILES["alice"], keys=keys)
+        service = CommerceService(commerce_engine, demo_identity("alice"), keys=keys)
         assert service.get_order("QH-1001").version == 1
 
         approval = refund_approval(service.get_order("QH-1001"))

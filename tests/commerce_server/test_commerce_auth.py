@@ -22,10 +22,12 @@ from commerce_server.tokens import (
     token_secret_from_env,
     verify_token,
 )
+from contracts.directory import Directory
 from contracts.errors import AuthorizationError, ConfigurationError
-from contracts.identity import PROFILES
+from keystore import DEMO_DIRECTORY_PATH, demo_identity
 
 SECRET = "test-secret-" + "x" * 32
+DIRECTORY = Directory.model_validate_json(DEMO_DIRECTORY_PATH.read_text(encoding="utf-8"))
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -45,9 +47,9 @@ def forged(**changes: object) -> str:
 
 
 def test_minted_token_verifies_to_its_claims() -> None:
-    token = mint_token(PROFILES["alice"], case_id="case-1", scopes=ALL_SCOPES, secret=SECRET)
+    token = mint_token(demo_identity("alice"), case_id="case-1", scopes=ALL_SCOPES, secret=SECRET)
 
-    claims = verify_token(token, secret=SECRET)
+    claims = verify_token(token, secret=SECRET, directory=DIRECTORY)
 
     assert (claims.iss, claims.aud, claims.sub, claims.tenant, claims.case_id) == (
         ISSUER,
@@ -63,9 +65,9 @@ def test_minted_token_verifies_to_its_claims() -> None:
 @pytest.mark.parametrize(
     "token",
     [
-        mint_token(PROFILES["alice"], case_id="c", scopes=["orders:read"], secret=SECRET) + "x",
-        mint_token(PROFILES["alice"], case_id="c", scopes=["orders:read"], secret="another-" + "y" * 32),
-        mint_token(PROFILES["alice"], case_id="c", scopes=["orders:read"], secret=SECRET, ttl_seconds=-5),
+        mint_token(demo_identity("alice"), case_id="c", scopes=["orders:read"], secret=SECRET) + "x",
+        mint_token(demo_identity("alice"), case_id="c", scopes=["orders:read"], secret="another-" + "y" * 32),
+        mint_token(demo_identity("alice"), case_id="c", scopes=["orders:read"], secret=SECRET, ttl_seconds=-5),
         forged(aud="someone-else"),
         forged(iss="someone-else"),
         forged(sub="mallory"),
@@ -76,16 +78,16 @@ def test_minted_token_verifies_to_its_claims() -> None:
 )
 async def test_bad_tokens_are_rejected(token: str) -> None:
     with pytest.raises(AuthorizationError) as caught:
-        verify_token(token, secret=SECRET)
+        verify_token(token, secret=SECRET, directory=DIRECTORY)
 
     assert caught.value.code == "token_rejected"
-    assert await CommerceTokenVerifier(SECRET).verify_token(token) is None
+    assert await CommerceTokenVerifier(SECRET, lambda: DIRECTORY).verify_token(token) is None
 
 
 async def test_verifier_hands_the_sdk_subject_and_scopes() -> None:
-    token = mint_token(PROFILES["bob"], case_id="case-9", scopes=["orders:read"], secret=SECRET)
+    token = mint_token(demo_identity("bob"), case_id="case-9", scopes=["orders:read"], secret=SECRET)
 
-    access = await CommerceTokenVerifier(SECRET).verify_token(token)
+    access = await CommerceTokenVerifier(SECRET, lambda: DIRECTORY).verify_token(token)
 
     assert access is not None
     assert (access.subject, access.client_id, access.scopes) == ("bob", "case-9", ["orders:read"])
@@ -93,7 +95,7 @@ async def test_verifier_hands_the_sdk_subject_and_scopes() -> None:
 
 def test_unknown_scopes_are_not_minted() -> None:
     with pytest.raises(ValueError):
-        mint_token(PROFILES["alice"], case_id="c", scopes=["admin"], secret=SECRET)
+        mint_token(demo_identity("alice"), case_id="c", scopes=["admin"], secret=SECRET)
 
 
 @pytest.mark.parametrize("environ", [{}, {TOKEN_SECRET_ENV: "short"}])

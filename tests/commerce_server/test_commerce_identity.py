@@ -7,11 +7,11 @@ from sqlalchemy import Engine
 
 from commerce_server.service import CommerceService
 from contracts.errors import AuthorizationError, BusinessError, ContractError, SupportError
-from contracts.identity import PROFILES
+from keystore import demo_identity
 
 
 def service(engine: Engine, profile: str) -> CommerceService:
-    return CommerceService(engine, PROFILES[profile])
+    return CommerceService(engine, demo_identity(profile))
 
 
 def refusal(call) -> SupportError:

@@ -27,10 +27,10 @@ from commerce_server.tokens import (
     mint_token,
 )
 from contracts.commerce import Order, RefundApproval
-from contracts.credentials import reviewer_kid, verify_approval_token, verify_receipt
+from contracts.credentials import verify_approval_token, verify_receipt
 from contracts.errors import AuthorizationError, SupportError, TransientError, error_from_code
-from contracts.identity import PROFILES
 from contracts.tools import Scope
+from keystore import demo_identity, reviewer_kid
 from tests.commerce_server.forgeries import ATTACKS, signed_19s_before_expiry, signed_with
 from tests.conftest import DemoKeys
 
@@ -46,7 +46,7 @@ class RunningServer:
     def token(
         self, profile: str = "alice", scopes: tuple[str, ...] = ALL_SCOPES, case_id: str = "case-http", **options: int
     ) -> str:
-        return mint_token(PROFILES[profile], case_id=case_id, scopes=scopes, secret=self.secret, **options)
+        return mint_token(demo_identity(profile), case_id=case_id, scopes=scopes, secret=self.secret, **options)
 
 
 def free_port() -> int:
@@ -258,7 +258,7 @@ async def test_refund_over_http_pays_once_with_a_signed_receipt(
 
     assert repeat == receipt and receipt["amount_cents"] == 8000
     claims = verify_receipt(receipt["signature"], demo_keys.public_keys())
-    token = verify_approval_token(approval.approval_token, demo_keys.public_keys())
+    token = verify_approval_token(approval.approval_token, demo_keys.directory())
     assert (claims.receipt_id, claims.approval_jti, claims.digest) == (
         receipt["receipt_id"],
         token.jti,

@@ -180,7 +180,7 @@ async def test_refund_over_mcp_pays_once_with_a_signed_receipt(
     assert repeat == receipt
     assert (receipt["amount_cents"], receipt["simulated"]) == (8000, True)
     claims = verify_receipt(receipt["signature"], demo_keys.public_keys())
-    token = verify_approval_token(approval.approval_token, demo_keys.public_keys())
+    token = verify_approval_token(approval.approval_token, demo_keys.directory())
     assert (claims.receipt_id, claims.approval_id, claims.approval_jti) == (
         receipt["receipt_id"],
         approval.approval_id,

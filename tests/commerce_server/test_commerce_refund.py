@@ -17,7 +17,7 @@ from commerce_server.db import RefundRow
 from commerce_server.service import CommerceService
 from contracts.commerce import RefundApproval
 from contracts.errors import AuthorizationError, BusinessError, SupportError
-from contracts.identity import PROFILES
+from keystore import demo_identity
 from knowledge.store import KnowledgeBase
 
 MakeApproval = Callable[..., RefundApproval]
@@ -25,7 +25,7 @@ MakeApproval = Callable[..., RefundApproval]
 
 @pytest.fixture
 def alice(commerce_engine: Engine) -> CommerceService:
-    return CommerceService(commerce_engine, PROFILES["alice"])
+    return CommerceService(commerce_engine, demo_identity("alice"))
 
 
 def refunds_recorded(engine: Engine) -> int:
@@ -109,7 +109,7 @@ def test_the_re_quote_checks_the_policy_pages_of_the_services_knowledge_base(
     commerce_engine: Engine, alice: CommerceService, refund_approval: MakeApproval
 ) -> None:
     approval = refund_approval(alice.get_order("QH-1001"))
-    without_policy = CommerceService(commerce_engine, PROFILES["alice"], knowledge=KnowledgeBase({}, []))
+    without_policy = CommerceService(commerce_engine, demo_identity("alice"), knowledge=KnowledgeBase({}, []))
 
     assert refusal(lambda: without_policy.execute_refund(approval)).code == "quote_changed"
     assert refunds_recorded(commerce_engine) == 0
@@ -154,7 +154,7 @@ def test_another_customers_approval_is_refused(
     commerce_engine: Engine, alice: CommerceService, refund_approval: MakeApproval
 ) -> None:
     approval = refund_approval(alice.get_order("QH-1001"))
-    bob = CommerceService(commerce_engine, PROFILES["bob"])
+    bob = CommerceService(commerce_engine, demo_identity("bob"))
 
     assert refusal(lambda: bob.execute_refund(approval)).code == "approval_invalid"
     alice.execute_refund(approval)
@@ -173,11 +173,11 @@ def test_approval_signed_after_the_proposal_expired_is_refused(
 
 
 def test_concurrent_executions_pay_once(commerce_engine: Engine, refund_approval: MakeApproval) -> None:
-    approval = refund_approval(CommerceService(commerce_engine, PROFILES["alice"]).get_order("QH-1001"))
+    approval = refund_approval(CommerceService(commerce_engine, demo_identity("alice")).get_order("QH-1001"))
     start = Barrier(8)
 
     def execute(_: int):
-        service = CommerceService(commerce_engine, PROFILES["alice"])
+        service = CommerceService(commerce_engine, demo_identity("alice"))
         start.wait()
         return service.execute_refund(approval)
 
@@ -186,17 +186,17 @@ def test_concurrent_executions_pay_once(commerce_engine: Engine, refund_approval
 
     assert len(set(receipts)) == 1
     assert refunds_recorded(commerce_engine) == 1
-    order = CommerceService(commerce_engine, PROFILES["alice"]).get_order("QH-1001")
+    order = CommerceService(commerce_engine, demo_identity("alice")).get_order("QH-1001")
     assert (order.refunded_cents, order.version) == (12900, 2)
 
 
 def test_competing_approvals_for_one_order_pay_once(commerce_engine: Engine, refund_approval: MakeApproval) -> None:
-    order = CommerceService(commerce_engine, PROFILES["alice"]).get_order("QH-1002")
+    order = CommerceService(commerce_engine, demo_identity("alice")).get_order("QH-1002")
     approvals = [refund_approval(order) for _ in range(6)]
     start = Barrier(len(approvals))
 
     def execute(approval: RefundApproval) -> str:
-        service = CommerceService(commerce_engine, PROFILES["alice"])
+        service = CommerceService(commerce_engine, demo_identity("alice"))
         start.wait()
         try:
             return service.execute_refund(approval).receipt_id
@@ -209,7 +209,7 @@ def test_competing_approvals_for_one_order_pay_once(commerce_engine: Engine, ref
     assert sorted(outcome.startswith("SIM-") for outcome in outcomes) == [False] * 5 + [True]
     assert {outcome for outcome in outcomes if not outcome.startswith("SIM-")} == {"quote_changed"}
     assert refunds_recorded(commerce_engine) == 1
-    assert CommerceService(commerce_engine, PROFILES["alice"]).get_order("QH-1002").refunded_cents == 17900
+    assert CommerceService(commerce_engine, demo_identity("alice")).get_order("QH-1002").refunded_cents == 17900
 
 
 def test_a_proposal_quoted_on_another_ledger_or_none_is_refused(
@@ -227,7 +227,7 @@ def test_a_proposal_quoted_on_another_ledger_or_none_is_refused(
     from commerce_server.seed import seed_fixture
 
     seed_fixture(commerce_engine)
-    assert CommerceService(commerce_engine, PROFILES["alice"]).get_order("QH-1001").ledger_id == order.ledger_id
+    assert CommerceService(commerce_engine, demo_identity("alice")).get_order("QH-1001").ledger_id == order.ledger_id
     assert alice.execute_refund(refund_approval(order)).amount_cents == 12900
 
 

@@ -11,13 +11,13 @@ from commerce_server.db import make_engine
 from commerce_server.seed import seed_fixture
 from commerce_server.service import CommerceService
 from contracts.commerce import RefundApproval
-from contracts.identity import PROFILES
+from keystore import demo_identity
 
 
 def test_seeding_again_keeps_a_recorded_refund_and_tickets(
     commerce_engine: Engine, refund_approval: Callable[..., RefundApproval]
 ) -> None:
-    alice = CommerceService(commerce_engine, PROFILES["alice"])
+    alice = CommerceService(commerce_engine, demo_identity("alice"))
     approval = refund_approval(alice.get_order("QH-1001"))
     receipt = alice.execute_refund(approval)
     ticket = alice.create_ticket("QH-1005", "Parcel late", "seed-key")

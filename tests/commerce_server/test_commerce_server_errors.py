@@ -17,7 +17,7 @@ from commerce_server.seed import seed_fixture
 from commerce_server.server import build_stdio_server
 from commerce_server.service import CommerceService
 from contracts.commerce import Order, RefundApproval
-from contracts.identity import PROFILES
+from keystore import demo_identity
 
 
 async def error_payload(server: MCPServer, tool: str, arguments: dict) -> dict:
@@ -32,7 +32,7 @@ async def error_payload(server: MCPServer, tool: str, arguments: dict) -> dict:
 async def test_database_failure_is_transient_and_generic(tmp_path: Path) -> None:
     engine = make_engine(f"sqlite:///{tmp_path / 'empty.db'}")
 
-    payload = await error_payload(build_stdio_server(engine, PROFILES["alice"]), "list_orders", {})
+    payload = await error_payload(build_stdio_server(engine, demo_identity("alice")), "list_orders", {})
 
     assert payload["code"] == "database_unavailable"
     assert "orders" not in payload["message"]
@@ -46,7 +46,7 @@ async def test_unexpected_exception_does_not_leak(tmp_path: Path, monkeypatch: p
         raise RuntimeError("bob's QH-2001 paid 12900")
 
     monkeypatch.setattr(CommerceService, "get_order", crash)
-    server = build_stdio_server(engine, PROFILES["alice"])
+    server = build_stdio_server(engine, demo_identity("alice"))
 
     payload = await error_payload(server, "get_order", {"order_id": "QH-1001"})
 
@@ -59,8 +59,8 @@ async def test_a_server_without_keys_answers_reads_and_refuses_refunds_with_one_
 ) -> None:
     engine = make_engine(f"sqlite:///{tmp_path / 'commerce.db'}")
     seed_fixture(engine)
-    keys = CommerceKeys(str(tmp_path / "keys" / "public-keys.json"), tmp_path / "keys" / "commerce.pem")
-    server = build_stdio_server(engine, PROFILES["alice"], keys=keys)
+    keys = CommerceKeys(str(tmp_path / "keys" / "directory.json"), tmp_path / "keys" / "commerce.pem")
+    server = build_stdio_server(engine, demo_identity("alice"), keys=keys)
     async with Client(server, cache=None) as client:
         read = await client.call_tool("get_order", {"order_id": "QH-1001"})
     assert read.is_error is False and read.structured_content is not None
@@ -69,4 +69,4 @@ async def test_a_server_without_keys_answers_reads_and_refuses_refunds_with_one_
     payload = await error_payload(server, "execute_refund", {"approval": approval.model_dump(mode="json")})
 
     assert payload["code"] == "commerce_keys_unavailable"
-    assert "public_keys_missing" in payload["message"] and "COMMERCE_PUBLIC_KEYS" in payload["message"]
+    assert "directory_missing" in payload["message"] and "COMMERCE_DIRECTORY" in payload["message"]

@@ -10,12 +10,12 @@ from sqlalchemy import Engine, func, select
 from commerce_server.db import TicketRow
 from commerce_server.service import MAX_TICKET_TEXT, CommerceService
 from contracts.errors import SupportError
-from contracts.identity import PROFILES
+from keystore import demo_identity
 
 
 @pytest.fixture
 def alice(commerce_engine: Engine) -> CommerceService:
-    return CommerceService(commerce_engine, PROFILES["alice"])
+    return CommerceService(commerce_engine, demo_identity("alice"))
 
 
 def test_same_key_same_content_returns_the_same_ticket(alice: CommerceService) -> None:
@@ -37,7 +37,7 @@ def test_same_key_other_content_is_a_conflict(alice: CommerceService, order_id: 
 
 
 def test_keys_belong_to_their_owner(commerce_engine: Engine, alice: CommerceService) -> None:
-    bob = CommerceService(commerce_engine, PROFILES["bob"])
+    bob = CommerceService(commerce_engine, demo_identity("bob"))
 
     mine = alice.create_ticket("QH-1005", "Parcel late", "shared-key")
     theirs = bob.create_ticket("QH-2005", "Parcel late", "shared-key")
@@ -47,7 +47,7 @@ def test_keys_belong_to_their_owner(commerce_engine: Engine, alice: CommerceServ
 
 def test_concurrent_twins_create_one_ticket(commerce_engine: Engine) -> None:
     def create(_: int):
-        return CommerceService(commerce_engine, PROFILES["alice"]).create_ticket("QH-1005", "Late", "twin")
+        return CommerceService(commerce_engine, demo_identity("alice")).create_ticket("QH-1005", "Late", "twin")
 
     with ThreadPoolExecutor(max_workers=6) as pool:
         tickets = list(pool.map(create, range(6)))

@@ -12,33 +12,39 @@ import pytest
 from contracts.credentials import (
     ISSUER_KID,
     CredentialRefused,
-    PublicKeys,
     applicant_claims,
     approval_claims,
     check_approval,
-    reviewer_kid,
     sign,
     verify_applicant_token,
     verify_approval_token,
 )
-from contracts.identity import PROFILES
-from keystore import create_demo_keys, load_private_key, load_public_keys, private_key_path, public_keys_location
+from contracts.directory import Directory
+from keystore import (
+    create_demo_directory,
+    demo_identity,
+    directory_location,
+    load_directory,
+    load_private_key,
+    private_key_path,
+    reviewer_kid,
+)
 
 NOW = datetime(2026, 12, 1, 10, 0, tzinfo=UTC)
 DIGEST = "d" * 64
-ALICE, CHEN, MEI, BOB = PROFILES["alice"], PROFILES["chen"], PROFILES["mei"], PROFILES["bob"]
+ALICE, CHEN, MEI, BOB = (demo_identity(name) for name in ("alice", "chen", "mei", "bob"))
 
 
 @pytest.fixture(scope="module")
 def state(tmp_path_factory: pytest.TempPathFactory) -> Path:
     directory = tmp_path_factory.mktemp("keys")
-    create_demo_keys(directory)
+    create_demo_directory(directory)
     return directory
 
 
 @pytest.fixture(scope="module")
-def keys(state: Path) -> PublicKeys:
-    return load_public_keys(public_keys_location(state, {}))
+def keys(state: Path) -> Directory:
+    return load_directory(directory_location(state, {}))
 
 
 def _approval(state: Path, *, signer: str = "chen", reviewer=CHEN, at: datetime = NOW, **overrides) -> str:
@@ -51,13 +57,13 @@ def _approval(state: Path, *, signer: str = "chen", reviewer=CHEN, at: datetime 
 
 
 def _check(
-    token: str, keys: PublicKeys, *, now: datetime = NOW, expires: datetime = NOW + timedelta(minutes=15)
+    token: str, keys: Directory, *, now: datetime = NOW, expires: datetime = NOW + timedelta(minutes=15)
 ) -> None:
     claims = verify_approval_token(token, keys)
-    check_approval(claims, case_id="case-1", digest=DIGEST, applicant=ALICE, proposal_expires_at=expires, now=now)
+    check_approval(claims, keys, case_id="case-1", digest=DIGEST, applicant=ALICE, proposal_expires_at=expires, now=now)
 
 
-def test_a_reviewer_signed_approval_verifies(state: Path, keys: PublicKeys) -> None:
+def test_a_reviewer_signed_approval_verifies(state: Path, keys: Directory) -> None:
     claims = verify_approval_token(_approval(state), keys)
     assert (claims.sub, claims.digest, claims.decision) == ("chen", DIGEST, "approve")
     _check(_approval(state), keys)
@@ -69,7 +75,7 @@ def _refusal(call) -> str:
     return caught.value.code
 
 
-def test_forged_and_misused_approvals_are_refused(state: Path, keys: PublicKeys) -> None:
+def test_forged_and_misused_approvals_are_refused(state: Path, keys: Directory) -> None:
     mei_claims_chen = sign(
         approval_claims(CHEN, case_id="case-1", digest=DIGEST, decision="approve", now=NOW, jti=uuid.uuid4().hex),
         load_private_key(private_key_path(state, reviewer_kid("mei"))),
@@ -94,7 +100,7 @@ def test_forged_and_misused_approvals_are_refused(state: Path, keys: PublicKeys)
     assert {code: _refusal(call) for code, call in cases.items()} == {code: code for code in cases}
 
 
-def test_a_customer_cannot_sign_an_approval(state: Path, keys: PublicKeys) -> None:
+def test_a_customer_cannot_sign_an_approval(state: Path, keys: Directory) -> None:
     issuer = load_private_key(private_key_path(state, ISSUER_KID))
     as_bob = sign(
         approval_claims(BOB, case_id="case-1", digest=DIGEST, decision="approve", now=NOW, jti=uuid.uuid4().hex),
@@ -104,7 +110,7 @@ def test_a_customer_cannot_sign_an_approval(state: Path, keys: PublicKeys) -> No
     assert _refusal(lambda: _check(as_bob, keys)) == "unknown_signer"
 
 
-def test_applicant_tokens(state: Path, keys: PublicKeys) -> None:
+def test_applicant_tokens(state: Path, keys: Directory) -> None:
     issuer = load_private_key(private_key_path(state, ISSUER_KID))
     token = sign(applicant_claims(ALICE, case_id="case-1", now=NOW, jti=uuid.uuid4().hex), issuer, kid=ISSUER_KID)
     assert verify_applicant_token(token, keys, case_id="case-1", now=NOW) == ALICE

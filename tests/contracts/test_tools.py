@@ -8,8 +8,8 @@ import pytest
 
 from commerce_server.tokens import ALL_SCOPES, TOOL_SCOPES
 from contracts.case_facts import CaseFacts
+from contracts.directory import Directory
 from contracts.errors import COMMERCE_ERROR_CLASSES, AuthorizationError, CommerceErrorCode, WorkerErrorCode
-from contracts.identity import PROFILES, check_registered
 from contracts.knowledge import Language, Passage
 from contracts.tools import (
     COMMERCE_TOOLS,
@@ -22,6 +22,7 @@ from contracts.tools import (
     ToolName,
     ToolSource,
 )
+from keystore import DEMO_DIRECTORY_PATH, demo_identity
 from tests.knowledge.test_refund_quote import ORDERS, quote_packaged
 
 PASSAGE = Passage(
@@ -77,12 +78,13 @@ def test_facts_travel_in_the_order_the_tools_answered_and_read_as_typed_records(
     assert TOOLS[ToolName.GET_ORDER].typed_result({"order_id": "QH-1001"}) is None
 
 
-def test_one_identity_check_accepts_only_registry_profiles_exactly() -> None:
-    alice = PROFILES["alice"]
-    assert check_registered(alice) == "alice"
+def test_one_identity_check_accepts_only_directory_people_exactly() -> None:
+    directory = Directory.model_validate_json(DEMO_DIRECTORY_PATH.read_text(encoding="utf-8"))
+    alice = demo_identity("alice")
+    assert directory.check_listed(alice) == "alice"
     for forged in (alice.model_copy(update={"tenant": "south"}), alice.model_copy(update={"subject": "eve"})):
         with pytest.raises(AuthorizationError) as refused:
-            check_registered(forged)
+            directory.check_listed(forged)
         assert refused.value.code == WorkerErrorCode.IDENTITY_REJECTED
 
 

@@ -164,9 +164,9 @@ def reads_of(entry: str) -> set[str]:
 
 
 # Names the scanner finds in a process's source that the process provably never reads, with the proof
-# in test_the_commerce_server_ignores_the_workers_public_key_variable.
-NOT_READ = {"commerce": {"SUPPORT_PUBLIC_KEYS"}}
-"""keystore declares SUPPORT_PUBLIC_KEYS as its default; the commerce server passes COMMERCE_PUBLIC_KEYS."""
+# in test_the_commerce_server_ignores_the_workers_directory_variable.
+NOT_READ = {"commerce": {"SUPPORT_DIRECTORY"}}
+"""keystore declares SUPPORT_DIRECTORY as its default; the commerce server passes COMMERCE_DIRECTORY."""
 
 
 def covers(read: set[str], name: str) -> bool:

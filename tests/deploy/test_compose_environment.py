@@ -24,11 +24,11 @@ from tests.deploy.env_reads import (
 )
 
 
-def test_the_commerce_server_ignores_the_workers_public_key_variable(tmp_path: Path) -> None:
-    keys = CommerceKeys.from_environment(tmp_path, environ={"SUPPORT_PUBLIC_KEYS": "/elsewhere/keys.json"})
-    assert keys.public_keys_location == str(tmp_path / "keys" / "public-keys.json")
-    keys = CommerceKeys.from_environment(tmp_path, environ={"COMMERCE_PUBLIC_KEYS": "/elsewhere/keys.json"})
-    assert keys.public_keys_location == "/elsewhere/keys.json"
+def test_the_commerce_server_ignores_the_workers_directory_variable(tmp_path: Path) -> None:
+    keys = CommerceKeys.from_environment(tmp_path, environ={"SUPPORT_DIRECTORY": "/elsewhere/directory.json"})
+    assert keys.directory_location == str(tmp_path / "keys" / "directory.json")
+    keys = CommerceKeys.from_environment(tmp_path, environ={"COMMERCE_DIRECTORY": "/elsewhere/directory.json"})
+    assert keys.directory_location == "/elsewhere/directory.json"
 
 
 def test_the_scanner_finds_what_the_code_is_known_to_read(worker_reads: set[str], commerce_reads: set[str]) -> None:
@@ -36,7 +36,7 @@ def test_the_scanner_finds_what_the_code_is_known_to_read(worker_reads: set[str]
     assert {
         "COMMERCE_TOKEN_SECRET",
         "COMMERCE_MCP_URL",
-        "SUPPORT_PUBLIC_KEYS",
+        "SUPPORT_DIRECTORY",
         "SUPPORT_STATE_DIR",
         "SUPPORT_TASK_QUEUE",
         "TEMPORAL_ADDRESS",
@@ -49,7 +49,7 @@ def test_the_scanner_finds_what_the_code_is_known_to_read(worker_reads: set[str]
     assert {
         "COMMERCE_TOKEN_SECRET",
         "COMMERCE_DATABASE_URL",
-        "COMMERCE_PUBLIC_KEYS",
+        "COMMERCE_DIRECTORY",
         "COMMERCE_SIGNING_KEY",
     } <= commerce_reads
     assert not any(name.startswith("TEMPORAL_") for name in commerce_reads), "the commerce server is not a client"

@@ -2,7 +2,7 @@
 
 What is checked here is what a reader could get wrong without running the cluster: the start order
 (depends_on conditions and health checks), the search attributes the setup one-shot registers against
-contracts/search_attributes.py, the one secret and the one public key set that workers and the
+contracts/search_attributes.py, the one secret and the one directory that workers and the
 commerce server share, named volumes, pinned images, a worker that scales, and .env.example against
 the variables the compose file interpolates. The variables each process reads are checked in
 test_compose_environment.py; the setup one-shot's script runs against a real dev server in
@@ -146,7 +146,7 @@ def test_the_setup_one_shot_creates_the_namespace_the_workers_use(compose: dict[
     assert environment(services(compose)["temporal-ui"])["TEMPORAL_DEFAULT_NAMESPACE"] == namespace
 
 
-# --- the shared secret and the shared public key set ---------------------------------------------------
+# --- the shared secret and the shared directory -------------------------------------------------------
 
 SECRET_REFERENCE = re.compile(r"^\$\{COMMERCE_TOKEN_SECRET:\?[^}]+\}$")
 
@@ -169,18 +169,18 @@ def test_no_secret_is_written_into_the_compose_file(compose: dict[str, Any]) -> 
                 assert value.startswith("${") and value.endswith("}"), f"{name}: {variable} is a literal"
 
 
-def test_worker_and_commerce_read_the_same_public_key_set_and_no_private_key_reaches_the_worker(
+def test_worker_and_commerce_read_the_same_directory_and_no_private_key_reaches_the_worker(
     compose: dict[str, Any],
 ) -> None:
     all_services = services(compose)
     worker, commerce, keys = all_services["worker"], all_services["commerce"], all_services["keys"]
-    worker_path = environment(worker)["SUPPORT_PUBLIC_KEYS"]
-    assert worker_path == environment(commerce)["COMMERCE_PUBLIC_KEYS"]
+    worker_path = environment(worker)["SUPPORT_DIRECTORY"]
+    assert worker_path == environment(commerce)["COMMERCE_DIRECTORY"]
     worker_volume, commerce_volume = mounted_volume(worker, worker_path), mounted_volume(commerce, worker_path)
     assert worker_volume and commerce_volume and worker_volume[0] == commerce_volume[0], "one volume for both"
     assert worker_volume[1] and commerce_volume[1], "mounted read-only"
     writes = [target for target, (source, read_only) in mounts(keys).items() if source == worker_volume[0]]
-    assert writes and not mounts(keys)[writes[0]][1], "the keys one-shot writes the public key set"
+    assert writes and not mounts(keys)[writes[0]][1], "the keys one-shot writes the directory"
 
     signing_key = environment(commerce)["COMMERCE_SIGNING_KEY"]
     signing_volume = mounted_volume(commerce, signing_key)

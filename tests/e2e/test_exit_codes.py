@@ -1,6 +1,6 @@
 """Exit codes against the test's real Temporal dev server: an unknown namespace is a configuration
 error (exit 2, naming TEMPORAL_NAMESPACE) for the worker and for starter.py, a worker with a bad
-public key set never polls, and ``status CASE | head`` ends quietly with 0."""
+directory never polls, and ``status CASE | head`` ends quietly with 0."""
 
 from __future__ import annotations
 
@@ -45,7 +45,7 @@ def one_line(result: subprocess.CompletedProcess[str], code: int) -> str:
 async def test_an_unknown_namespace_is_a_configuration_error_naming_it(
     temporal_server, demo_keys: DemoKeys, tmp_path: Path
 ) -> None:
-    keys = {"SUPPORT_PUBLIC_KEYS": str(demo_keys.public_keys_path)}
+    keys = {"SUPPORT_DIRECTORY": str(demo_keys.directory_path)}
     worker = await run(
         "worker.py", temporal_server.address, tmp_path / "w", TEMPORAL_NAMESPACE="no-such-namespace", **keys
     )
@@ -59,13 +59,13 @@ async def test_an_unknown_namespace_is_a_configuration_error_naming_it(
     assert line.startswith("error: namespace_unknown: TEMPORAL_NAMESPACE=no-such-namespace: no such namespace on ")
 
 
-async def test_a_worker_whose_key_set_holds_a_private_key_never_polls(
+async def test_a_worker_whose_directory_holds_a_private_key_never_polls(
     temporal_server, temporal_client, demo_keys: DemoKeys, tmp_path: Path
 ) -> None:
-    keys = json.loads(demo_keys.public_keys_path.read_text(encoding="utf-8"))
-    keys["keys"][0]["d"] = "nEe1T2nK0tiLwPqFHBcOGmfGx1CI0ymbFLkcZvnBpL4"
+    document = json.loads(demo_keys.directory_path.read_text(encoding="utf-8"))
+    document["keys"][0]["d"] = "nEe1T2nK0tiLwPqFHBcOGmfGx1CI0ymbFLkcZvnBpL4"
     leaked = tmp_path / "leaked.json"
-    leaked.write_text(json.dumps(keys), encoding="utf-8")
+    leaked.write_text(json.dumps(document), encoding="utf-8")
     queue = f"start-checks-{os.getpid()}"
     worker = await run(
         "worker.py",
@@ -73,10 +73,11 @@ async def test_a_worker_whose_key_set_holds_a_private_key_never_polls(
         tmp_path / "w",
         "--task-queue",
         queue,
-        SUPPORT_PUBLIC_KEYS=str(leaked),
+        SUPPORT_DIRECTORY=str(leaked),
     )
     line = one_line(worker, ExitCode.REFUSED)
-    assert line.startswith("worker: configuration error: public_keys_hold_a_private_key: SUPPORT_PUBLIC_KEYS=")
+    assert line.startswith("worker: configuration error: directory_invalid: SUPPORT_DIRECTORY=")
+    assert "private key" in line
     assert await live_pollers(temporal_client, queue) == 0
 
 

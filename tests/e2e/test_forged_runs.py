@@ -40,14 +40,14 @@ from contracts.case import (
 )
 from contracts.commerce import RefundApproval, RefundProposal
 from contracts.errors import SupportError
-from contracts.identity import PROFILES
 from contracts.names import CASE_INPUT_REFUSED, WORKFLOW_NAME, EventKind, QueryName, workflow_id
+from keystore import demo_identity
 from tests.case_world import CaseWorld, event_details
 from tests.credentials_support import signed_review
 from worker import commerce_gateway
 
 ROOT = Path(__file__).resolve().parents[2]
-ALICE, BOB = PROFILES["alice"], PROFILES["bob"]
+ALICE, BOB = demo_identity("alice"), demo_identity("bob")
 REFUSED_WITHIN_SECONDS = 15
 
 
@@ -114,7 +114,7 @@ async def pay_straight(world: CaseWorld, approval: RefundApproval) -> SupportErr
     pool = commerce_gateway(world.state_dir)
     try:
         receipt = await pool.call(
-            PROFILES[approval.proposal.applicant],
+            demo_identity(approval.proposal.applicant),
             "execute_refund",
             {"approval": approval.model_dump(mode="json")},
             case_id=approval.proposal.case_id,

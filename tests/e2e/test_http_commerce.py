@@ -18,8 +18,11 @@ from commerce_server.db import make_engine
 from commerce_server.tokens import TOKEN_SECRET_ENV
 from contracts.case import CaseStatus, CaseView, ReviewOutcome
 from contracts.knowledge import Language
+from keystore import DIRECTORY_ENV
+from keystore.directory_file import DirectorySource
 from tests.case_world import CaseWorld, stress_options
 from tests.commerce_service import start_http_commerce
+from tests.conftest import DemoKeys
 from tests.credentials_support import signed_review
 from worker import build_worker
 from workflows.customer_notice import status_notice
@@ -70,13 +73,14 @@ async def test_a_refund_settles_through_the_http_commerce_service(
     assert not (worker_dir / "commerce.db").exists()
 
 
-def test_http_mode_without_a_token_secret_is_a_configuration_error(monkeypatch, tmp_path) -> None:
+def test_http_mode_without_a_token_secret_is_a_configuration_error(demo_keys: DemoKeys) -> None:
     from activities.commerce_http import CommerceHttpCaller
     from contracts.errors import ConfigurationError
 
+    directory = DirectorySource(str(demo_keys.directory_path))
     with pytest.raises(ConfigurationError, match=TOKEN_SECRET_ENV):
-        CommerceHttpCaller.from_env({COMMERCE_URL_ENV: "http://127.0.0.1:1/mcp"})
-    assert CommerceHttpCaller.from_env({}) is None
+        CommerceHttpCaller.from_env(directory, {COMMERCE_URL_ENV: "http://127.0.0.1:1/mcp"})
+    assert CommerceHttpCaller.from_env(directory, {}) is None
 
 
 async def test_a_worker_whose_token_secret_differs_refuses_to_start_with_one_line(
@@ -86,7 +90,7 @@ async def test_a_worker_whose_token_secret_differs_refuses_to_start_with_one_lin
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI", "DEEPSEEK", "SUPPORT_"))}
     env.update(
         {
-            "SUPPORT_PUBLIC_KEYS": os.environ["SUPPORT_PUBLIC_KEYS"],  # the worker refuses to start without keys
+            DIRECTORY_ENV: os.environ[DIRECTORY_ENV],  # the worker refuses to start without a directory
             COMMERCE_URL_ENV: url,
             TOKEN_SECRET_ENV: secrets.token_urlsafe(32),
             "TEMPORAL_ADDRESS": temporal_server.address,
@@ -108,13 +112,13 @@ async def test_a_worker_whose_token_secret_differs_refuses_to_start_with_one_lin
 
 
 async def test_a_token_the_server_refuses_mid_case_fails_the_case_with_the_reason(
-    temporal_client, http_commerce, tmp_path
+    temporal_client, http_commerce, tmp_path, demo_keys: DemoKeys
 ) -> None:
     """A worker that got past its start check (the server's secret rotated since): the refusal is a
     configuration fault that ends the case failed, never 'I could not find order QH-1001'."""
     url, _, service_dir = http_commerce
     task_queue = f"http-wrong-secret-{uuid.uuid4().hex[:8]}"
-    commerce = CommerceHttpCaller(url, secrets.token_urlsafe(32))
+    commerce = CommerceHttpCaller(url, secrets.token_urlsafe(32), DirectorySource(str(demo_keys.directory_path)))
     worker, cleanup = build_worker(
         temporal_client,
         tmp_path / "worker",

@@ -41,16 +41,15 @@ from contracts.credentials import (
     applicant_claims,
     approval_claims,
     claimed_subject,
-    reviewer_kid,
     sign,
     verify_receipt,
 )
-from contracts.identity import PROFILES, Identity
+from contracts.identity import Identity
 from contracts.knowledge import Language
 from contracts.names import WORKFLOW_NAME, ActivityName, EventKind, QueryName, workflow_id
 from contracts.refusals import refusal_sentence
 from devstack.temporal_cli import temporal_cli
-from keystore import load_private_key, load_public_keys, private_key_path
+from keystore import demo_identity, load_private_key, private_key_path, reviewer_kid
 from tests.case_world import CaseWorld, event_details, stress_options
 from tests.conftest import DemoKeys
 from tests.credentials_support import applicant_token, forged_approval_token, signed_review, use_test_keys
@@ -58,7 +57,7 @@ from worker import build_worker, commerce_gateway
 
 REFUND_QUESTION = "Please refund QH-1001 and explain the amount and the policy"
 OTHER_REFUND_QUESTION = "Please refund QH-1002"
-ALICE, BOB, CHEN, MEI = (PROFILES[name] for name in ("alice", "bob", "chen", "mei"))
+ALICE, BOB, CHEN, MEI = (demo_identity(name) for name in ("alice", "bob", "chen", "mei"))
 
 
 # --- helpers -------------------------------------------------------------------------------------
@@ -266,7 +265,7 @@ async def test_forged_and_misused_approvals_are_refused_and_recorded_then_chens_
     assert receipt is not None and receipt.signature is not None
     assert (receipt.order_id, receipt.amount_cents, receipt.digest) == ("QH-1001", 12900, digest)
 
-    claims = verify_receipt(receipt.signature, load_public_keys(str(demo_keys.public_keys_path)))
+    claims = verify_receipt(receipt.signature, demo_keys.public_keys())
     assert claims.receipt_id == receipt.receipt_id and claims.approval_id == receipt.approval_id
     assert claims.approval_jti == jwt.decode(valid, options={"verify_signature": False})["jti"]
     assert (claims.case_id, claims.order_id, claims.digest) == (case_id, "QH-1001", digest)

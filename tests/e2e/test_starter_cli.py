@@ -16,18 +16,18 @@ import pytest
 
 from case_client import case_id_for
 from contracts.case import CaseInput, CaseView
-from contracts.credentials import PublicKeys, verify_approval_token
-from contracts.identity import resolve_profile
+from contracts.credentials import verify_approval_token
+from contracts.directory import Directory
 from contracts.knowledge import Language
 from contracts.names import WORKFLOW_NAME
-from keystore import load_public_keys, public_keys_location
+from keystore import demo_identity, directory_location, load_directory
 from tests.credentials_support import use_test_keys
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def use_test_keys_public() -> PublicKeys:
-    return load_public_keys(public_keys_location(use_test_keys().state_dir, {}))
+def use_test_keys_directory() -> Directory:
+    return load_directory(directory_location(use_test_keys().state_dir, {}))
 
 
 async def _starter(world, temporal_server, *args: str) -> subprocess.CompletedProcess:
@@ -46,7 +46,7 @@ async def test_the_same_request_key_returns_the_existing_case_and_never_reruns_i
     question = "Where is my order QH-1005? Can I still change the delivery address?"
     first = await _starter(shared_world, temporal_server, "--profile", "alice", "ask", question, "--request-key", key)
     assert first.returncode == 0, first.stderr
-    case_id = case_id_for(key, resolve_profile("alice"))
+    case_id = case_id_for(key, demo_identity("alice"))
     assert f"case {case_id}" in first.stdout and "completed" in first.stdout
     second = await _starter(shared_world, temporal_server, "--profile", "alice", "ask", question, "--request-key", key)
     assert second.returncode == 0, second.stderr
@@ -121,7 +121,7 @@ async def test_review_info_prints_signed_temporal_cli_and_web_ui_forms_that_work
     assert payload in signal and f"  {payload}" in lines  # the Web UI's input is the same JSON
     assert f"chen signed an approval of case {case_id}, digest {digest}" in info.stdout
     token = json.loads(payload)["approval_token"]
-    claims = verify_approval_token(token, use_test_keys_public())
+    claims = verify_approval_token(token, use_test_keys_directory())
     assert (claims.sub, claims.case_id, claims.digest, claims.decision) == ("chen", case_id, digest, "approve")
     assert claims.expires_at - claims.issued_at == timedelta(minutes=10)
 
@@ -175,7 +175,7 @@ async def test_a_request_key_names_a_case_per_applicant(shared_world, temporal_s
         shared_world, temporal_server, "--profile", "bob", "ask", "Where is my order QH-2005?", "--request-key", key
     )
     assert bob.returncode == 0, bob.stderr
-    assert case_id_for(key, resolve_profile("alice")) != case_id_for(key, resolve_profile("bob"))
+    assert case_id_for(key, demo_identity("alice")) != case_id_for(key, demo_identity("bob"))
     assert "QH-1005" not in bob.stdout and "already used" not in bob.stderr
     reused = await _starter(
         shared_world, temporal_server, "--profile", "alice", "ask", "Please refund QH-1001", "--request-key", key
@@ -252,7 +252,7 @@ async def test_ask_without_the_issuer_key_says_so_and_starts_nothing(
     assert done.returncode == 2, done.stdout + done.stderr
     [line] = done.stderr.strip().splitlines()
     assert line.startswith("error: signing_key_missing: No private key at") and "issuer.pem" in line
-    case_id = case_id_for(key, resolve_profile("alice"))
+    case_id = case_id_for(key, demo_identity("alice"))
     assert [w async for w in shared_world.client.list_workflows(f'WorkflowId="case-{case_id}"')] == []
 
 
@@ -272,7 +272,7 @@ async def test_ask_and_status_without_a_worker_say_so_within_ten_seconds(
         case_id=f"noworker{uuid.uuid4().hex[:8]}",
         question="Where is my order QH-1005?",
         language=Language.EN,
-        applicant=resolve_profile("alice"),
+        applicant=demo_identity("alice"),
     )
     await temporal_client.start_workflow(WORKFLOW_NAME, case, id=f"case-{case.case_id}", task_queue=queue)
     shown, shown_seconds = await _starter_on(queue, temporal_server, tmp_path, "status", case.case_id)

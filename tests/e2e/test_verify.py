@@ -25,13 +25,12 @@ from temporalio.api.common.v1 import Payload
 
 from cli.exit_codes import ExitCode
 from contracts.case import CaseInput, CaseStatus, CaseView
-from contracts.credentials import COMMERCE_KID, reviewer_kid, sign
-from contracts.identity import resolve_profile
+from contracts.credentials import COMMERCE_KID, sign
 from contracts.knowledge import Language
 from contracts.names import WORKFLOW_NAME, ActivityName
 from contracts.payload_codec import decode_payload_sync
 from devstack.temporal_cli import temporal_cli
-from keystore import load_private_key, private_key_path, public_jwk
+from keystore import demo_identity, load_private_key, private_key_path, public_jwk, reviewer_kid
 from tests.credentials_support import signed_review, use_test_keys
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -200,8 +199,8 @@ async def test_verify_names_the_broken_link_of_an_altered_history_or_receipt(
         )
 
     def forged_approval_with_its_key_written_into_the_history(history: History) -> None:
-        """A key pair of the forger's, published as chen's in the keys the verify_applicant activity
-        recorded: verify reads the keys from outside the history, so the forgery stays a forgery."""
+        """A key pair of the forger's, published as chen's in the directory the verify_applicant activity
+        recorded: verify reads the directory from outside the history, so the forgery stays a forgery."""
         forger = Ed25519PrivateKey.generate()
         token = signed_review("chen", final.case_id, settle["digest"]).approval_token
         claims = json.loads(base64.urlsafe_b64decode(token.split(".")[1] + "=="))
@@ -209,8 +208,8 @@ async def test_verify_names_the_broken_link_of_an_altered_history_or_receipt(
         _edit(_activity_input(history, ActivityName.EXECUTE_REFUND), lambda s: s.update(approval_token=forged))
 
         def publish(verified: dict[str, Any]) -> None:
-            others = [key for key in verified["public_keys"]["keys"] if key["kid"] != reviewer_kid("chen")]
-            verified["public_keys"]["keys"] = [*others, public_jwk(forger, reviewer_kid("chen"))]
+            others = [key for key in verified["directory"]["keys"] if key["kid"] != reviewer_kid("chen")]
+            verified["directory"]["keys"] = [*others, public_jwk(forger, reviewer_kid("chen"))]
 
         _edit(_activity_result(history, ActivityName.VERIFY_APPLICANT), publish)
 
@@ -249,7 +248,7 @@ async def test_verify_says_what_a_case_without_settlement_lacks(world, temporal_
         case_id="unsigned" + waiting.case_id[:8],
         question=REFUND_QUESTION,
         language=Language.EN,
-        applicant=resolve_profile("alice"),
+        applicant=demo_identity("alice"),
     )
     unsigned = await world.client.start_workflow(
         WORKFLOW_NAME, case, id=f"case-{case.case_id}", task_queue=world.task_queue, result_type=CaseView

@@ -24,10 +24,9 @@ from contracts.credentials import (
     ISSUER_KID,
     SETTLE_WINDOW,
     SignedReview,
-    reviewer_kid,
     verify_receipt,
 )
-from keystore import load_public_keys
+from keystore import reviewer_kid
 from tests.case_world import event_details
 from tests.credentials_support import forged_approval_token, signed_review
 from tests.faults.fault_support import (
@@ -112,7 +111,7 @@ async def test_a_timely_signed_approval_survives_a_worker_kill_and_pays_once_aft
     order = fault_world.order("QH-1001")
     assert (order.refunded_cents, order.version) == (12900, 2)
 
-    claims = verify_receipt(receipt.signature, load_public_keys(str(demo_keys.public_keys_path)))
+    claims = verify_receipt(receipt.signature, demo_keys.public_keys())
     assert (claims.receipt_id, claims.case_id, claims.digest, claims.approval_jti) == (
         receipt.receipt_id,
         view.case_id,

@@ -35,9 +35,9 @@ from contracts.case import (
 )
 from contracts.commerce import FIXTURE_AS_OF, RefundQuote
 from contracts.errors import SupportError
-from contracts.identity import PROFILES
 from contracts.knowledge import Language, Passage
 from contracts.tools import INVESTIGATION_TOOLS
+from keystore import demo_identity
 from knowledge.refund_quote import calculate_refund_quote, policy_page_versions
 from knowledge.skills import load_skill
 from knowledge.store import default_knowledge_base
@@ -59,7 +59,7 @@ class InProcessTools:
     """The read tools for alice, answering with the tool activity's result shapes."""
 
     def __init__(self, engine: Engine, language: Language) -> None:
-        self.commerce = CommerceService(engine, PROFILES["alice"])
+        self.commerce = CommerceService(engine, demo_identity("alice"))
         self.knowledge = default_knowledge_base()
         self.language = language
 

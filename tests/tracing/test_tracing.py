@@ -30,10 +30,12 @@ from case_client import TemporalTarget, connect
 from case_tracing import Tracing, tracer_of, tracing_from_env
 from contracts.case import CaseStatus, CaseView, ReviewOutcome
 from contracts.errors import ConfigurationError
-from contracts.identity import PROFILES
 from contracts.names import WORKFLOW_NAME, ActivityName
+from keystore import demo_identity
+from keystore.directory_file import DirectorySource
 from tests.case_world import open_world
 from tests.commerce_service import start_http_commerce
+from tests.conftest import DemoKeys
 from tests.credentials_support import signed_review
 from worker import build_worker
 
@@ -192,11 +194,14 @@ def _console_spans(path: Path) -> list[dict]:
     return spans
 
 
-async def test_the_commerce_server_span_joins_the_trace_of_the_call(traced_http_commerce, tracing) -> None:
+async def test_the_commerce_server_span_joins_the_trace_of_the_call(
+    traced_http_commerce, tracing, demo_keys: DemoKeys
+) -> None:
     url, secret, out = traced_http_commerce
     traced, exporter = tracing
-    commerce = TracedCommerce(CommerceHttpCaller(url, secret), traced.tracer)
-    order = await commerce.call(PROFILES["alice"], "get_order", {"order_id": "QH-1001"}, case_id="case-trace-test")
+    directory = DirectorySource(str(demo_keys.directory_path))
+    commerce = TracedCommerce(CommerceHttpCaller(url, secret, directory), traced.tracer)
+    order = await commerce.call(demo_identity("alice"), "get_order", {"order_id": "QH-1001"}, case_id="case-trace-test")
     assert order["order_id"] == "QH-1001"
     [call] = exporter.get_finished_spans()
     assert call.name == "commerce get_order" and call.context is not None

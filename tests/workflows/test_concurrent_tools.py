@@ -28,10 +28,10 @@ from contracts.case import (
     ToolObservation,
     ToolRequest,
 )
-from contracts.identity import PROFILES
 from contracts.knowledge import Language
 from contracts.names import WORKFLOW_NAME, ActivityName, EventKind
 from contracts.payload_codec import CASE_DATA_CONVERTER
+from keystore import demo_identity
 from tests.credentials_support import applicant_token
 from tests.workflows.test_workflow_branches import QUESTION, Case, MockActivities, meta, mocked_case, tool_call
 from workflows.sandbox import workflow_runner
@@ -123,7 +123,7 @@ async def test_the_order_tools_complete_in_changes_neither_state_nor_log(tempora
 
 
 async def test_a_forged_tenant_start_attribute_is_overwritten_by_the_verified_tenant(temporal_client: Client) -> None:
-    alice = PROFILES["alice"]
+    alice = demo_identity("alice")
     async with mocked_case(temporal_client) as case:
         case_id = uuid.uuid4().hex[:12]
         forged = TypedSearchAttributes(

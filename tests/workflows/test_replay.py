@@ -151,6 +151,24 @@ def test_release_0_1_histories_replay_against_release_0_1_code(release_0_1_code:
     assert done.returncode == 0 and report["replayed"] == len(HISTORIES) > 0
 
 
+RELEASE_0_2 = releases()["v0.2"]
+
+
+def test_release_0_2_histories_replay_against_release_0_2_code(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """Every 0.2 history replays with the workflow imported from 0.2's own tree (tag v0.2.0); 0.3's code
+    records a directory and may take two approvals, so it is not the code these cases run on."""
+    assert RELEASE_0_2.commit is not None, "release 0.2 is named by its commit once 0.3 is the current code"
+    code = extracted(RELEASE_0_2, tmp_path_factory)
+    histories = RELEASE_0_2.histories()
+    done = replay_in(code, RELEASE_0_2.folder)
+    assert done.returncode in (0, 1), f"exit {done.returncode}: {done.stderr.strip()[-2000:]}"
+    report = json.loads(done.stdout)
+    assert all(Path(file).is_relative_to(code) for file in report["modules"].values()), report["modules"]
+    failures = [f"{Path(r['file']).name}: {r['error']}" for r in report["results"] if not r["ok"]]
+    assert not failures, f"{len(failures)} 0.2 histories fail on {RELEASE_0_2.commit}:\n" + "\n".join(failures)
+    assert done.returncode == 0 and report["replayed"] == len(histories) > 0
+
+
 def test_the_replay_refuses_code_from_another_tree_than_the_one_named(tmp_path: Path) -> None:
     """A tree without the code: the workflow comes from the venv's editable install, not from ``--tree``,
     and the runner says so in one line instead of replaying against the wrong code."""

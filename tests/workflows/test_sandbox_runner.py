@@ -18,7 +18,7 @@ from contracts.payload_codec import CASE_DATA_CONVERTER
 from workflows.sandbox import WORKFLOW_HELPER_MODULES, workflow_runner
 from workflows.support_case import SupportCaseWorkflow
 
-HISTORY = Path(__file__).resolve().parents[1] / "histories" / "v0.2" / "approved_refund-2026-12-issue22.json"
+HISTORY = Path(__file__).resolve().parents[1] / "histories" / "v0.3" / "approved_refund-2026-12-issue23.json"
 
 
 def imported_as_from_workflows() -> set[str]:

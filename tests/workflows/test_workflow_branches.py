@@ -63,7 +63,6 @@ from contracts.errors import (
     TransientError,
     to_application_error,
 )
-from contracts.identity import PROFILES
 from contracts.knowledge import Language, Passage
 from contracts.names import (
     REVIEW,
@@ -75,7 +74,7 @@ from contracts.names import (
     StopCode,
     stop_reason,
 )
-from keystore import load_public_keys, public_keys_location
+from keystore import demo_identity, directory_location, load_directory
 from tests.credentials_support import applicant_token, signed_review, use_test_keys
 from workflows.activity_options import RECORD, SETTLE
 from workflows.sandbox import workflow_runner
@@ -219,9 +218,9 @@ def verify_applicant(check: ApplicantCheck, attempt: int) -> VerifiedApplicant:
     """The production check, with the test keys: a missing or invalid token is refused (authorization)."""
     if not check.applicant_token:
         raise AuthorizationError("applicant_token_missing", "The case carries no applicant token.")
-    keys = load_public_keys(public_keys_location(use_test_keys().state_dir, {}))
-    identity = verify_applicant_token(check.applicant_token, keys, case_id=check.case_id, now=datetime.now(UTC))
-    return VerifiedApplicant(identity=identity, public_keys=keys)
+    directory = load_directory(directory_location(use_test_keys().state_dir, {}))
+    identity = verify_applicant_token(check.applicant_token, directory, case_id=check.case_id, now=datetime.now(UTC))
+    return VerifiedApplicant(identity=identity, directory=directory.for_case(identity.subject))
 
 
 DEFAULTS: dict[ActivityName, Behaviour] = {
@@ -343,9 +342,9 @@ class Case:
                 case_id=case_id,
                 question=question,
                 language=Language.EN,
-                applicant=PROFILES["alice"],
+                applicant=demo_identity("alice"),
                 options=CaseOptions(approval_ttl_seconds=ttl),
-                applicant_token=applicant_token(PROFILES["alice"], case_id),
+                applicant_token=applicant_token(demo_identity("alice"), case_id),
             )
         )
 
@@ -438,12 +437,16 @@ async def test_a_case_without_a_valid_applicant_token_reads_nothing_and_fails(
     case_id = uuid.uuid4().hex[:12]
     token = None
     if token_for == "another-case":
-        token = applicant_token(PROFILES["alice"], uuid.uuid4().hex[:12])
+        token = applicant_token(demo_identity("alice"), uuid.uuid4().hex[:12])
     elif token_for == "forged":  # alice's token with its signature replaced by another token's
-        header_and_claims = applicant_token(PROFILES["alice"], case_id).rsplit(".", 1)[0]
-        token = f"{header_and_claims}.{applicant_token(PROFILES['alice'], 'other-' + case_id).rsplit('.', 1)[1]}"
+        header_and_claims = applicant_token(demo_identity("alice"), case_id).rsplit(".", 1)[0]
+        token = f"{header_and_claims}.{applicant_token(demo_identity('alice'), 'other-' + case_id).rsplit('.', 1)[1]}"
     case_input = CaseInput(
-        case_id=case_id, question=QUESTION, language=Language.EN, applicant=PROFILES["alice"], applicant_token=token
+        case_id=case_id,
+        question=QUESTION,
+        language=Language.EN,
+        applicant=demo_identity("alice"),
+        applicant_token=token,
     )
     async with mocked_case(temporal_client) as case:
         await case.start_input(case_input)

@@ -19,10 +19,11 @@ from contracts.case import (
 )
 from contracts.case_facts import CaseFacts
 from contracts.commerce import RefundProposal
-from contracts.credentials import PublicKeys, SignedReview
+from contracts.credentials import SignedReview
+from contracts.directory import Directory
 from contracts.errors import ERROR_TYPES, ErrorClass
-from contracts.identity import PROFILES
 from contracts.names import EventKind, ReviewRefusal, StopCode, stop_code, stop_reason
+from keystore import demo_identity
 from workflows.approval_gate import UNKNOWN_SIGNER, judge_review
 from workflows.case_state import MAX_EVENTS, CaseState, EventLog, Lifecycle
 from workflows.evidence import MAX_EVIDENCE, fold_observation
@@ -31,7 +32,7 @@ from workflows.transitions import IllegalTransition
 from workflows.turn_admission import TOO_MANY_CALLS_IN_TURN, SeenCalls, admit_turn
 
 NOW = datetime(2026, 12, 1, 10, 0, tzinfo=UTC)
-ALICE = PROFILES["alice"]
+ALICE = demo_identity("alice")
 
 
 def test_lifecycle_status_follows_the_phase_until_the_case_ends() -> None:
@@ -80,20 +81,20 @@ def _proposal(expires_in: timedelta = timedelta(minutes=15)) -> RefundProposal:
     )
 
 
-def _waiting_state(*, public_keys: bool) -> CaseState:
-    """A case of alice waiting for a reviewer (with the public keys its verification recorded, or none)."""
+def _waiting_state(*, directory: bool) -> CaseState:
+    """A case of alice waiting for a reviewer (with the directory its verification recorded, or none)."""
     state = CaseState(new_case(ALICE, "Please refund QH-1001", case_id="rooms1"))
     state.lifecycle = Lifecycle(phase=Phase.WAITING_APPROVAL)
     state.proposal = _proposal()
     state.digest = state.proposal.digest()
-    if public_keys:
-        state.public_keys = PublicKeys(keys=[])
+    if directory:
+        state.directory = Directory()
     return state
 
 
 def test_a_review_that_only_names_a_reviewer_is_refused() -> None:
     review = ReviewDecision(reviewer="chen", digest=_proposal().digest(), decision=Decision.APPROVE)
-    verdict = judge_review(review, _waiting_state(public_keys=True), now=NOW)
+    verdict = judge_review(review, _waiting_state(directory=True), now=NOW)
     assert (verdict.decision, verdict.refusal, verdict.who) == (
         None,
         ReviewRefusal.SIGNATURE_REQUIRED,
@@ -101,8 +102,8 @@ def test_a_review_that_only_names_a_reviewer_is_refused() -> None:
     )
 
 
-def test_a_waiting_case_without_public_keys_takes_no_signed_review() -> None:
-    verdict = judge_review(SignedReview(approval_token="not.a.token"), _waiting_state(public_keys=False), now=NOW)
+def test_a_waiting_case_without_a_directory_takes_no_signed_review() -> None:
+    verdict = judge_review(SignedReview(approval_token="not.a.token"), _waiting_state(directory=False), now=NOW)
     assert (verdict.decision, verdict.refusal) == (None, UNKNOWN_SIGNER)
 
 

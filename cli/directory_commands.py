@@ -1,0 +1,231 @@
+"""``starter.py directory``: show and edit the support directory (tenants, people, their public keys,
+each tenant's approval policy). People are data, not code: adding a reviewer or re-keying one is an
+edit of ``<state dir>/keys/directory.json`` (or of the file ``SUPPORT_DIRECTORY`` names), which the
+worker and the commerce server read again on their next check, without a restart.
+
+This module needs nothing of the profile machinery: each command reads the state dir from the main
+callback's settings (``ctx.obj.state_dir``) and acts on the directory there. A reviewer's demo key
+pair is created in the state dir; only its public half goes into the directory.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from pathlib import Path
+from typing import Annotated, Any, NoReturn, Protocol, TypeVar
+
+import typer
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from cli.exit_codes import ExitCode
+from contracts.directory import Directory, Tenant
+from contracts.errors import SupportError
+from contracts.identity import Role
+from keystore import create_key_pair, directory_location, private_key_path, reviewer_kid
+from keystore.directory_edit import (
+    DirectoryEditError,
+    add_person,
+    add_tenant,
+    keyed_person,
+    remove_person,
+    rotate_key,
+    set_policy,
+)
+from keystore.directory_file import load_directory, write_directory
+
+directory_app = typer.Typer(
+    no_args_is_help=True,
+    help="The support directory: tenants, people, their public keys and each tenant's approval policy.",
+)
+Edited = TypeVar("Edited")
+MAX_GENERATIONS = 1000
+"""How far a fresh key's generation is searched past the person's newest one."""
+
+
+class _HasStateDir(Protocol):
+    state_dir: Path
+
+
+def _refuse(problem: str) -> NoReturn:
+    typer.echo(f"directory: {problem}", err=True)
+    raise typer.Exit(ExitCode.REFUSED)
+
+
+def _state_dir(ctx: typer.Context) -> Path:
+    settings: _HasStateDir = ctx.obj
+    return Path(settings.state_dir)
+
+
+def _load(location: str) -> Directory:
+    try:
+        return load_directory(location)
+    except SupportError as error:
+        _refuse(error.message)
+
+
+def _editable(ctx: typer.Context) -> tuple[Path, Directory]:
+    """The directory file of this state dir (or ``SUPPORT_DIRECTORY``) and what it holds now."""
+    location = directory_location(_state_dir(ctx))
+    if re.match(r"^[a-z][a-z0-9+.-]*://", location, re.IGNORECASE):
+        _refuse(f"{location} is published at a URL; edit the document where it is published")
+    return Path(location), _load(location)
+
+
+def _edited(edit: Callable[[], Edited]) -> Edited:
+    try:
+        return edit()
+    except DirectoryEditError as error:
+        _refuse(str(error))
+
+
+def _fresh_key(state_dir: Path, directory: Directory, subject: str, generation: int) -> dict[str, Any]:
+    """A newly created key pair for ``subject``, of ``generation`` or the first later one whose kid the
+    directory does not hold and whose private key file does not exist yet: a key file left behind by a
+    rotation or a removal is never published again."""
+    for candidate in range(generation, generation + MAX_GENERATIONS):
+        kid = reviewer_kid(subject, candidate)
+        if directory.key(kid) is None and not private_key_path(state_dir, kid).exists():
+            jwk, created = create_key_pair(state_dir, kid)
+            if created:
+                return jwk
+    _refuse(f"no free key name for {subject!r} after generation {generation}")
+
+
+def _generation(subject: str, kid: str) -> int:
+    """1 for ``reviewer:kai``, 3 for ``reviewer:kai:3``, 0 for a kid not named that way."""
+    if kid == reviewer_kid(subject):
+        return 1
+    prefix = f"{reviewer_kid(subject)}:"
+    rest = kid.removeprefix(prefix)
+    return int(rest) if kid.startswith(prefix) and rest.isdigit() else 0
+
+
+def policy_line(tenant: Tenant) -> str:
+    threshold = tenant.approval.two_reviewers_from_cents
+    rule = (
+        "one reviewer approves every refund"
+        if threshold is None
+        else f"two distinct reviewers from {threshold} cents, one below"
+    )
+    return f"tenant {tenant.tenant} ({tenant.display_name}): {rule}"
+
+
+def directory_table(directory: Directory, location: str) -> Table:
+    table = Table(title=f"support directory ({location})")
+    for column in ("tenant", "subject", "role", "name", "kids"):
+        table.add_column(column, overflow="fold")
+    for person in directory.people:
+        cells = (person.tenant, person.subject, person.role.value, person.display_name, ", ".join(person.kids) or "-")
+        table.add_row(*(Text(cell) for cell in cells))
+    return table
+
+
+@directory_app.command("show")
+def show(
+    ctx: typer.Context,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the directory document itself.")] = False,
+) -> None:
+    """List the tenants' people and their key ids, and each tenant's approval policy."""
+    location = directory_location(_state_dir(ctx))
+    directory = _load(location)
+    if as_json:
+        typer.echo(directory.model_dump_json(indent=2))
+        return
+    console = Console(markup=False, emoji=False, highlight=False)
+    console.print(directory_table(directory, location))
+    for tenant in directory.tenants:
+        typer.echo(policy_line(tenant))
+
+
+@directory_app.command("add-tenant")
+def add_tenant_command(
+    ctx: typer.Context,
+    tenant: Annotated[str, typer.Argument(help="Tenant id: lower-case letters, digits, '.', '_' or '-'.")],
+    name: Annotated[str | None, typer.Option("--name", help="Display name (default: the tenant id).")] = None,
+    policies: Annotated[
+        str | None,
+        typer.Option("--policies", help="Follow this tenant's policy documents and refund rule (e.g. qinghe)."),
+    ] = None,
+) -> None:
+    """Add a tenant (one reviewer approves every refund until set-policy says otherwise)."""
+    path, directory = _editable(ctx)
+    write_directory(path, _edited(lambda: add_tenant(directory, tenant, name, policies)))
+    follows = f", following {policies}'s policies" if policies else ""
+    typer.echo(f"added tenant {tenant}{follows} (directory {path})")
+
+
+@directory_app.command("add-person")
+def add_person_command(
+    ctx: typer.Context,
+    subject: Annotated[str, typer.Argument(help="Subject: lower-case letters, digits, '.', '_' or '-'.")],
+    tenant: Annotated[str, typer.Option("--tenant", help="The tenant the person belongs to (only that one).")],
+    role: Annotated[Role, typer.Option("--role", help="customer or reviewer.")],
+    name: Annotated[str | None, typer.Option("--name", help="Display name (default: the subject).")] = None,
+) -> None:
+    """Add a customer or a reviewer. A reviewer gets a demo key pair in the state dir (private key 0600)
+    and the directory publishes its public key. A customer gets no key: customers are vouched for by
+    the issuer's applicant tokens."""
+    path, directory = _editable(ctx)
+    display_name = name or subject
+    _edited(lambda: add_person(directory, subject, tenant, role, display_name))  # refused before any key file
+    jwk = _fresh_key(_state_dir(ctx), directory, subject, 1) if role is Role.REVIEWER else None
+    write_directory(path, _edited(lambda: add_person(directory, subject, tenant, role, display_name, jwk)))
+    key = f"key {jwk['kid']}" if jwk is not None else "no key (applicant tokens vouch for customers)"
+    typer.echo(f"added {role.value} {subject} to tenant {tenant}, {key} (directory {path})")
+
+
+@directory_app.command("set-policy")
+def set_policy_command(
+    ctx: typer.Context,
+    tenant: Annotated[str, typer.Argument(help="Tenant id.")],
+    two_reviewers_from: Annotated[
+        int | None,
+        typer.Option("--two-reviewers-from", min=1, help="Refunds of this many cents or more need two reviewers."),
+    ] = None,
+    one_reviewer: Annotated[bool, typer.Option("--one-reviewer", help="One reviewer approves every refund.")] = False,
+) -> None:
+    """Set how many distinct reviewers of the tenant must approve a refund."""
+    if (two_reviewers_from is not None) == one_reviewer:
+        _refuse("give exactly one of --two-reviewers-from CENTS and --one-reviewer")
+    path, directory = _editable(ctx)
+    edited = _edited(lambda: set_policy(directory, tenant, two_reviewers_from))
+    write_directory(path, edited)
+    entry = edited.tenant(tenant)
+    assert entry is not None  # set_policy refuses an unknown tenant
+    typer.echo(f"set policy: {policy_line(entry)} (directory {path})")
+
+
+@directory_app.command("rotate-key")
+def rotate_key_command(
+    ctx: typer.Context,
+    subject: Annotated[str, typer.Argument(help="The reviewer whose key is replaced.")],
+) -> None:
+    """Give a reviewer a new key and remove every old one from the directory at once (no grace period).
+    The old private key file stays in the state dir, but approvals signed with it no longer verify."""
+    path, directory = _editable(ctx)
+    person = _edited(lambda: keyed_person(directory, subject))
+    newest = max(_generation(subject, kid) for kid in person.kids)
+    jwk = _fresh_key(_state_dir(ctx), directory, subject, newest + 1)
+    write_directory(path, _edited(lambda: rotate_key(directory, subject, jwk)))
+    old = ", ".join(person.kids)
+    typer.echo(
+        f"rotated {subject}'s key to {jwk['kid']}; {old} no longer verifies (its private key file is left in "
+        f"place) (directory {path})"
+    )
+
+
+@directory_app.command("remove-person")
+def remove_person_command(
+    ctx: typer.Context,
+    subject: Annotated[str, typer.Argument(help="The person to remove, with their public keys.")],
+) -> None:
+    """Remove a person and their public keys (their approvals no longer verify)."""
+    path, directory = _editable(ctx)
+    write_directory(path, _edited(lambda: remove_person(directory, subject)))
+    person = directory.person(subject)
+    assert person is not None  # remove_person refuses an unknown subject
+    keys = f" and key {', '.join(person.kids)}" if person.kids else ""
+    typer.echo(f"removed {person.role.value} {subject}{keys} from tenant {person.tenant} (directory {path})")

@@ -1,0 +1,218 @@
+"""The support directory: the merchant's tenants, people and public keys, and each tenant's approval
+policy. Data, never code: one JSON document (``SUPPORT_DIRECTORY``, a file or an https URL) that the
+worker, the commerce server and ``starter.py`` each read for themselves. Pure: no files, no clock.
+
+Who asks is an applicant token whose claims agree with a customer here; who approves is the signer of
+an approval whose key this directory lists for a reviewer of the applicant's tenant. A name in a
+payload proves nothing. The document is a JSON Web Key Set too (its ``keys``), so every public key,
+the services' and the people's, is published in one place:
+
+==================  ===========================  =================================================
+``kid``             held by                       signs
+==================  ===========================  =================================================
+``issuer``          the built-in login service    applicant tokens (subject, tenant, role, case id)
+a reviewer's kid    that reviewer, and only them  approval tokens (case id, digest, decision)
+``commerce``        the commerce server           receipts (approval token id, digest, amounts)
+==================  ===========================  =================================================
+
+A case records the slice of the directory that can decide it (:meth:`Directory.for_case`) when its
+applicant is verified, and decides its approvals from that record, deterministically, whatever the
+document says later; the commerce server re-checks every approval with its own, current copy.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import jwt
+from jwt.exceptions import PyJWKError
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from contracts.errors import AuthorizationError, WorkerErrorCode
+from contracts.identity import Identity, Role
+
+DIRECTORY_FORMAT = "support-directory/1"
+ISSUER_KID = "issuer"
+COMMERCE_KID = "commerce"
+SERVICE_KIDS = (ISSUER_KID, COMMERCE_KID)
+KEY_ALGORITHM = "EdDSA"
+"""The algorithm of every key the directory publishes (Ed25519)."""
+NAME_PATTERN = r"^[a-z][a-z0-9._-]{0,31}$"
+"""Subjects and tenant ids: short, lower-case, safe in a file name, a search attribute and a log line."""
+MAX_PEOPLE = 5000
+MAX_KEYS_PER_PERSON = 4
+
+
+class ApprovalPolicy(BaseModel):
+    """How many distinct reviewers of the tenant must approve a refund."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    two_reviewers_from_cents: int | None = Field(default=None, ge=1)
+    """Refunds of this many cents or more need two distinct reviewers (four-eyes); None: one always."""
+
+    def approvals_required(self, amount_cents: int) -> int:
+        if self.two_reviewers_from_cents is not None and amount_cents >= self.two_reviewers_from_cents:
+            return 2
+        return 1
+
+
+class Tenant(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    tenant: str = Field(pattern=NAME_PATTERN)
+    display_name: str = Field(min_length=1, max_length=80)
+    approval: ApprovalPolicy = ApprovalPolicy()
+    policies: str | None = Field(default=None, pattern=NAME_PATTERN)
+    """The tenant whose policy documents and refund rule this tenant follows (None: its own). A new
+    merchant can adopt the packaged ``qinghe`` policies until it brings its own."""
+
+
+class Person(BaseModel):
+    """A customer or a reviewer of one tenant, and the kids of their public keys (reviewers sign)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    subject: str = Field(pattern=NAME_PATTERN)
+    tenant: str = Field(pattern=NAME_PATTERN)
+    role: Role
+    display_name: str = Field(min_length=1, max_length=80)
+    kids: list[str] = Field(default_factory=list, max_length=MAX_KEYS_PER_PERSON)
+
+    def identity(self) -> Identity:
+        return Identity(subject=self.subject, tenant=self.tenant, role=self.role, display_name=self.display_name)
+
+
+class DirectoryError(ValueError):
+    """A directory document that breaks a rule; the message names the first problem."""
+
+
+class Directory(BaseModel):
+    """The whole document. Validation refuses duplicates, a person of an unknown tenant, a kid that no
+    key or two people hold, a private key, and a key that is not an Ed25519 public key."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    format: str = Field(default=DIRECTORY_FORMAT, pattern=r"^support-directory/1$")
+    tenants: list[Tenant] = Field(default_factory=list, max_length=500)
+    people: list[Person] = Field(default_factory=list, max_length=MAX_PEOPLE)
+    keys: list[dict[str, Any]] = Field(default_factory=list, max_length=MAX_PEOPLE * MAX_KEYS_PER_PERSON + 10)
+    """The JSON Web Key Set: every published public key, each named by its ``kid``."""
+
+    @model_validator(mode="after")
+    def _consistent(self) -> Directory:
+        problem = _first_problem(self)
+        if problem is not None:
+            raise DirectoryError(problem)
+        return self
+
+    # --- lookups -----------------------------------------------------------------------------------
+
+    def tenant(self, tenant: str) -> Tenant | None:
+        return next((entry for entry in self.tenants if entry.tenant == tenant), None)
+
+    def person(self, subject: str) -> Person | None:
+        return next((entry for entry in self.people if entry.subject == subject), None)
+
+    def reviewers(self, tenant: str) -> list[Person]:
+        return [entry for entry in self.people if entry.tenant == tenant and entry.role is Role.REVIEWER]
+
+    def key(self, kid: str) -> dict[str, Any] | None:
+        return next((entry for entry in self.keys if entry.get("kid") == kid), None)
+
+    def owner_of(self, kid: str) -> Person | None:
+        return next((entry for entry in self.people if kid in entry.kids), None)
+
+    def identity(self, subject: str) -> Identity:
+        """The person ``subject`` as an identity; ``unknown_person`` (authorization) when not listed."""
+        person = self.person(subject)
+        if person is None:
+            raise AuthorizationError("unknown_person", f"{subject[:40]!r} is not in the support directory.")
+        return person.identity()
+
+    def check_listed(self, identity: Identity) -> str:
+        """The subject of ``identity`` if the directory lists exactly that person (tenant, role, name);
+        any other identity is refused with ``identity_rejected``. The check every worker-side caller of
+        the commerce server makes, with its own copy of the directory, before acting for an applicant."""
+        person = self.person(identity.subject)
+        if person is None or person.identity() != identity:
+            raise AuthorizationError(
+                WorkerErrorCode.IDENTITY_REJECTED, "The applicant is not in the support directory."
+            )
+        return identity.subject
+
+    def policy_tenant(self, tenant: str) -> str:
+        """The tenant whose policies ``tenant`` follows (itself unless the directory says otherwise)."""
+        entry = self.tenant(tenant)
+        return entry.policies if entry is not None and entry.policies else tenant
+
+    def approvals_required(self, tenant: str, amount_cents: int) -> int:
+        """Distinct reviewers a refund of ``amount_cents`` needs in ``tenant`` (1 for an unknown tenant,
+        which no reviewer can approve anyway)."""
+        entry = self.tenant(tenant)
+        return entry.approval.approvals_required(amount_cents) if entry is not None else 1
+
+    def for_case(self, applicant: str) -> Directory:
+        """The slice that can decide a case of ``applicant``: their tenant and its policy, the applicant,
+        the tenant's reviewers, their keys and the service keys. Bounded by one tenant's reviewers, and
+        it names no other tenant's people, so a case history carries nothing of theirs."""
+        person = self.person(applicant)
+        if person is None:
+            raise DirectoryError(f"{applicant!r} is not in the directory")
+        people = [person] + [entry for entry in self.reviewers(person.tenant) if entry.subject != applicant]
+        kids = set(SERVICE_KIDS) | {kid for entry in people for kid in entry.kids}
+        tenant = self.tenant(person.tenant)
+        return Directory(
+            tenants=[tenant] if tenant is not None else [],
+            people=people,
+            keys=[entry for entry in self.keys if entry.get("kid") in kids],
+        )
+
+
+def _first_problem(directory: Directory) -> str | None:
+    tenants = [entry.tenant for entry in directory.tenants]
+    if len(set(tenants)) != len(tenants):
+        return f"tenant {_duplicate(tenants)!r} is listed twice"
+    subjects = [entry.subject for entry in directory.people]
+    if len(set(subjects)) != len(subjects):
+        return f"person {_duplicate(subjects)!r} is listed twice (a subject belongs to one tenant)"
+    kids = [str(entry.get("kid", "")) for entry in directory.keys]
+    if len(set(kids)) != len(kids):
+        return f"key {_duplicate(kids)!r} is listed twice"
+    owned: dict[str, str] = {}
+    for person in directory.people:
+        if person.tenant not in tenants:
+            return f"person {person.subject!r} belongs to unknown tenant {person.tenant!r}"
+        for kid in person.kids:
+            if kid not in kids:
+                return f"person {person.subject!r} lists key {kid!r}, which the key set does not hold"
+            if kid in owned or kid in SERVICE_KIDS:
+                return f"key {kid!r} is listed for {owned.get(kid, 'a service')!r} and {person.subject!r}"
+            owned[kid] = person.subject
+    for entry in directory.keys:
+        problem = _key_problem(entry)
+        if problem is not None:
+            return problem
+    return None
+
+
+def _key_problem(entry: dict[str, Any]) -> str | None:
+    kid = entry.get("kid")
+    if not isinstance(kid, str) or not kid:
+        return "a key has no kid"
+    if "d" in entry:
+        return f"key {kid[:64]!r} is a private key; the directory publishes public keys only"
+    try:
+        jwt.PyJWK.from_dict(entry, algorithm=KEY_ALGORITHM)
+    except PyJWKError as error:
+        return f"key {kid[:64]!r} is not an Ed25519 public key ({error})"
+    return None
+
+
+def _duplicate(values: list[str]) -> str:
+    seen: set[str] = set()
+    for value in values:
+        if value in seen:
+            return value
+        seen.add(value)
+    return ""
