@@ -42,6 +42,7 @@ from contracts.tools import (
     ToolSource,
     ToolSpec,
 )
+from keystore import directory_location
 from keystore.directory_file import DirectorySource
 from knowledge.refund_quote import calculate_refund_quote, policy_page_versions
 from knowledge.skills import load_skill
@@ -75,8 +76,9 @@ class ToolActivities:
     ) -> None:
         self.pool = pool
         self.knowledge = knowledge
-        self.directory = directory
-        """Which tenant's policies each tenant follows (None: every tenant its own)."""
+        self.directory = directory or DirectorySource(directory_location(preferences.path.parent))
+        """The worker's copy of the directory: every request is for a person it lists, exactly, and it
+        says which tenant's policies each tenant follows."""
         self.preferences = preferences
         self._handlers: dict[ToolName, ToolHandler] = {
             ToolName.SEARCH_KNOWLEDGE: self._search_knowledge,
@@ -89,6 +91,7 @@ class ToolActivities:
 
     @activity.defn(name=ActivityName.RUN_INVESTIGATION_TOOL)
     async def run_investigation_tool(self, request: ToolRequest) -> ToolObservation:
+        self.directory.current().check_listed(request.applicant)
         _check(request)
         try:
             result = await self.dispatch(request)
@@ -123,8 +126,7 @@ class ToolActivities:
 
     def _policy_tenant(self, request: ToolRequest) -> str:
         """The tenant whose policy documents and refund rule the applicant's tenant follows."""
-        tenant = request.applicant.tenant
-        return self.directory.current().policy_tenant(tenant) if self.directory is not None else tenant
+        return self.directory.current().policy_tenant(request.applicant.tenant)
 
     async def _search_knowledge(self, request: ToolRequest) -> SearchResult:
         hits = self.knowledge.search(
@@ -187,8 +189,8 @@ class ToolActivities:
 
 
 def _check(request: ToolRequest) -> None:
-    """Defensive re-validation of what the workflow already validated (the commerce gateway checks the
-    applicant against the worker's own copy of the directory on every call)."""
+    """Defensive re-validation of what the workflow already validated (the applicant is checked against
+    the directory just before, and again by the commerce gateway on every commerce call)."""
     spec = INVESTIGATION_TOOLS.get(request.name)
     if spec is None or spec.source not in ACTIVITY_SOURCES:
         raise AuthorizationError(

@@ -17,6 +17,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from keystore import directory_location
 from tests.faults.fault_support import PROJECT_ROOT, WORKER_SCRIPT, WorkerProcess, worker_env
 from tests.release_code import extract, releases, replay_in, resolve
 
@@ -66,6 +67,11 @@ def spawn_release_worker(
     flag makes the build current: the environment's ``SUPPORT_SET_CURRENT_VERSION`` is cleared."""
     script, cwd = (tree / LAUNCHER_NAME, tree) if tree is not None else (WORKER_SCRIPT, PROJECT_ROOT)
     env = worker_env(address, SUPPORT_BUILD_ID=build_id, SUPPORT_SET_CURRENT_VERSION="")
+    if tree is not None:
+        # Releases before 0.3 read a public key set (SUPPORT_PUBLIC_KEYS, COMMERCE_PUBLIC_KEYS); the
+        # directory is a JSON Web Key Set too, so they are pointed at it for their drain (docs/upgrades.md).
+        directory = directory_location(state_dir, env)
+        env |= {"SUPPORT_PUBLIC_KEYS": directory, "COMMERCE_PUBLIC_KEYS": directory}
     log_path = state_dir.parent / f"{name}.log"
     command = [sys.executable, str(script), "--state-dir", str(state_dir), "--task-queue", task_queue, "--set-current"]
     with log_path.open("ab") as log:

@@ -68,7 +68,7 @@ async def test_only_a_same_tenant_reviewer_with_the_digest_can_approve_and_it_pa
     refusals: list[tuple[str, ReviewDecision | SignedReview, str]] = [
         ("chen, over another digest", _signed("chen", view, "0" * 64), "digest_mismatch"),
         ("the applicant", _claimed("alice", digest), "signature_required"),
-        ("mei, of another tenant, signing", _signed("mei", view), "reviewer_of_another_tenant"),
+        ("mei, of another tenant (not in the case's directory slice)", _signed("mei", view), "unknown_signer"),
         ("bob, a customer", _claimed("bob", digest), "signature_required"),
         ("anyone, naming chen", _claimed("chen", digest), "signature_required"),
     ]

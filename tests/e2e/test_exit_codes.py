@@ -82,12 +82,13 @@ async def test_a_worker_whose_directory_holds_a_private_key_never_polls(
 
 
 async def test_status_into_a_pipe_whose_reader_left_ends_quietly_with_0(
-    shared_world: CaseWorld, temporal_server
+    shared_world: CaseWorld, temporal_server, demo_keys: DemoKeys
 ) -> None:
     handle = await shared_world.start("Where is my order QH-1005?")
     await shared_world.settled(handle)
     case_id = handle.id.removeprefix("case-")
-    env = {"SUPPORT_TASK_QUEUE": shared_world.task_queue}
+    # starter.py acts as a person of the directory: the cleaned environment names the session's again
+    env = {"SUPPORT_TASK_QUEUE": shared_world.task_queue, "SUPPORT_DIRECTORY": str(demo_keys.directory_path)}
     read, write = os.pipe()
     os.close(read)  # the reader (head) is gone before the first line: every write is a broken pipe
     try:
