@@ -53,7 +53,7 @@ async def test_a_refused_update_is_one_sentence_non_retryable_and_carries_no_sta
         ),
         (
             signed_review("mei", view.case_id, view.digest).approval_token,
-            "reviewer_of_another_tenant: reviewer mei belongs to another tenant than the applicant",
+            "unknown_signer: the directory publishes no key for reviewer mei",  # not in the case's tenant slice
         ),
     ]
     for token, message in refusals:
