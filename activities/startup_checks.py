@@ -22,10 +22,11 @@ from temporalio.api.operatorservice.v1 import AddSearchAttributesRequest, ListSe
 from temporalio.client import Client
 from temporalio.service import RPCError
 
-from contracts.directory import Directory
+from contracts.directory import ISSUER_KID, Directory
 from contracts.errors import ConfigurationError
 from contracts.search_attributes import ALL_KEYS, cli_type
 from keystore import DIRECTORY_ENV, load_directory
+from keystore.outside_issuer import OutsideIssuer
 
 RPC_TIMEOUT = timedelta(seconds=10)
 
@@ -136,11 +137,18 @@ def check_directory(location: str, *, from_env: bool) -> Directory:
             "serve it over https or give a file path",
         )
     try:
-        return load_directory(location)
+        directory = load_directory(location)
     except ConfigurationError as error:
         fix = _DIRECTORY_FIXES.get(error.code, "")
         message = error.message.removeprefix(f"The directory at {location} ").rstrip(".")
         raise ConfigurationError(error.code, f"{named}: {message}{fix}") from None
+    if directory.key(ISSUER_KID) is None and OutsideIssuer.from_environment() is None:
+        raise ConfigurationError(
+            "directory_without_issuer",
+            f"{named} lists no issuer key and no outside issuer is set (SUPPORT_APPLICANT_JWKS_URL), so no "
+            "applicant token could verify; run `starter.py init` or publish the issuer's key",
+        )
+    return directory
 
 
 _DIRECTORY_FIXES = {

@@ -87,7 +87,7 @@ done
 grep "^worker:" "$STATE_DIR/worker.log" || true
 
 KEY="demo-$(date +%s)"
-CASE=$($BIN/python -c "from case_client import case_id_for; from contracts.identity import resolve_profile; print(case_id_for('$KEY', resolve_profile('alice')))")
+CASE=$($BIN/python -c "from case_client import case_id_for; from keystore import demo_identity; print(case_id_for('$KEY', demo_identity('alice')))")
 say "5. alice asks: Please refund QH-1001 and explain the amount and the policy"
 $BIN/python starter.py --state-dir "$STATE_DIR" --profile alice ask \
   "Please refund QH-1001 and explain the amount and the policy" --request-key "$KEY"
