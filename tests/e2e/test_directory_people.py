@@ -17,6 +17,7 @@ from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TypeVar
 
 import pytest
 from sqlmodel import Session, select
@@ -36,6 +37,7 @@ from keystore.signers import KeyFileSigner
 from tests.case_world import RoutedWorker, stress_options
 from worker import build_worker
 
+Row = TypeVar("Row", RefundRow, CoApprovalUseRow)
 ROOT = Path(__file__).resolve().parents[2]
 PRODUCT_DIRS = ("activities", "cli", "commerce_server", "contracts", "keystore", "knowledge", "workflows", "worker.py")
 EAST_ORDERS = ROOT / "docs" / "examples" / "east-orders.json"
@@ -71,18 +73,16 @@ class Merchant:
         return load_directory(directory_location(self.state_dir, {})).identity(subject)
 
     def refunds(self) -> list[RefundRow]:
-        engine = make_engine(f"sqlite:///{self.state_dir / 'commerce.db'}")
-        try:
-            with Session(engine) as session:
-                return list(session.exec(select(RefundRow)).all())
-        finally:
-            engine.dispose()
+        return self._rows(RefundRow)
 
     def co_approvals(self) -> list[CoApprovalUseRow]:
+        return self._rows(CoApprovalUseRow)
+
+    def _rows(self, model: type[Row]) -> list[Row]:
         engine = make_engine(f"sqlite:///{self.state_dir / 'commerce.db'}")
         try:
             with Session(engine) as session:
-                return list(session.exec(select(CoApprovalUseRow)).all())
+                return list(session.exec(select(model)).all())
         finally:
             engine.dispose()
 
