@@ -30,6 +30,7 @@ from temporalio.workflow import NondeterminismError
 from activities.model_settings import ModelSettings, load_model_settings
 from case_client import CaseClient
 from case_client.deployment import make_current, release
+from case_history.trail import local_activity
 from commerce_server.db import OrderRow, RefundRow, TicketRow, make_engine
 from commerce_server.seed import seed_fixture
 from contracts.case import CaseEvent, CaseView
@@ -147,6 +148,17 @@ async def open_world(
         **stress_options(),
     )
     return CaseWorld(client, state_dir, task_queue, engine), RoutedWorker(worker), cleanup
+
+
+async def scheduled_activity_types(handle: WorkflowHandle) -> list[str]:
+    """The activity types the workflow ran, regular (scheduled) or local (a marker), in history order."""
+    names: list[str] = []
+    async for event in handle.fetch_history_events():
+        if event.HasField("activity_task_scheduled_event_attributes"):
+            names.append(event.activity_task_scheduled_event_attributes.activity_type.name)
+        elif (local := local_activity(event)) is not None:
+            names.append(local.activity_type)
+    return names
 
 
 async def event_details(handle: WorkflowHandle, kind: str) -> list[str]:

@@ -155,7 +155,7 @@ def full_layer_reason(item: pytest.Item) -> str | None:
         if names:
             return f"uses {sorted(names)[0]}"
     fixture_info = getattr(item, "_fixtureinfo", None)
-    for name, definitions in (fixture_info.name2fixturedefs.items() if fixture_info else ()):
+    for name, definitions in fixture_info.name2fixturedefs.items() if fixture_info else ():
         for definition in definitions:
             if getattr(definition.func, "__module__", None) == __name__:
                 continue  # the guard below names what it refuses

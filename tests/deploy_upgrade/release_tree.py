@@ -40,6 +40,7 @@ print({LAUNCHER_MARK!r} + json.dumps(report), flush=True)
 worker.run()
 '''
 
+
 def release_tree(name: str, target: Path) -> tuple[str, Path]:
     """The manifest's release ``name``: its commit (checked, with its tag) and its files in ``target``
     (new), with the launcher written beside them."""

@@ -9,13 +9,14 @@ task queue, so worlds never share a worker.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
 from temporalio.client import Client
 
 from tests.case_world import CaseWorld, open_world
+from tests.e2e.merchant_world import ISOLATED, Merchant, running_merchant
 
 __all__ = ["CaseWorld", "open_world"]
 
@@ -37,3 +38,19 @@ async def shared_world(temporal_client: Client, tmp_path_factory: pytest.TempPat
         yield case_world
     await cleanup()
     case_world.engine.dispose()
+
+
+@pytest.fixture
+def isolated_environment(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """No directory, commerce key or database from the test session: the merchant's state dir decides."""
+    for name in ISOLATED:
+        monkeypatch.delenv(name, raising=False)
+    yield
+
+
+@pytest.fixture
+async def merchant(
+    temporal_server, temporal_client: Client, tmp_path: Path, isolated_environment: None
+) -> AsyncIterator[Merchant]:
+    async with running_merchant(temporal_server, temporal_client, tmp_path / "merchant") as shop:
+        yield shop

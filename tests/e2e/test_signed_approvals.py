@@ -31,7 +31,6 @@ from temporalio.exceptions import ApplicationError
 
 from activities.commerce_sessions import CommerceCheck, CommerceGateway
 from activities.model_settings import load_model_settings
-from case_history.trail import local_activity
 from commerce_server.db import make_engine
 from commerce_server.seed import seed_fixture
 from contracts.case import CaseInput, CaseStatus, CaseView, ReviewOutcome
@@ -50,7 +49,7 @@ from contracts.names import WORKFLOW_NAME, ActivityName, EventKind, QueryName, w
 from contracts.refusals import refusal_sentence
 from devstack.temporal_cli import temporal_cli
 from keystore import demo_identity, load_private_key, private_key_path, reviewer_kid
-from tests.case_world import CaseWorld, event_details, stress_options
+from tests.case_world import CaseWorld, event_details, scheduled_activity_types, stress_options
 from tests.conftest import DemoKeys
 from tests.credentials_support import applicant_token, forged_approval_token, signed_review, use_test_keys
 from worker import build_worker, commerce_gateway
@@ -110,17 +109,6 @@ async def _refused_update(handle: WorkflowHandle, review: SignedReview) -> str:
     code, _, sentence = cause.message.partition(": ")
     assert sentence == refusal_sentence(code, reviewer=sentence_reviewer(review)), cause.message
     return code
-
-
-async def _scheduled_activities(handle: WorkflowHandle) -> list[str]:
-    """The activity types the workflow ran, regular (scheduled) or local (a marker), in history order."""
-    names: list[str] = []
-    async for event in handle.fetch_history_events():
-        if event.HasField("activity_task_scheduled_event_attributes"):
-            names.append(event.activity_task_scheduled_event_attributes.activity_type.name)
-        elif (local := local_activity(event)) is not None:
-            names.append(local.activity_type)
-    return names
 
 
 def _order_state(world: CaseWorld, order_id: str) -> tuple[int, int]:
@@ -376,7 +364,7 @@ async def test_a_case_without_a_valid_applicant_token_reads_nothing_and_ends_wit
         applicant, _, _, reason = starts[name]
         assert (final.status, final.reason) == (CaseStatus.FAILED, reason), name
         assert (final.applicant, final.order_id, final.quote, final.proposal) == (applicant.subject, None, None, None)
-        assert await _scheduled_activities(handle) == [
+        assert await scheduled_activity_types(handle) == [
             ActivityName.VERIFY_APPLICANT.value,
             ActivityName.WRITE_CASE_RECORD.value,
         ], name

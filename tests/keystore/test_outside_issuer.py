@@ -5,11 +5,9 @@ from __future__ import annotations
 
 import base64
 import json
-import threading
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import jwt
@@ -32,6 +30,7 @@ from keystore.outside_issuer import (
     TENANT_CLAIM_ENV,
     OutsideIssuer,
 )
+from tests.jwks_support import JwksServer, serve_jwks
 
 ISSUER = "https://idp.example.test/"
 NOW = datetime(2026, 3, 1, 9, 0, tzinfo=UTC)
@@ -48,17 +47,6 @@ fetches_key_set = pytest.mark.slow
 class Keys:
     private: dict[str, Any]
     jwks: dict[str, Any]
-
-
-@dataclass
-class JwksServer:
-    url: str
-    server: ThreadingHTTPServer
-    requests: list[str] = field(default_factory=list)
-
-    def stop(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
 
 
 @pytest.fixture(scope="module")
@@ -80,31 +68,8 @@ def keys() -> Keys:
 
 @pytest.fixture
 def jwks_server(keys: Keys) -> Iterator[JwksServer]:
-    body = json.dumps(keys.jwks).encode()
-    requests: list[str] = []
-
-    class Handler(BaseHTTPRequestHandler):
-        def do_GET(self) -> None:
-            requests.append(self.path)
-            self.send_response(200)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        def log_message(self, format: str, *args: Any) -> None:
-            return None
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
-    thread.start()
-    running = JwksServer(url=f"http://127.0.0.1:{server.server_address[1]}/jwks", server=server, requests=requests)
-    try:
+    with serve_jwks(keys.jwks) as running:
         yield running
-    finally:
-        if thread.is_alive():
-            running.stop()
-        thread.join(timeout=5)
 
 
 @pytest.fixture(scope="module")

@@ -59,4 +59,3 @@ async def test_a_run_executes_the_workflow_module_afresh_and_no_helper_module(
     helpers = {f"{name}.py" for name in imported_as_from_workflows()}
     assert {f"workflows.{name}" for name in imported_as_from_workflows()} <= set(WORKFLOW_HELPER_MODULES)
     assert not modules & helpers, f"helper modules re-executed in the sandbox: {sorted(modules & helpers)}"
-
