@@ -12,8 +12,8 @@ import sys
 from devstack.dev_server import main
 from devstack.rehearsal_stack import RehearsalStack, rehearsal_stack
 from devstack.servers import (
-    CodecServer,
     DevServer,
+    LocalServer,
     free_port,
     start_codec_server,
     start_dev_server,
@@ -25,8 +25,8 @@ from devstack.servers import (
 from devstack.temporal_cli import shell_path, temporal_cli, temporal_cli_for_display
 
 __all__ = [
-    "CodecServer",
     "DevServer",
+    "LocalServer",
     "RehearsalStack",
     "free_port",
     "main",

@@ -38,7 +38,6 @@ TIMED_OUT = CommerceErrorCode.COMMERCE_TIMEOUT
 """The code of a call that got no answer within :data:`activities.commerce_client.CALL_TIMEOUT_SECONDS`."""
 
 
-
 def startup_probe(directory: DirectorySource) -> Identity:
     """The identity a worker's start check connects as (the directory's first customer): it lists tools
     and reads the scope, no records."""

@@ -104,11 +104,7 @@ def refuse_another_ledger(live_pollers: Iterable[str], task_queue: str, ledger_i
     meet the same ledger (a proposal quoted elsewhere is refused at settlement, ledger_mismatch), and
     two ledgers would let one order be paid once on each.
     """
-    ledgers = {
-        identity.split(LEDGER_MARK, 1)[1]
-        for identity in live_pollers
-        if LEDGER_MARK in identity
-    }
+    ledgers = {identity.split(LEDGER_MARK, 1)[1] for identity in live_pollers if LEDGER_MARK in identity}
     others = sorted(ledgers - {str(ledger_id)})
     if others:
         raise ConfigurationError(

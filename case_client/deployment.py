@@ -180,4 +180,3 @@ async def open_cases_on(client: Client, version: WorkerDeploymentVersion, *, lim
     async for execution in client.list_workflows(pinned_cases_query(version), limit=limit):
         ids.append(execution.id)
     return ids
-

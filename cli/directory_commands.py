@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Annotated, Any, NoReturn, Protocol, TypeVar
 
@@ -35,12 +36,14 @@ from keystore.directory_edit import (
     set_policy,
 )
 from keystore.directory_file import load_directory, write_directory
+from keystore.enrollment import ENROLLMENT_TTL_SECONDS, mint_enrollment_link
 
 directory_app = typer.Typer(
     no_args_is_help=True,
     help="The support directory: tenants, people, their public keys and each tenant's approval policy.",
 )
 Edited = TypeVar("Edited")
+DEFAULT_CONSOLE_URL = "http://localhost:8090"
 MAX_GENERATIONS = 1000
 """How far a fresh key's generation is searched past the person's newest one."""
 
@@ -229,3 +232,23 @@ def remove_person_command(
     assert person is not None  # remove_person refuses an unknown subject
     keys = f" and key {', '.join(person.kids)}" if person.kids else ""
     typer.echo(f"removed {person.role.value} {subject}{keys} from tenant {person.tenant} (directory {path})")
+
+
+@directory_app.command("enroll")
+def enroll_command(
+    ctx: typer.Context,
+    subject: Annotated[str, typer.Argument(help="The reviewer who enrolls a passkey.")],
+    console_url: Annotated[
+        str, typer.Option("--console", help="The reviewer console's address (its origin).")
+    ] = DEFAULT_CONSOLE_URL,
+) -> None:
+    """Print a one-time link (signed by the issuer, valid 15 minutes, used once) with which the reviewer
+    registers a passkey in the reviewer console; the console publishes its public key in the directory."""
+    state_dir = _state_dir(ctx)
+    _load(directory_location(state_dir))  # a missing or invalid directory is said as such
+    try:
+        link = mint_enrollment_link(state_dir, subject, console_url=console_url, now=datetime.now(UTC))
+    except SupportError as error:
+        _refuse(error.message)
+    typer.echo(link)
+    typer.echo(f"valid {ENROLLMENT_TTL_SECONDS // 60} minutes, once, for {subject}", err=True)

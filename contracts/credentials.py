@@ -9,16 +9,25 @@ same check runs deterministically inside a workflow and as-is at the commerce se
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
-from typing import Any, Literal
+from datetime import datetime, timedelta
+from typing import Any
 
 import jwt
 from jwt.exceptions import InvalidTokenError, PyJWKError
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from contracts.approval_claims import (
+    APPROVAL_AUDIENCE,
+    APPROVAL_TOKEN_TTL,
+    MAX_TOKEN_CHARS,
+    ApprovalClaims,
+    CredentialRefused,
+    TimedClaims,
+)
 from contracts.directory import COMMERCE_KID, ISSUER_KID, KEY_ALGORITHM, Directory
 from contracts.errors import AuthorizationError
 from contracts.identity import Identity, Role
+from contracts.passkey import claimed_reviewer, is_passkey_approval, verify_passkey_approval
 
 __all__ = [
     "ALGORITHM",
@@ -50,52 +59,24 @@ ALGORITHM = KEY_ALGORITHM
 """Every credential is signed with Ed25519; which key signs what is the directory's table
 (:mod:`contracts.directory`): the issuer, a reviewer's own key, the commerce server."""
 APPLICANT_AUDIENCE = "support-case"
-APPROVAL_AUDIENCE = "refund-approval"
 RECEIPT_AUDIENCE = "refund-receipt"
 APPLICANT_TOKEN_TTL = timedelta(minutes=5)
 """Long enough to start a case; the token is checked once, when the case starts."""
-APPROVAL_TOKEN_TTL = timedelta(minutes=10)
 SETTLE_WINDOW = timedelta(minutes=30)
 """How long after a reviewer signed an approval the commerce server still pays it: a worker that
 crashed after a timely approval retries within this window and pays once, even if the proposal
 expired meanwhile; an approval signed after the proposal expired is never paid."""
 CLOCK_SKEW = timedelta(seconds=60)
-MAX_TOKEN_CHARS = 4000
 
 
-class _Claims(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="ignore")
-
-    iat: int
-    exp: int
-    jti: str = Field(min_length=8, max_length=100)
-
-    @property
-    def issued_at(self) -> datetime:
-        return datetime.fromtimestamp(self.iat, UTC)
-
-    @property
-    def expires_at(self) -> datetime:
-        return datetime.fromtimestamp(self.exp, UTC)
-
-
-class ApplicantClaims(_Claims):
+class ApplicantClaims(TimedClaims):
     sub: str
     tenant: str
     role: Role
     case_id: str
 
 
-class ApprovalClaims(_Claims):
-    sub: str
-    """The reviewer: the key that signed must be one the directory lists for ``sub``."""
-    tenant: str
-    case_id: str
-    digest: str = Field(min_length=64, max_length=64)
-    decision: Literal["approve", "reject"]
-
-
-class ReceiptClaims(_Claims):
+class ReceiptClaims(TimedClaims):
     receipt_id: str
     approval_id: str
     approval_jti: str
@@ -167,10 +148,6 @@ def key_set(directory: Directory) -> PublicKeys:
     return PublicKeys(keys=list(directory.keys))
 
 
-class CredentialRefused(AuthorizationError):
-    """A credential that does not prove what it claims; ``code`` says which check failed."""
-
-
 def _refuse(code: str, message: str) -> CredentialRefused:
     return CredentialRefused(code, message)
 
@@ -207,7 +184,7 @@ def _verified(token: str, keys: PublicKeys, *, audience: str, allowed_kids: tupl
         raise _refuse("bad_signature", f"The token does not verify: {type(error).__name__}.") from None
 
 
-def _check_time(claims: _Claims, now: datetime) -> None:
+def _check_time(claims: TimedClaims, now: datetime) -> None:
     if claims.issued_at > now + CLOCK_SKEW:
         raise _refuse("issued_in_future", "The token is dated in the future.")
     if now >= claims.expires_at:
@@ -253,7 +230,10 @@ def verify_applicant_of_case(token: str, directory: Directory, *, case_id: str) 
 
 def claimed_subject(token: str) -> str | None:
     """The ``sub`` a token claims, before any check (to pick the key that must have signed it, and to
-    name the claim in a record); None when the token cannot even be read."""
+    name the claim in a record); None when the token cannot even be read. For a passkey approval, the
+    reviewer its statement names."""
+    if is_passkey_approval(token):
+        return claimed_reviewer(token)
     try:
         return str(jwt.decode(token, options={"verify_signature": False}).get("sub", ""))
     except Exception:  # anything a sender can put in a token: refused by the caller, never raised
@@ -261,8 +241,11 @@ def claimed_subject(token: str) -> str | None:
 
 
 def verify_approval_token(token: str, directory: Directory) -> ApprovalClaims:
-    """The claims of an approval token signed with a key the directory lists for the person it names
-    (no case, time or rule checks: :func:`check_approval` applies those)."""
+    """The claims of an approval token signed with a key the directory lists for the person it names,
+    or of a passkey approval (``passkey1.``, :mod:`contracts.passkey`) signed by a passkey the directory
+    lists for the reviewer it names (no case, time or rule checks: :func:`check_approval` applies those)."""
+    if is_passkey_approval(token):
+        return verify_passkey_approval(token, directory)
     subject = claimed_subject(token)
     if subject is None:
         raise _refuse("malformed_token", "The credential is not a signed token.")

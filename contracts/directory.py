@@ -15,6 +15,10 @@ a reviewer's kid    that reviewer, and only them  approval tokens (case id, dige
 ``commerce``        the commerce server           receipts (approval token id, digest, amounts)
 ==================  ===========================  =================================================
 
+A reviewer may also hold passkeys (:class:`Passkey`, WebAuthn credentials enrolled at the reviewer
+console): each is published here by its credential id, with its COSE public key and the relying party
+and origin it was made for, and signs passkey approvals (:mod:`contracts.passkey`).
+
 A case records the slice of the directory that can decide it (:meth:`Directory.for_case`) when its
 applicant is verified, and decides its approvals from that record, deterministically, whatever the
 document says later; the commerce server re-checks every approval with its own, current copy.
@@ -22,11 +26,12 @@ document says later; the commerce server re-checks every approval with its own, 
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
 import jwt
 from jwt.exceptions import PyJWKError
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer, model_validator
 
 from contracts.errors import AuthorizationError, WorkerErrorCode
 from contracts.identity import Identity, Role
@@ -41,6 +46,9 @@ NAME_PATTERN = r"^[a-z][a-z0-9._-]{0,31}$"
 """Subjects and tenant ids: short, lower-case, safe in a file name, a search attribute and a log line."""
 MAX_PEOPLE = 5000
 MAX_KEYS_PER_PERSON = 4
+MAX_PASSKEYS_PER_PERSON = 10
+BASE64URL_PATTERN = r"^[A-Za-z0-9_-]+$"
+"""Base64url without padding: how WebAuthn's JSON carries bytes."""
 
 
 class ApprovalPolicy(BaseModel):
@@ -68,8 +76,24 @@ class Tenant(BaseModel):
     merchant can adopt the packaged ``qinghe`` policies until it brings its own."""
 
 
+class Passkey(BaseModel):
+    """A reviewer's WebAuthn credential, as enrolled: what checks the passkey approvals it signs."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    credential_id: str = Field(min_length=16, max_length=1400, pattern=BASE64URL_PATTERN)
+    public_key: str = Field(min_length=1, max_length=1000, pattern=BASE64URL_PATTERN)
+    """The credential's COSE_Key, base64url."""
+    rp_id: str = Field(min_length=1, max_length=253)
+    """The relying party the credential is scoped to: the console's host (e.g. ``localhost``)."""
+    origin: str = Field(min_length=1, max_length=300)
+    """The console's origin (e.g. ``http://localhost:8090``): the only page whose assertions count."""
+    enrolled_at: datetime
+
+
 class Person(BaseModel):
-    """A customer or a reviewer of one tenant, and the kids of their public keys (reviewers sign)."""
+    """A customer or a reviewer of one tenant, the kids of their public keys and, for a reviewer,
+    their passkeys (reviewers sign)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -78,6 +102,16 @@ class Person(BaseModel):
     role: Role
     display_name: str = Field(min_length=1, max_length=80)
     kids: list[str] = Field(default_factory=list, max_length=MAX_KEYS_PER_PERSON)
+    passkeys: list[Passkey] = Field(default_factory=list, max_length=MAX_PASSKEYS_PER_PERSON)
+
+    @model_serializer(mode="wrap")
+    def _without_empty_passkeys(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        """A person with no passkey is written as release 0.3 wrote them: its model forbids unknown
+        fields, so its workers, draining their pinned cases, still read a directory nobody enrolled in."""
+        data: dict[str, Any] = handler(self)
+        if not self.passkeys:
+            data.pop("passkeys", None)
+        return data
 
     def identity(self) -> Identity:
         return Identity(subject=self.subject, tenant=self.tenant, role=self.role, display_name=self.display_name)
@@ -89,7 +123,8 @@ class DirectoryError(ValueError):
 
 class Directory(BaseModel):
     """The whole document. Validation refuses duplicates, a person of an unknown tenant, a kid that no
-    key or two people hold, a private key, and a key that is not an Ed25519 public key."""
+    key or two people hold, a private key, a key that is not an Ed25519 public key, a passkey
+    credential id held twice, and a passkey held by anyone but a reviewer."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -123,6 +158,14 @@ class Directory(BaseModel):
     def owner_of(self, kid: str) -> Person | None:
         return next((entry for entry in self.people if kid in entry.kids), None)
 
+    def passkey_holder(self, credential_id: str) -> tuple[Person, Passkey] | None:
+        """The reviewer who holds the passkey ``credential_id``, and that passkey; None when nobody does."""
+        for person in self.people:
+            for passkey in person.passkeys:
+                if passkey.credential_id == credential_id:
+                    return person, passkey
+        return None
+
     def identity(self, subject: str) -> Identity:
         """The person ``subject`` as an identity; ``unknown_person`` (authorization) when not listed."""
         person = self.person(subject)
@@ -154,8 +197,9 @@ class Directory(BaseModel):
 
     def for_case(self, applicant: str) -> Directory:
         """The slice that can decide a case of ``applicant``: their tenant and its policy, the applicant,
-        the tenant's reviewers, their keys and the service keys. Bounded by one tenant's reviewers, and
-        it names no other tenant's people, so a case history carries nothing of theirs."""
+        the tenant's reviewers (with their passkeys), their keys and the service keys. Bounded by one
+        tenant's reviewers, and it names no other tenant's people, so a case history carries nothing
+        of theirs."""
         person = self.person(applicant)
         if person is None:
             raise DirectoryError(f"{applicant!r} is not in the directory")
@@ -189,10 +233,26 @@ def _first_problem(directory: Directory) -> str | None:
             if kid in owned or kid in SERVICE_KIDS:
                 return f"key {kid!r} is listed for {owned.get(kid, 'a service')!r} and {person.subject!r}"
             owned[kid] = person.subject
+    problem = _passkey_problem(directory.people)
+    if problem is not None:
+        return problem
     for entry in directory.keys:
         problem = _key_problem(entry)
         if problem is not None:
             return problem
+    return None
+
+
+def _passkey_problem(people: list[Person]) -> str | None:
+    held: dict[str, str] = {}
+    for person in people:
+        if person.passkeys and person.role is not Role.REVIEWER:
+            return f"person {person.subject!r} holds a passkey, but only a reviewer may"
+        for passkey in person.passkeys:
+            credential = passkey.credential_id
+            if credential in held:
+                return f"passkey {credential[:64]!r} is listed for {held[credential]!r} and {person.subject!r}"
+            held[credential] = person.subject
     return None
 
 

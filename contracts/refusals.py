@@ -40,6 +40,13 @@ _SENTENCES: dict[str, str] = {
     "issued_in_future": "the approval token is dated in the future",
     "token_expired": "the approval token has expired; sign a new one",
     "token_for_another_case": "the approval token was signed for another case",
+    "passkey_challenge_mismatch": (
+        "the passkey signed another case, proposal, decision or nonce than this approval states; approve again"
+    ),
+    "passkey_wrong_origin": "the passkey was used on another page than the reviewer console it was enrolled at",
+    "passkey_wrong_rp": "the passkey approval is for another relying party than the passkey was enrolled for",
+    "passkey_user_not_verified": "the authenticator did not verify reviewer {reviewer} (PIN or biometric)",
+    "passkey_user_not_present": "the authenticator did not see reviewer {reviewer} present",
     CASE_INPUT_REFUSED: "this run refused its start input and has ended; it takes no review",
 }
 

@@ -1,9 +1,11 @@
 """``make dev-server``: a local Temporal dev server in the foreground, with the case search attributes
 registered and its SQLite file in the state dir, and beside it the codec server (``python -m
-codec_server``) that the Web UI decodes the compressed payloads with (docs/payloads.md), until Ctrl-C
-(or SIGTERM) stops both.
+codec_server``) that the Web UI decodes the compressed payloads with (docs/payloads.md) and the
+reviewer console (``python -m reviewer_console``, where reviewers approve with a passkey), until
+Ctrl-C (or SIGTERM) stops them all.
 
     python -m devstack [--port 7233] [--ui-port 8233] [--state-dir .state] [--codec-port 8089]
+                       [--console-port 8090]
 """
 
 from __future__ import annotations
@@ -14,7 +16,8 @@ from pathlib import Path
 
 from contracts.errors import ConfigurationError
 from devstack.ports import port_problems
-from devstack.servers import CodecServer, start_codec_server, start_dev_server, ui_origins
+from devstack.servers import LocalServer, start_codec_server, start_dev_server, start_reviewer_console, ui_origins
+from keystore import directory_location
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -37,13 +40,19 @@ def main(argv: list[str] | None = None) -> int:
         default=int(os.environ.get("CODEC_PORT") or 8089),
         help="port of the codec server the Web UI decodes compressed payloads with; 0: none",
     )
+    parser.add_argument(
+        "--console-port",
+        type=int,
+        default=int(os.environ.get("CONSOLE_PORT") or 8090),
+        help="port of the reviewer console (http://localhost:PORT); 0: none",
+    )
     args = parser.parse_args(argv)
     # Before anything starts: the servers run in sessions of their own, so a signal that killed this
     # process during start-up would leave them running. One that arrives then stops both once they answer.
     asked_to_stop = threading.Event()
     for signum in (signal.SIGINT, signal.SIGTERM):
         signal.signal(signum, lambda _signum, _frame: asked_to_stop.set())
-    codec: CodecServer | None = None
+    codec: LocalServer | None = None
     codec_log = args.state_dir / "codec-server.log"
     try:
         if args.codec_port:
@@ -61,7 +70,25 @@ def main(argv: list[str] | None = None) -> int:
             codec.stop()
         _refuse(error, {"TEMPORAL_PORT": args.port, "TEMPORAL_UI_PORT": args.ui_port}, server_log)
         return 2
+    console: LocalServer | None = None
+    console_log = args.state_dir / "reviewer-console.log"
+    directory = directory_location(args.state_dir)
+    if args.console_port and not directory.startswith("https://") and not Path(directory).is_file():
+        print(f"dev-server: no reviewer console: {directory} does not exist (starter.py init writes it)", flush=True)
+        args.console_port = 0
+    try:
+        if args.console_port:
+            console = start_reviewer_console(
+                console_log, args.state_dir, temporal_address=server.address, port=args.console_port
+            )
+    except ConfigurationError as error:
+        for running in (server, codec):
+            if running:
+                running.stop()
+        _refuse(error, {"CONSOLE_PORT": args.console_port}, console_log, "CONSOLE_PORT=0 runs without the console")
+        return 2
     decoding = f", codec server {codec.endpoint} (the UI shows compressed payloads decoded)" if codec else ""
+    decoding += f", reviewer console {console.endpoint}" if console else ""
     print(
         f"Temporal dev server on {server.address}, Web UI http://localhost:{args.ui_port}{decoding}, "
         f"state {args.state_dir / 'temporal.db'}; Ctrl-C stops it",
@@ -74,9 +101,9 @@ def main(argv: list[str] | None = None) -> int:
             f"dev-server: the Temporal dev server stopped by itself ({server.process.returncode}); log: {server_log}",
             file=sys.stderr,
         )
-    server.stop()
-    if codec:
-        codec.stop()
+    for running in (console, server, codec):
+        if running:
+            running.stop()
     return 0 if asked_to_stop.is_set() else 1
 
 

@@ -7,6 +7,7 @@ program may hold the port), and each stop ends the process it started.
 
 from __future__ import annotations
 
+import os
 import socket
 import subprocess
 import sys
@@ -188,8 +189,9 @@ def start_dev_server(
 
 
 @dataclass
-class CodecServer:
-    """A ``python -m codec_server`` process (docs/payloads.md) and the URL the UI and the CLI use."""
+class LocalServer:
+    """A ``python -m ...`` server of this project on 127.0.0.1 (the codec server, the reviewer console)
+    and the URL it is reached at."""
 
     process: subprocess.Popen
     endpoint: str
@@ -198,37 +200,53 @@ class CodecServer:
         stop_process(self.process, grace=10)
 
 
-def start_codec_server(
-    log_path: Path, *, port: int | None = None, cors_origins: tuple[str, ...] = (), timeout: float = 30
-) -> CodecServer:
-    """Start the codec server on ``127.0.0.1:port`` (a free port when None), CORS for ``cors_origins``
-    (its default, the dev server's UI on 8233, when empty); wait until it listens: its own start line
-    names the port, which it prints once it has bound it (:func:`wait_until_serving`)."""
-    port = port or free_port()
-    command = [sys.executable, "-m", "codec_server", "--host", "127.0.0.1", "--port", str(port)]
-    command += [flag for origin in cors_origins for flag in ("--cors-origin", origin)]
+def _start_module_server(
+    module: str, args: list[str], log_path: Path, *, port: int, what: str, timeout: float, env: dict[str, str] | None
+) -> LocalServer:
+    """Start ``python -m module --host 127.0.0.1 --port port args`` and wait until it serves: its start
+    line (uvicorn's) names ``http://127.0.0.1:port`` once it has bound it (:func:`wait_until_serving`)."""
+    command = [sys.executable, "-m", module, "--host", "127.0.0.1", "--port", str(port), *args]
     log_path.parent.mkdir(parents=True, exist_ok=True)
     offset = _log_size(log_path)
     with log_path.open("ab") as log:
         process = subprocess.Popen(
-            command, stdout=log, stderr=subprocess.STDOUT, start_new_session=True, cwd=PROJECT_ROOT
+            command, stdout=log, stderr=subprocess.STDOUT, start_new_session=True, cwd=PROJECT_ROOT, env=env
         )
-    server = CodecServer(process=process, endpoint=f"http://127.0.0.1:{port}")
+    server = LocalServer(process=process, endpoint=f"http://127.0.0.1:{port}")
     try:
         listening = f"http://127.0.0.1:{port}"  # its start line; an error names the port without a scheme
         wait_until_serving(
-            process,
-            port,
-            log_path,
-            offset,
-            lambda output: listening in output,
-            what="codec server",
-            code="codec_server",
-            timeout=timeout,
+            process, port, log_path, offset, lambda output: listening in output, what=what, code=module, timeout=timeout
         )
     except ConfigurationError:
         server.stop()
         raise
+    return server
+
+
+def start_codec_server(
+    log_path: Path, *, port: int | None = None, cors_origins: tuple[str, ...] = (), timeout: float = 30
+) -> LocalServer:
+    """Start the codec server on ``127.0.0.1:port`` (a free port when None), CORS for ``cors_origins``
+    (its default, the dev server's UI on 8233, when empty), and wait until it listens."""
+    origins = [flag for origin in cors_origins for flag in ("--cors-origin", origin)]
+    return _start_module_server(
+        "codec_server", origins, log_path, port=port or free_port(), what="codec server", timeout=timeout, env=None
+    )
+
+
+def start_reviewer_console(
+    log_path: Path, state_dir: Path, *, temporal_address: str, port: int, timeout: float = 30
+) -> LocalServer:
+    """Start the reviewer console (``python -m reviewer_console``) for ``state_dir``'s directory on
+    ``http://localhost:port`` (its passkeys' relying party is ``localhost``), reaching Temporal at
+    ``temporal_address``, and wait until it listens."""
+    env = {**os.environ, "TEMPORAL_ADDRESS": temporal_address}
+    args = ["--state-dir", str(state_dir), "--origin", f"http://localhost:{port}"]
+    server = _start_module_server(
+        "reviewer_console", args, log_path, port=port, what="reviewer console", timeout=timeout, env=env
+    )
+    server.endpoint = f"http://localhost:{port}"
     return server
 
 

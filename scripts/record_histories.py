@@ -18,8 +18,10 @@ import argparse
 import asyncio
 import contextlib
 import json
+import secrets
 import sys
 import tempfile
+import time
 import uuid
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
@@ -31,9 +33,25 @@ from contracts.credentials import SignedReview, approval_claims, sign
 from contracts.errors import AuthorizationError
 from contracts.knowledge import Language
 from contracts.names import REVIEW
+from contracts.passkey import ReviewStatement, encode_passkey_approval, passkey_approval_from_browser, review_challenge
 from devstack.rehearsal_stack import RehearsalStack, rehearsal_stack
-from keystore import demo_identity, load_private_key, private_key_path, reviewer_kid
+from devstack.software_authenticator import SoftwareAuthenticator
+from keystore import (
+    demo_identity,
+    directory_location,
+    load_directory,
+    load_private_key,
+    private_key_path,
+    reviewer_kid,
+    write_directory,
+)
 from keystore.signers import KeyFileSigner
+
+PASSKEY_RP_ID, PASSKEY_ORIGIN = "localhost", "http://localhost:8090"
+CHEN_PASSKEY = SoftwareAuthenticator(PASSKEY_RP_ID, PASSKEY_ORIGIN)
+"""chen's passkey for the ``passkey_approved_refund`` scenario: the software authenticator (a test
+double with real P-256 keys and WebAuthn byte layouts), enrolled in the stack's directory before any
+case starts, as the reviewer console would enrol it."""
 
 HISTORIES = Path(__file__).resolve().parents[1] / "tests" / "histories"
 MANIFEST = HISTORIES / "releases.json"
@@ -107,6 +125,41 @@ async def flood_then_approve(case: CaseHandle, view: CaseView, signer: KeyFileSi
     await review(Decision.APPROVE)(case, view, signer)
 
 
+def passkey_review(case: CaseHandle, view: CaseView, *, signed_for: str | None = None) -> SignedReview:
+    """chen's passkey approval of the case's proposal; with ``signed_for`` the browser signed a
+    statement for that case id, then the statement was relabelled to this case."""
+    assert view.digest is not None
+    statement = ReviewStatement(
+        case_id=signed_for or case.case_id,
+        digest=view.digest,
+        decision="approve",
+        reviewer="chen",
+        nonce=secrets.token_urlsafe(16),
+        issued_at=int(time.time()),
+    )
+    credential = CHEN_PASSKEY.assert_(review_challenge(statement))
+    carried = statement.model_copy(update={"case_id": case.case_id})
+    return SignedReview(approval_token=encode_passkey_approval(passkey_approval_from_browser(carried, credential)))
+
+
+async def passkey_then_approved(case: CaseHandle, view: CaseView, signer: KeyFileSigner) -> None:
+    """A passkey assertion signed for another case and relabelled to this one (refused by signal), then
+    chen's passkey approval of this proposal by update."""
+    await case.signal_review(passkey_review(case, view, signed_for=f"rec-{uuid.uuid4().hex[:8]}"))
+    await case.review(passkey_review(case, view))
+
+
+def enrol_chen_passkey(state_dir: Path) -> None:
+    """Publish :data:`CHEN_PASSKEY` for chen in the stack's directory (the worker and its commerce server read it)."""
+    path = Path(directory_location(state_dir, {}))  # the stack's worker reads its own state dir's
+    directory = load_directory(str(path))
+    people = [
+        person.model_copy(update={"passkeys": [CHEN_PASSKEY.passkey_record()]}) if person.subject == "chen" else person
+        for person in directory.people
+    ]
+    write_directory(path, directory.model_copy(update={"people": people}))
+
+
 SCENARIOS: list[tuple[str, str, str, Language, Action | None, int]] = [
     # name, applicant, question, language, what a reviewer does, approval TTL. One commerce database
     # serves them all, so each refund that is paid names an order no earlier scenario paid.
@@ -135,6 +188,11 @@ SCENARIOS: list[tuple[str, str, str, Language, Action | None, int]] = [
     ("review_flood", "alice", "Please refund QH-1009", Language.EN, flood_then_approve, 900),
     ("forged_then_approved", "bob", "Please refund QH-2001", Language.EN, forged_then_approved, 900),
 ]
+PASSKEY_SCENARIOS: list[tuple[str, str, str, Language, Action | None, int]] = [
+    ("passkey_approved_refund", "alice", "Please refund QH-1001", Language.EN, passkey_then_approved, 900),
+]
+"""Recorded on a stack of their own (a fresh commerce database: the scenarios above pay every refundable
+order of the fixture), with chen's passkey enrolled before the case starts."""
 UNVERIFIED = ("applicant_unverified", "alice", "Please refund QH-1001")
 """A case started without an applicant token: it must read nothing and end with the reason."""
 
@@ -159,10 +217,11 @@ def release_folder(release: str | None) -> Path:
     return HISTORIES / name
 
 
-async def record(stack: RehearsalStack, tag: str, out: Path) -> None:
+async def record(
+    stack: RehearsalStack, tag: str, out: Path, scenarios: list[tuple[str, str, str, Language, Action | None, int]]
+) -> None:
     client, cases = stack.client, stack.cases  # cases start with an applicant token signed by the stack's issuer
     unsigned = CaseClient.for_client(client, task_queue=stack.task_queue)  # no issuer: no applicant token
-    scenarios = [*SCENARIOS, (*UNVERIFIED, Language.EN, None, 900)]
     for name, applicant, question, language, action, ttl in scenarios:
         starter = unsigned if name == UNVERIFIED[0] else cases
         case = await starter.start(
@@ -193,8 +252,11 @@ async def record(stack: RehearsalStack, tag: str, out: Path) -> None:
 async def main(tag: str, out: Path) -> None:
     limits = {"limit.historyCount.suggestContinueAsNew": str(SUGGEST_CONTINUE_AS_NEW_AFTER_EVENTS)}
     with tempfile.TemporaryDirectory() as tmp:
-        async with rehearsal_stack(Path(tmp), dynamic_config=limits) as stack:
-            await record(stack, tag, out)
+        async with rehearsal_stack(Path(tmp) / "main", dynamic_config=limits) as stack:
+            await record(stack, tag, out, [*SCENARIOS, (*UNVERIFIED, Language.EN, None, 900)])
+        async with rehearsal_stack(Path(tmp) / "passkeys", dynamic_config=limits) as stack:
+            enrol_chen_passkey(stack.state_dir)
+            await record(stack, tag, out, PASSKEY_SCENARIOS)
 
 
 if __name__ == "__main__":

@@ -17,21 +17,21 @@ from google.protobuf import json_format
 from temporalio.api.common.v1 import Payload
 
 from contracts.payload_codec import COMPRESS_AT, ENCODING, decode_payload_sync, encode_payload
-from devstack.servers import CodecServer, start_codec_server
+from devstack.servers import LocalServer, start_codec_server
 
 ROOT = Path(__file__).resolve().parents[2]
 UI = "http://localhost:8080"
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[CodecServer]:
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalServer]:
     running = start_codec_server(tmp_path_factory.mktemp("codec") / "codec.log", cors_origins=(UI,))
     yield running
     running.stop()
 
 
 def _call(
-    server: CodecServer, path: str, body: bytes | None = None, method: str = "POST", **headers: str
+    server: LocalServer, path: str, body: bytes | None = None, method: str = "POST", **headers: str
 ) -> tuple[int, dict[str, str], bytes]:
     request = urllib.request.Request(server.endpoint + path, data=body, method=method)
     for name, value in headers.items():
@@ -51,7 +51,7 @@ def _json_payload(value: object) -> Payload:
     return Payload(metadata={"encoding": b"json/plain"}, data=json.dumps(value).encode())
 
 
-def test_encode_then_decode_round_trips_and_leaves_small_payloads_plain(server: CodecServer) -> None:
+def test_encode_then_decode_round_trips_and_leaves_small_payloads_plain(server: LocalServer) -> None:
     large, small = _json_payload({"evidence": ["RETURNS:p02 refund window"] * 400}), _json_payload({"a": 1})
     status, _, body = _call(server, "/encode", _payloads_json(large, small), Content_Type="application/json")
     assert status == 200
@@ -63,7 +63,7 @@ def test_encode_then_decode_round_trips_and_leaves_small_payloads_plain(server: 
     assert [json_format.ParseDict(p, Payload()) for p in json.loads(body)["payloads"]] == [large, small]
 
 
-def test_cors_is_for_the_given_ui_origin_only(server: CodecServer) -> None:
+def test_cors_is_for_the_given_ui_origin_only(server: LocalServer) -> None:
     body = _payloads_json(_json_payload([1]))
     _, headers, _ = _call(server, "/decode", body, Origin=UI, X_Namespace="default")
     assert headers["access-control-allow-origin"] == UI and headers["access-control-allow-credentials"] == "true"
@@ -87,25 +87,25 @@ def test_cors_is_for_the_given_ui_origin_only(server: CodecServer) -> None:
     ],
 )
 def test_errors_are_one_line_with_the_protocols_status(
-    server: CodecServer, path: str, method: str, body: bytes | None, status: int, says: str
+    server: LocalServer, path: str, method: str, body: bytes | None, status: int, says: str
 ) -> None:
     got, _, text = _call(server, path, body, method=method)
     assert got == status and says in text.decode() and text.decode().count("\n") == 1
 
 
-def test_a_payload_that_does_not_decode_is_a_400(server: CodecServer) -> None:
+def test_a_payload_that_does_not_decode_is_a_400(server: LocalServer) -> None:
     bad = Payload(metadata={"encoding": ENCODING.encode()}, data=b"not zlib")
     status, _, text = _call(server, "/decode", _payloads_json(bad))
     assert status == 400 and "is not zlib data" in text.decode()
 
 
-def test_an_empty_list_and_the_health_check(server: CodecServer) -> None:
+def test_an_empty_list_and_the_health_check(server: LocalServer) -> None:
     assert _call(server, "/decode", b"{}")[2] in (b"{}", b'{"payloads": []}')
     status, _, text = _call(server, "/health", method="GET")
     assert (status, text) == (200, b"ok\n")
 
 
-def test_a_decoded_payload_is_the_original_json_with_its_metadata(server: CodecServer) -> None:
+def test_a_decoded_payload_is_the_original_json_with_its_metadata(server: LocalServer) -> None:
     original = _json_payload({"question": "请退款 QH-1001", "pad": "x" * COMPRESS_AT})
     status, _, body = _call(server, "/decode", _payloads_json(encode_payload(original)))
     [returned] = json.loads(body)["payloads"]
@@ -134,7 +134,7 @@ def test_a_bad_argument_is_one_line_and_exit_2(args: list[str], says: str) -> No
     assert done.stderr.count("\n") == 1 and "Traceback" not in done.stderr
 
 
-def test_a_port_in_use_is_one_line_and_exit_2(server: CodecServer) -> None:
+def test_a_port_in_use_is_one_line_and_exit_2(server: LocalServer) -> None:
     port = server.endpoint.rsplit(":", 1)[1]
     done = subprocess.run(
         [sys.executable, "-m", "codec_server", "--port", port], cwd=ROOT, capture_output=True, text=True, timeout=60

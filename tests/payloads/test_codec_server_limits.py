@@ -21,7 +21,7 @@ from temporalio.api.common.v1 import Payload
 
 from codec_server.app import MAX_PAYLOADS, REQUEST_BUDGET
 from contracts.payload_codec import ENCODING, encode_payload
-from devstack.servers import CodecServer, free_port, start_codec_server
+from devstack.servers import LocalServer, free_port, start_codec_server
 
 ROOT = Path(__file__).resolve().parents[2]
 MiB = 1024 * 1024
@@ -29,14 +29,14 @@ PEAK_RSS_BOUND = 300 * MiB
 
 
 @pytest.fixture
-def server(tmp_path: Path) -> Iterator[CodecServer]:
+def server(tmp_path: Path) -> Iterator[LocalServer]:
     """A fresh server per test, so that its peak memory is this test's."""
     running = start_codec_server(tmp_path / "codec.log")
     yield running
     running.stop()
 
 
-def _post(server: CodecServer, path: str, body: bytes) -> tuple[int, str]:
+def _post(server: LocalServer, path: str, body: bytes) -> tuple[int, str]:
     request = urllib.request.Request(server.endpoint + path, data=body, method="POST")
     request.add_header("Content-Type", "application/json")
     try:
@@ -55,7 +55,7 @@ def _bomb(inflated: int) -> Payload:
     return Payload(metadata={"encoding": ENCODING.encode()}, data=zlib.compress(original.SerializeToString(), 9))
 
 
-def _peak_rss(server: CodecServer) -> int:
+def _peak_rss(server: LocalServer) -> int:
     """The server process' peak resident memory (VmHWM), in bytes."""
     status = Path(f"/proc/{server.process.pid}/status").read_text()
     [line] = [line for line in status.splitlines() if line.startswith("VmHWM:")]
@@ -66,7 +66,7 @@ def _one_line(text: str) -> None:
     assert text.count("\n") == 1 and text.endswith("\n") and "Traceback" not in text, text
 
 
-def test_requests_that_would_inflate_to_gigabytes_are_refused_and_memory_stays_small(server: CodecServer) -> None:
+def test_requests_that_would_inflate_to_gigabytes_are_refused_and_memory_stays_small(server: LocalServer) -> None:
     bomb = _bomb(15 * MiB)  # 15 KB each, within the old per-payload cap of 16 MiB
     cases = [
         [bomb] * 16,  # about 256 KiB of request that inflated to 250 MB
@@ -80,7 +80,7 @@ def test_requests_that_would_inflate_to_gigabytes_are_refused_and_memory_stays_s
     assert _peak_rss(server) < PEAK_RSS_BOUND, _peak_rss(server)
 
 
-def test_a_request_past_its_total_inflated_budget_is_a_413(server: CodecServer) -> None:
+def test_a_request_past_its_total_inflated_budget_is_a_413(server: LocalServer) -> None:
     text = "".join(random.Random(7).choices("ab", k=3 * MiB)).encode()  # compresses about 6 times
     payload = encode_payload(Payload(metadata={"encoding": b"json/plain"}, data=text))
     count = REQUEST_BUDGET // (3 * MiB) + 1  # each under its own caps, together past the budget
@@ -92,7 +92,7 @@ def test_a_request_past_its_total_inflated_budget_is_a_413(server: CodecServer) 
     assert _peak_rss(server) < PEAK_RSS_BOUND, _peak_rss(server)
 
 
-def test_more_payloads_than_the_cap_is_a_413(server: CodecServer) -> None:
+def test_more_payloads_than_the_cap_is_a_413(server: LocalServer) -> None:
     small = Payload(metadata={"encoding": b"json/plain"}, data=b"1")
     for path in ("/decode", "/encode"):
         status, text = _post(server, path, _body([small] * (MAX_PAYLOADS + 1)))
@@ -110,14 +110,14 @@ def test_more_payloads_than_the_cap_is_a_413(server: CodecServer) -> None:
         {"data": "a"},
     ],
 )
-def test_invalid_base64_is_a_400_in_one_line(server: CodecServer, payload: dict[str, object]) -> None:
+def test_invalid_base64_is_a_400_in_one_line(server: LocalServer, payload: dict[str, object]) -> None:
     for path in ("/decode", "/encode"):
         status, text = _post(server, path, json.dumps({"payloads": [payload]}).encode())
         assert status == 400 and "not a Payloads message" in text and "base64" in text, (status, text)
         _one_line(text)
 
 
-def test_a_deeply_nested_body_is_a_400_in_one_line(server: CodecServer) -> None:
+def test_a_deeply_nested_body_is_a_400_in_one_line(server: LocalServer) -> None:
     status, text = _post(server, "/decode", b'{"payloads": ' + b"[" * 100_000)
     assert status == 400 and "not a Payloads message" in text
     _one_line(text)

@@ -25,7 +25,7 @@ import case_history.trail as trail
 from case_history.audit import audit_from_history
 from contracts.case import CaseStatus
 from contracts.payload_codec import COMPRESS_AT, ENCODING, HISTORY_PAYLOAD_CONVERTER, decode_payload_sync
-from devstack.servers import CodecServer, DevServer, start_codec_server
+from devstack.servers import DevServer, LocalServer, start_codec_server
 from devstack.temporal_cli import temporal_cli
 from tests.case_world import history_text, json_texts, open_world
 from tests.payloads.history_payloads import decoded_history, payloads_of
@@ -55,7 +55,7 @@ async def waiting_case(temporal_client: Client, tmp_path_factory: pytest.TempPat
 
 
 @pytest.fixture(scope="module")
-def codec_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[CodecServer]:
+def codec_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalServer]:
     server = start_codec_server(tmp_path_factory.mktemp("codec") / "codec-server.log")
     yield server
     server.stop()
@@ -100,7 +100,7 @@ def test_history_text_finds_what_only_a_compressed_payload_holds(waiting_case: W
 
 
 def test_the_codec_server_process_decodes_a_payload_of_the_history(
-    waiting_case: WaitingCase, codec_server: CodecServer
+    waiting_case: WaitingCase, codec_server: LocalServer
 ) -> None:
     payload = max(_compressed(waiting_case.history), key=lambda p: p.ByteSize())
     original = decode_payload_sync(payload)
@@ -118,7 +118,7 @@ def test_the_codec_server_process_decodes_a_payload_of_the_history(
         assert QUESTION in base64.b64decode(returned["data"]).decode()
 
 
-def test_the_codec_server_answers_the_web_ui_preflight(codec_server: CodecServer) -> None:
+def test_the_codec_server_answers_the_web_ui_preflight(codec_server: LocalServer) -> None:
     request = urllib.request.Request(codec_server.endpoint + "/decode", method="OPTIONS")
     request.add_header("Origin", "http://127.0.0.1:8233")
     request.add_header("Access-Control-Request-Method", "POST")
@@ -133,7 +133,7 @@ def test_the_codec_server_answers_the_web_ui_preflight(codec_server: CodecServer
 
 
 async def test_the_temporal_cli_shows_the_payloads_decoded_only_through_the_codec_server(
-    waiting_case: WaitingCase, codec_server: CodecServer, temporal_server: DevServer
+    waiting_case: WaitingCase, codec_server: LocalServer, temporal_server: DevServer
 ) -> None:
     needle = _only_in_compressed(waiting_case.history)
     without = _cli_texts(await _show(temporal_server, waiting_case.workflow_id))

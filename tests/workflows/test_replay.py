@@ -73,7 +73,8 @@ REQUIRED_IN_0_2 = {
     "applicant_unverified",
 }
 """What scripts/record_histories.py records (its SCENARIOS and UNVERIFIED, the flood's two runs): one
-generation of 0.2, ``<name>-<tag>.json``, holds every one."""
+generation of each release after 0.1, ``<name>-<tag>.json``, holds every one."""
+GENERATION_RELEASES = [release.name for release in releases().values() if release.name != "v0.1"]
 
 
 def test_release_0_1_histories_of_every_outcome_are_committed() -> None:
@@ -91,14 +92,15 @@ def test_release_0_1_histories_of_every_outcome_are_committed() -> None:
     assert {path.stem for path in HISTORIES} >= expected
 
 
-def test_release_0_2_histories_of_every_outcome_are_committed() -> None:
-    """One tag of the 0.2 folder holds a history of every outcome the recording script records (fails until
-    ``scripts/record_histories.py --release v0.2 --tag T`` has added that generation)."""
-    stems = {path.stem for path in releases()["v0.2"].histories()}
+@pytest.mark.parametrize("name", GENERATION_RELEASES)
+def test_each_release_after_0_1_has_a_history_of_every_outcome(name: str) -> None:
+    """One tag of the release's folder holds a history of every outcome the recording script records (fails
+    until ``scripts/record_histories.py --release NAME --tag T`` has added that generation)."""
+    stems = {path.stem for path in releases()[name].histories()}
     tags = {stem.removeprefix("approved_refund-") for stem in stems if stem.startswith("approved_refund-")}
-    complete = [tag for tag in sorted(tags) if {f"{name}-{tag}" for name in REQUIRED_IN_0_2} <= stems]
+    complete = [tag for tag in sorted(tags) if {f"{outcome}-{tag}" for outcome in REQUIRED_IN_0_2} <= stems]
     missing = sorted(REQUIRED_IN_0_2 - {stem.rsplit("-", 1)[0] for stem in stems})
-    assert complete, f"tests/histories/v0.2 has no complete generation (tags {sorted(tags)}; missing {missing})"
+    assert complete, f"tests/histories/{name} has no complete generation (tags {sorted(tags)}; missing {missing})"
 
 
 def test_every_history_is_in_exactly_one_release_folder_of_the_manifest() -> None:
@@ -151,21 +153,26 @@ def test_release_0_1_histories_replay_against_release_0_1_code(release_0_1_code:
     assert done.returncode == 0 and report["replayed"] == len(HISTORIES) > 0
 
 
-RELEASE_0_2 = releases()["v0.2"]
+PAST_RELEASES_AFTER_0_1 = [release.name for release in releases().values() if release.commit and release.name != "v0.1"]
+"""Past releases replayed against a ``git archive`` of their own commit (0.1 has its own test above)."""
 
 
-def test_release_0_2_histories_replay_against_release_0_2_code(tmp_path_factory: pytest.TempPathFactory) -> None:
-    """Every 0.2 history replays with the workflow imported from 0.2's own tree (tag v0.2.0); 0.3's code
-    records a directory and may take two approvals, so it is not the code these cases run on."""
-    assert RELEASE_0_2.commit is not None, "release 0.2 is named by its commit once 0.3 is the current code"
-    code = extracted(RELEASE_0_2, tmp_path_factory)
-    histories = RELEASE_0_2.histories()
-    done = replay_in(code, RELEASE_0_2.folder)
+@pytest.mark.parametrize("name", PAST_RELEASES_AFTER_0_1)
+def test_a_past_release_histories_replay_against_its_own_code(
+    name: str, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """Every history of a past release replays with the workflow imported from that release's own tree
+    (its tag's commit): the cases it started run on that code, not on the current one."""
+    release = releases()[name]
+    assert release.commit is not None
+    code = extracted(release, tmp_path_factory)
+    histories = release.histories()
+    done = replay_in(code, release.folder)
     assert done.returncode in (0, 1), f"exit {done.returncode}: {done.stderr.strip()[-2000:]}"
     report = json.loads(done.stdout)
     assert all(Path(file).is_relative_to(code) for file in report["modules"].values()), report["modules"]
     failures = [f"{Path(r['file']).name}: {r['error']}" for r in report["results"] if not r["ok"]]
-    assert not failures, f"{len(failures)} 0.2 histories fail on {RELEASE_0_2.commit}:\n" + "\n".join(failures)
+    assert not failures, f"{len(failures)} {name} histories fail on {release.commit}:\n" + "\n".join(failures)
     assert done.returncode == 0 and report["replayed"] == len(histories) > 0
 
 

@@ -1,0 +1,102 @@
+"""One-time enrollment links: how a reviewer gets from ``starter.py directory enroll SUBJECT`` to a
+passkey published in the directory.
+
+A link carries a token signed with the built-in issuer's private key (kid ``issuer``, as the applicant
+tokens of :mod:`keystore.signers`), audience ``support-enroll``, for one reviewer of the directory, valid
+:data:`ENROLLMENT_TTL`. This module checks the signature, the audience, the subject and the time; that a
+token is used once is the reviewer console's job (its store keeps every used ``jti``).
+"""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime
+from pathlib import Path
+from urllib.parse import urlencode
+
+import jwt
+from jwt.exceptions import InvalidTokenError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from contracts.credentials import ALGORITHM, CLOCK_SKEW, MAX_TOKEN_CHARS, CredentialRefused, key_set
+from contracts.directory import ISSUER_KID, Directory, Person
+from contracts.errors import AuthorizationError
+from contracts.identity import Role
+from keystore import directory_location, load_directory, load_private_key, private_key_path
+
+ENROLLMENT_AUDIENCE = "support-enroll"
+ENROLLMENT_TTL_SECONDS = 15 * 60
+ENROLL_PATH = "/enroll"
+
+
+class EnrollmentClaims(BaseModel):
+    """A verified enrollment token: who may enroll a passkey, and which link this was (``jti``)."""
+
+    model_config = ConfigDict(frozen=True, extra="ignore")
+
+    sub: str
+    jti: str = Field(min_length=8, max_length=100)
+    iat: int
+    exp: int
+
+
+def enrolling_reviewer(directory: Directory, subject: str) -> Person:
+    """The reviewer ``subject``; ``unknown_person`` or ``not_a_reviewer`` (refusals) otherwise."""
+    person = directory.person(subject)
+    if person is None:
+        raise CredentialRefused("unknown_person", f"{subject[:40]!r} is not in the support directory.")
+    if person.role is not Role.REVIEWER:
+        raise CredentialRefused(
+            "not_a_reviewer", f"{subject} is a {person.role.value}; only a reviewer enrolls a passkey."
+        )
+    return person
+
+
+def mint_enrollment_link(state_dir: Path, subject: str, *, console_url: str, now: datetime) -> str:
+    """``<console_url>/enroll?token=...`` for reviewer ``subject`` of the state dir's directory, signed
+    with the state dir's issuer key; refused (:class:`CredentialRefused`) for anyone but a reviewer."""
+    directory = load_directory(directory_location(Path(state_dir)))
+    enrolling_reviewer(directory, subject)
+    issued = int(now.timestamp())
+    claims = {
+        "aud": ENROLLMENT_AUDIENCE,
+        "sub": subject,
+        "jti": uuid.uuid4().hex,
+        "iat": issued,
+        "exp": issued + ENROLLMENT_TTL_SECONDS,
+    }
+    key = load_private_key(private_key_path(Path(state_dir), ISSUER_KID))
+    token = jwt.encode(claims, key, algorithm=ALGORITHM, headers={"kid": ISSUER_KID})
+    return f"{console_url.rstrip('/')}{ENROLL_PATH}?{urlencode({'token': token})}"
+
+
+def verify_enrollment_token(token: str, directory: Directory, *, now: datetime) -> EnrollmentClaims:
+    """The claims of an enrollment token signed by the directory's issuer key, for this audience, not
+    expired, naming a reviewer the directory lists; :class:`CredentialRefused` otherwise."""
+    if not isinstance(token, str) or not token or len(token) > MAX_TOKEN_CHARS:
+        raise CredentialRefused("malformed_token", "The enrollment link carries no token.")
+    try:
+        header = jwt.get_unverified_header(token)
+        if header.get("alg") != ALGORITHM or header.get("kid") != ISSUER_KID:
+            raise CredentialRefused("wrong_signer", "The enrollment link is not signed by the issuer.")
+        raw = jwt.decode(
+            token,
+            key_set(directory).key_for(ISSUER_KID),
+            algorithms=[ALGORITHM],
+            audience=ENROLLMENT_AUDIENCE,
+            options={"verify_exp": False, "verify_iat": False, "require": ["iat", "exp", "jti", "sub"]},
+        )
+        claims = EnrollmentClaims.model_validate(raw)
+    except CredentialRefused:
+        raise
+    except AuthorizationError as error:
+        raise CredentialRefused(error.code, error.message) from None
+    except (InvalidTokenError, ValidationError):
+        raise CredentialRefused("bad_signature", "The enrollment link does not verify.") from None
+    stamp = int(now.timestamp())
+    if claims.iat > stamp + CLOCK_SKEW.total_seconds():
+        raise CredentialRefused("issued_in_future", "The enrollment link is dated in the future.")
+    if stamp >= claims.exp:
+        raise CredentialRefused("token_expired", "The enrollment link has expired; ask for a new one.")
+    enrolling_reviewer(directory, claims.sub)
+    return claims

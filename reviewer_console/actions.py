@@ -1,0 +1,253 @@
+"""The console's POST endpoints (JSON in, JSON out, each behind the CSRF check): the two halves of the
+enrollment, sign-in and review ceremonies. Each answer is ``{"ok": ..., "message": one sentence}``
+plus what the next step needs; a refusal never carries a stack trace.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from pydantic import ValidationError
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+
+from contracts.credentials import CredentialRefused, SignedReview
+from contracts.directory import Directory, Passkey
+from contracts.errors import AuthorizationError, ConfigurationError, SupportError
+from contracts.passkey import (
+    ReviewStatement,
+    encode_passkey_approval,
+    passkey_approval_from_browser,
+    verify_passkey_enrollment,
+)
+from keystore.directory_file import load_directory, write_directory
+from keystore.enrollment import EnrollmentClaims, enrolling_reviewer, verify_enrollment_token
+from reviewer_console import ceremonies
+from reviewer_console.web import csrf_protected, now_utc, session_of, set_session_cookie
+
+if TYPE_CHECKING:
+    from reviewer_console.app import Console
+
+LINK_USED = "This enrollment link was already used; ask for a new one (starter.py directory enroll)."
+SIGNED_OUT = "Your session has ended; sign in again."
+CEREMONY_GONE = "This passkey request expired or was already used; start again."
+NO_SUCH_CASE = "No such case."
+MAX_BODY_BYTES = 64 * 1024
+
+
+def published_at_url(location: str) -> bool:
+    return re.match(r"^[a-z][a-z0-9+.-]*://", location, re.IGNORECASE) is not None
+
+
+def directory_not_writable(location: str) -> str:
+    return (
+        f"The directory is published at {location}, which this console cannot write; "
+        "publish the passkey where the directory is kept."
+    )
+
+
+def _answer(message: str, *, status_code: int = 200, ok: bool = False, **extra: Any) -> Response:
+    return JSONResponse({"ok": ok, "message": message, **extra}, status_code=status_code)
+
+
+async def _body(request: Request) -> dict[str, Any]:
+    raw = await request.body()
+    if len(raw) > MAX_BODY_BYTES:
+        return {}
+    try:
+        value = json.loads(raw or b"{}")
+    except ValueError:
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+def _console(request: Request) -> Console:
+    console: Console = request.app.state.console
+    return console
+
+
+def publish_passkey(location: str, subject: str, passkey: Passkey) -> Directory:
+    """The directory file at ``location`` with ``passkey`` added to reviewer ``subject``, validated and
+    written atomically (read again first: someone may have edited it since the console last did)."""
+    if published_at_url(location):
+        raise ConfigurationError("directory_not_writable", directory_not_writable(location))
+    directory = load_directory(location)
+    person = enrolling_reviewer(directory, subject)
+    people = [
+        entry.model_copy(update={"passkeys": [*entry.passkeys, passkey]}) if entry.subject == person.subject else entry
+        for entry in directory.people
+    ]
+    edited = Directory.model_validate({**directory.model_dump(), "people": [p.model_dump() for p in people]})
+    write_directory(Path(location), edited)
+    return edited
+
+
+def _enrollment(console: Console, body: dict[str, Any]) -> EnrollmentClaims:
+    token = body.get("token")
+    claims = verify_enrollment_token(
+        token if isinstance(token, str) else "", console.directory.current(), now=now_utc()
+    )
+    if console.store.enrollment_used(claims.jti):
+        raise CredentialRefused("enrollment_used", LINK_USED)
+    return claims
+
+
+@csrf_protected
+async def enroll_options_endpoint(request: Request) -> Response:
+    console = _console(request)
+    try:
+        claims = _enrollment(console, await _body(request))
+        if published_at_url(console.directory.location):
+            return _answer(directory_not_writable(console.directory.location), status_code=409)
+        person = enrolling_reviewer(console.directory.current(), claims.sub)
+    except SupportError as error:
+        return _answer(error.message, status_code=400)
+    options, challenge = ceremonies.registration_options(console.config, person)
+    ceremony = console.store.put_ceremony(
+        "enroll",
+        session_hash=session_of(request).session_hash,
+        challenge=ceremonies.challenge_text(challenge),
+        bound_to=claims.jti,
+        now=now_utc(),
+    )
+    return _answer("Touch your authenticator to create the passkey.", ok=True, ceremony=ceremony, options=options)
+
+
+@csrf_protected
+async def enroll_finish_endpoint(request: Request) -> Response:
+    console = _console(request)
+    body = await _body(request)
+    now = now_utc()
+    try:
+        claims = _enrollment(console, body)
+    except SupportError as error:
+        return _answer(error.message, status_code=400)
+    ceremony = console.store.take_ceremony(
+        body.get("ceremony"), kind="enroll", session_hash=session_of(request).session_hash, now=now
+    )
+    if ceremony is None or ceremony.bound_to != claims.jti:
+        return _answer(CEREMONY_GONE, status_code=400)
+    try:
+        passkey = verify_passkey_enrollment(
+            body.get("credential") or {},
+            challenge=ceremonies.challenge_bytes(ceremony.challenge),
+            rp_id=console.config.rp_id,
+            origin=console.config.origin,
+            now=now,
+        )
+        if not console.store.use_enrollment(claims.jti, claims.sub, now=now):
+            return _answer(LINK_USED, status_code=400)
+        publish_passkey(console.directory.location, claims.sub, passkey)
+    except SupportError as error:
+        return _answer(f"The passkey was not enrolled: {error.message}", status_code=400)
+    return _answer(f"Passkey enrolled for {claims.sub}. Sign in with it.", ok=True, redirect="/signin")
+
+
+@csrf_protected
+async def signin_options_endpoint(request: Request) -> Response:
+    console = _console(request)
+    options, challenge = ceremonies.signin_options(console.config)
+    ceremony = console.store.put_ceremony(
+        "signin",
+        session_hash=session_of(request).session_hash,
+        challenge=ceremonies.challenge_text(challenge),
+        bound_to="",
+        now=now_utc(),
+    )
+    return _answer("Touch your authenticator to sign in.", ok=True, ceremony=ceremony, options=options)
+
+
+@csrf_protected
+async def signin_finish_endpoint(request: Request) -> Response:
+    console = _console(request)
+    body = await _body(request)
+    now = now_utc()
+    old = session_of(request)
+    ceremony = console.store.take_ceremony(body.get("ceremony"), kind="signin", session_hash=old.session_hash, now=now)
+    if ceremony is None:
+        return _answer(CEREMONY_GONE, status_code=400)
+    try:
+        person = ceremonies.signed_in_reviewer(
+            console.config,
+            console.directory.current(),
+            body.get("credential"),
+            challenge=ceremonies.challenge_bytes(ceremony.challenge),
+        )
+    except SupportError as error:
+        return _answer(error.message, status_code=403)
+    console.store.end_session(old.session_hash)
+    fresh = console.store.create_session(person.subject, now=now)
+    request.state.session_replaced = True
+    response = _answer(f"Signed in as {person.display_name}.", ok=True, redirect="/")
+    set_session_cookie(response, console.config, fresh.session_id)
+    return response
+
+
+@csrf_protected
+async def review_options_endpoint(request: Request) -> Response:
+    console = _console(request)
+    person = console.reviewer(request)
+    if person is None:
+        return _answer(SIGNED_OUT, status_code=401)
+    decision = (await _body(request)).get("decision")
+    if decision not in ("approve", "reject"):
+        return _answer("Choose approve or reject.", status_code=400)
+    case_id = request.path_params["case_id"]
+    try:
+        view = await console.cases.open(case_id).read(person.identity(), start_hint=console.config.start_hint)
+    except AuthorizationError:
+        return _answer(NO_SUCH_CASE, status_code=404)
+    except SupportError as error:
+        return _answer(error.message, status_code=503)
+    if view.digest is None or view.status.value != "waiting_approval":
+        return _answer("The case is not waiting for a review.", status_code=409)
+    if not person.passkeys:
+        return _answer("You have no passkey enrolled; ask for an enrollment link.", status_code=403)
+    now = now_utc()
+    statement = ceremonies.review_statement(
+        case_id=view.case_id, digest=view.digest, decision=decision, reviewer=person.subject, now=now
+    )
+    options = ceremonies.review_options(console.config, person, statement)
+    ceremony = console.store.put_ceremony(
+        "review",
+        session_hash=session_of(request).session_hash,
+        challenge=options["challenge"],
+        bound_to=view.case_id,
+        payload=statement.model_dump_json(),
+        now=now,
+    )
+    return _answer(f"Touch your authenticator to {decision} this refund.", ok=True, ceremony=ceremony, options=options)
+
+
+@csrf_protected
+async def review_finish_endpoint(request: Request) -> Response:
+    console = _console(request)
+    person = console.reviewer(request)
+    if person is None:
+        return _answer(SIGNED_OUT, status_code=401)
+    body = await _body(request)
+    ceremony = console.store.take_ceremony(
+        body.get("ceremony"), kind="review", session_hash=session_of(request).session_hash, now=now_utc()
+    )
+    case_id = request.path_params["case_id"]
+    if ceremony is None or ceremony.bound_to != case_id.removeprefix("case-"):
+        return _answer(CEREMONY_GONE, status_code=400)
+    try:
+        statement = ReviewStatement.model_validate_json(ceremony.payload)
+    except ValidationError:
+        return _answer(CEREMONY_GONE, status_code=400)
+    if statement.reviewer != person.subject:
+        return _answer(CEREMONY_GONE, status_code=400)
+    credential = body.get("credential")
+    try:
+        approval = passkey_approval_from_browser(statement, credential if isinstance(credential, dict) else {})
+        token = encode_passkey_approval(approval)
+        outcome = await console.cases.open(statement.case_id).review(SignedReview(approval_token=token))
+    except AuthorizationError as error:
+        return _answer(f"Refused: {error.message}", status_code=403)
+    except SupportError as error:
+        return _answer(error.message, status_code=409)
+    return _answer(f"Accepted: {outcome.reason}.", ok=True)

@@ -1,0 +1,239 @@
+"""A reviewer approves a refund in the reviewer console with a passkey, in a real browser.
+
+Debian's chromium (Playwright, headless) with a WebAuthn virtual authenticator per reviewer through
+the DevTools protocol; the real worker, dev server and commerce server (``devstack.rehearsal_stack``,
+whose state dir holds the directory and keys); the console served in-process by uvicorn at
+``http://localhost:PORT`` (a secure context, so WebAuthn works over http).
+
+chen enrolls from the link ``mint_enrollment_link`` makes, signs in, finds alice's QH-1001 refund in the
+inbox (12,900 cents, its time left), opens it; an approval made while the authenticator does not
+verify the user is refused with the user-verification sentence and recorded; the approval made with
+the passkey completes the case with a receipt, and the console shows who approved and the receipt.
+mei (south) enrolls too and sees no qinghe case, reads "No such case." at its URL, and a forged POST
+to its review endpoints is refused; a POST without the CSRF token is refused (403); the enrollment
+link used twice is refused. QH-1001 is paid exactly once.
+
+Screenshots of the inbox and the case page go to ``$SUPPORT_SCREENSHOTS`` (``docs/images`` to
+regenerate the committed ones), else to the test's temporary directory.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import re
+import sqlite3
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+import uvicorn
+from playwright.async_api import CDPSession, Page, async_playwright, expect
+
+from commerce_server.tokens import DIRECTORY_ENV as COMMERCE_DIRECTORY_ENV
+from commerce_server.tokens import SIGNING_KEY_ENV
+from contracts.case import CaseStatus
+from contracts.names import EventKind
+from contracts.refusals import refusal_sentence
+from devstack.rehearsal_stack import RehearsalStack, rehearsal_stack
+from devstack.servers import free_port
+from keystore import DIRECTORY_ENV, demo_identity, directory_location
+from keystore.directory_file import DirectorySource
+from keystore.enrollment import mint_enrollment_link
+from reviewer_console import ConsoleConfig, ConsoleStore, build_app
+from tests.browser.web_ui import CHROMIUM, UI_TIMEOUT_MS, VIEWPORT
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
+
+QUESTION = "Please refund QH-1001 and explain the amount and the policy"
+SCREENSHOTS_ENV = "SUPPORT_SCREENSHOTS"
+REFRESH_TIMEOUT_MS = 25_000
+"""The inbox refreshes every 10 s: a case that starts waiting shows within two refreshes."""
+VIRTUAL_AUTHENTICATOR = {
+    "protocol": "ctap2",
+    "transport": "internal",
+    "hasResidentKey": True,
+    "hasUserVerification": True,
+    "isUserVerified": True,
+    "automaticPresenceSimulation": True,
+}
+POST_FROM_PAGE = """async ([url, body, withToken]) => {
+    const headers = {"Content-Type": "application/json"};
+    if (withToken) headers["X-CSRF-Token"] = document.querySelector('meta[name="csrf-token"]').content;
+    const response = await fetch(url, {method: "POST", headers, body: JSON.stringify(body)});
+    return [response.status, await response.text()];
+}"""
+
+
+@asynccontextmanager
+async def console_server(stack: RehearsalStack, root: Path) -> AsyncIterator[str]:
+    """The console on a free port of this machine, against the stack; yields its origin."""
+    port = free_port()
+    origin = f"http://localhost:{port}"
+    app = build_app(
+        stack.cases,
+        DirectorySource(directory_location(stack.state_dir, {})),
+        ConsoleStore.in_state_dir(root / "console"),
+        ConsoleConfig.for_origin(origin),
+    )
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
+    task = asyncio.create_task(server.serve())
+    try:
+        for _ in range(200):
+            if server.started or task.done():
+                break
+            await asyncio.sleep(0.05)
+        assert server.started, "the console did not start"
+        yield origin
+    finally:
+        server.should_exit = True
+        await task
+
+
+@asynccontextmanager
+async def reviewer_pages(failure_dir: Path) -> AsyncIterator[tuple[Page, Page]]:
+    """Two pages of headless ``/usr/bin/chromium`` in separate contexts (two reviewers' browsers)."""
+    if not os.access(CHROMIUM, os.X_OK):
+        pytest.fail(f"{CHROMIUM} is missing: run `make browser` (apt-get install chromium).", pytrace=False)
+    async with async_playwright() as playwright:
+        browser = await playwright.chromium.launch(executable_path=str(CHROMIUM), headless=True)
+        pages: list[Page] = []
+        try:
+            for _ in range(2):
+                context = await browser.new_context(viewport=VIEWPORT, device_scale_factor=1, color_scheme="light")
+                page = await context.new_page()
+                page.set_default_timeout(UI_TIMEOUT_MS)
+                pages.append(page)
+            yield pages[0], pages[1]
+        except BaseException:
+            for number, page in enumerate(pages):
+                await page.screenshot(path=str(failure_dir / f"failed-page-{number}.png"), timeout=5_000)
+            raise
+        finally:
+            await browser.close()
+
+
+async def virtual_authenticator(page: Page) -> tuple[CDPSession, str]:
+    """A platform authenticator with user verification in ``page``, through the DevTools protocol."""
+    cdp = await page.context.new_cdp_session(page)
+    await cdp.send("WebAuthn.enable", {"enableUI": False})
+    added: dict[str, Any] = await cdp.send("WebAuthn.addVirtualAuthenticator", {"options": VIRTUAL_AUTHENTICATOR})
+    return cdp, str(added["authenticatorId"])
+
+
+async def enroll_and_sign_in(page: Page, stack: RehearsalStack, origin: str, subject: str, name: str) -> str:
+    """``subject`` enrolls a passkey from a fresh link and signs in with it; returns the link."""
+    link = mint_enrollment_link(stack.state_dir, subject, console_url=origin, now=datetime.now(UTC))
+    await page.goto(link)
+    await page.get_by_role("button", name="Create a passkey").click()
+    await expect(page.get_by_role("status")).to_have_text(f"Passkey enrolled for {subject}. Sign in with it.")
+    await page.goto(f"{origin}/signin")
+    await page.get_by_role("button", name="Sign in with a passkey").click()
+    await expect(page.get_by_text(f"Signed in as {name}")).to_be_visible()
+    return link
+
+
+async def post_from(page: Page, url: str, body: dict[str, Any], *, with_token: bool = True) -> tuple[int, str]:
+    status, text = await page.evaluate(POST_FROM_PAGE, [url, body, with_token])
+    return int(status), str(text)
+
+
+def refunds_paid(state_dir: Path, order_id: str) -> int:
+    with sqlite3.connect(state_dir / "commerce.db") as db:
+        return int(db.execute("SELECT count(*) FROM refunds WHERE order_id = ?", (order_id,)).fetchone()[0])
+
+
+async def test_a_reviewer_approves_a_refund_with_a_passkey(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in (COMMERCE_DIRECTORY_ENV, SIGNING_KEY_ENV, DIRECTORY_ENV):
+        monkeypatch.delenv(name, raising=False)
+    shots = Path(os.environ.get(SCREENSHOTS_ENV) or tmp_path)
+    shots.mkdir(parents=True, exist_ok=True)
+    async with (
+        rehearsal_stack(tmp_path) as stack,
+        console_server(stack, tmp_path) as origin,
+        reviewer_pages(tmp_path) as (chen, mei),
+    ):
+        chen_cdp, chen_key = await virtual_authenticator(chen)
+        await virtual_authenticator(mei)
+        # Enrolled before the case starts: a case decides from the directory slice it records at its start.
+        link = await enroll_and_sign_in(chen, stack, origin, "chen", "Chen")
+        await enroll_and_sign_in(mei, stack, origin, "mei", "Mei")
+        await mei.goto(link)
+        await expect(mei.get_by_role("alert")).to_contain_text("This enrollment link was already used")
+
+        await chen.goto(origin)
+        await expect(chen.get_by_text("Nothing waits for your approval.")).to_be_visible()
+        case = await stack.cases.start(demo_identity("alice"), QUESTION, ttl_seconds=900)
+        view = await case.settled(timeout=90, poll_seconds=0.2)
+        assert view.status is CaseStatus.WAITING_APPROVAL, (view.status, view.reason)
+
+        # chen's open inbox lists the case without a reload (console.js fetches the rows every 10 s),
+        # with its amount, order, customer, time left and four-eyes state.
+        row = chen.get_by_role("row").filter(has_text=case.case_id)
+        await expect(row).to_contain_text("12900 cents", timeout=REFRESH_TIMEOUT_MS)
+        await expect(row).to_contain_text("QH-1001")
+        await expect(row).to_contain_text("alice")
+        await expect(row).to_contain_text(" left")
+        await expect(row).to_contain_text("0 of 1")
+        await chen.screenshot(path=str(shots / "console-inbox.png"), full_page=True)
+
+        # mei (south) lists no qinghe case, reads "No such case." at its URL, and a forged POST is refused.
+        await mei.goto(origin)
+        await expect(mei.get_by_text("Nothing waits for your approval.")).to_be_visible()
+        await mei.goto(f"{origin}/cases/{case.case_id}")
+        await expect(mei.get_by_role("alert")).to_have_text("No such case.")
+        status, text = await post_from(mei, f"/cases/{case.case_id}/review/options", {"decision": "approve"})
+        assert (status, "No such case." in text) == (404, True), (status, text)
+        status, text = await post_from(mei, f"/cases/{case.case_id}/review/finish", {"ceremony": "x", "credential": {}})
+        assert status == 400, (status, text)
+
+        # The case page: the effect card, the answer, the policy text, the facts; Approve and Reject.
+        await row.get_by_role("link", name=case.case_id).click()
+        await expect(chen.get_by_role("heading", name=f"Case {case.case_id}")).to_be_visible()
+        await expect(
+            chen.get_by_role("row", name=re.compile(r"^refund 12900 cents \(CNY 129\.00\) for QH-1001"))
+        ).to_be_visible()
+        await expect(chen.get_by_text("Facts the refund rule used")).to_be_visible()
+        await expect(chen.get_by_text("Cited policy")).to_be_visible()
+        await chen.screenshot(path=str(shots / "console-case.png"), full_page=True)
+
+        # A POST without the CSRF token is refused.
+        status, text = await post_from(
+            chen, f"/cases/{case.case_id}/review/options", {"decision": "approve"}, with_token=False
+        )
+        assert status == 403, (status, text)
+
+        # The authenticator cannot verify the user: the browser itself refuses (UV is required), nothing is sent.
+        await chen_cdp.send("WebAuthn.setUserVerified", {"authenticatorId": chen_key, "isUserVerified": False})
+        await chen.get_by_role("button", name="Approve with passkey").click()
+        result = chen.get_by_role("status")
+        await expect(result).to_have_text("The authenticator did not answer: NotAllowedError.")
+        await chen_cdp.send("WebAuthn.setUserVerified", {"authenticatorId": chen_key, "isUserVerified": True})
+        # An assertion whose user-verified flag is off (a careless or hostile client): it reaches the
+        # workflow, which refuses it with the user-verification sentence and records it.
+        await chen_cdp.send("WebAuthn.setResponseOverrideBits", {"authenticatorId": chen_key, "isBadUV": True})
+        await chen.get_by_role("button", name="Approve with passkey").click()
+        await expect(result).to_contain_text(refusal_sentence("passkey_user_not_verified", reviewer="chen"))
+        await chen_cdp.send("WebAuthn.setResponseOverrideBits", {"authenticatorId": chen_key, "isBadUV": False})
+        await expect(chen.get_by_role("button", name="Approve with passkey")).to_be_enabled()
+        assert (await case.status()).status is CaseStatus.WAITING_APPROVAL
+        assert refunds_paid(stack.state_dir, "QH-1001") == 0
+
+        # The approval with the passkey, the user verified: accepted, settled, shown with the receipt.
+        await chen.get_by_role("button", name="Approve with passkey").click()
+        await expect(result).to_have_text("Accepted: approve.")
+        ended = await case.ended(timeout=60)
+        assert ended.status is CaseStatus.COMPLETED, (ended.status, ended.reason)
+        assert ended.receipt is not None and ended.receipt.signature
+        await chen.goto(f"{origin}/cases/{case.case_id}")
+        await expect(chen.get_by_role("heading", name="Settled")).to_be_visible()
+        await expect(chen.get_by_role("row", name=f"receipt {ended.receipt.receipt_id}")).to_be_visible()
+        await expect(chen.get_by_role("row", name="signed signed by the commerce server")).to_be_visible()
+        await expect(chen.get_by_role("row", name=re.compile(r"^approved by chen at "))).to_be_visible()
+
+        refused = [event.detail for event in await case.events() if event.kind == EventKind.REVIEW_REFUSED]
+        assert any("passkey_user_not_verified" in detail for detail in refused), refused
+        assert refunds_paid(stack.state_dir, "QH-1001") == 1

@@ -1,0 +1,1 @@
+"""Tests of the reviewer console (store, sessions, CSRF, enrollment tokens, ceremonies)."""
