@@ -14,6 +14,7 @@ from datetime import UTC, datetime
 from temporalio.client import Client, WorkflowExecution, WorkflowExecutionStatus, WorkflowHandle
 from temporalio.common import WorkflowIDConflictPolicy, WorkflowIDReusePolicy
 from temporalio.exceptions import WorkflowAlreadyStartedError
+from temporalio.service import RPCError
 
 from case_client import _reading, _reviewing
 from case_client._connection import TemporalTarget, connect, require_worker
@@ -123,7 +124,12 @@ class CaseHandle:
 
         async def read(first: bool) -> CaseView:
             if viewer is None:
-                return await self.status()
+                try:
+                    return await self.status()
+                except RPCError as error:  # a busy worker's late answer is waited for, like a slow case
+                    if _reading.query_timed_out(error):
+                        raise _reading.QueryUnanswered from None
+                    raise
             return await self.read(viewer, start_hint=start_hint, check_worker=first)
 
         return await _reading.wait_until_settled(

@@ -58,6 +58,15 @@ async def query_status(handle: WorkflowHandle, *, rpc_timeout: timedelta | None 
     return await handle.query(QueryName.STATUS, result_type=CaseView, rpc_timeout=rpc_timeout)
 
 
+class QueryUnanswered(Exception):
+    """A status query that timed out: the worker was busy, not gone. A poll loop asks again."""
+
+
+def query_timed_out(error: RPCError) -> bool:
+    """Whether ``error`` is a query's timeout (the server's deadline or the client's) rather than a refusal."""
+    return error.status is RPCStatusCode.DEADLINE_EXCEEDED or "Timeout expired" in error.message
+
+
 async def read_case(
     client: Client, case_id: str, identity: Identity, *, start_hint: str, check_worker: bool = True
 ) -> CaseView:
@@ -106,11 +115,19 @@ async def wait_until_settled(
     on_progress: Callable[[CaseView], None],
 ) -> CaseView:
     """Poll ``read`` until the case waits for a reviewer (its record written) or ends; an ended case
-    answers from ``ended`` (its result). ``read`` is told whether this is the first read."""
+    answers from ``ended`` (its result). ``read`` is told whether this is the first read; one that
+    raises :class:`QueryUnanswered` is asked again at the next poll, until the deadline."""
     deadline = now() + wait_seconds
     first = True
     while True:
-        view = await read(first)
+        try:
+            view = await read(first)
+        except QueryUnanswered:
+            if now() > deadline:
+                unanswered = f"no status answer within {wait_seconds:.0f}s; check worker.py"
+                raise TransientError("wait_timeout", unanswered) from None
+            await asyncio.sleep(poll_seconds)
+            continue
         first = False
         if view.status in TERMINAL_STATUSES:
             # Ended, but the workflow may still be writing its record: its result is the last word.

@@ -20,7 +20,9 @@ from commerce_server.tokens import DIRECTORY_ENV as COMMERCE_DIRECTORY_ENV
 from commerce_server.tokens import SIGNING_KEY_ENV as COMMERCE_SIGNING_KEY_ENV
 from contracts.case import Decision
 from contracts.credentials import COMMERCE_KID, SignedReview, approval_claims, sign
+from contracts.directory import Directory
 from contracts.identity import Identity
+from devstack.software_authenticator import SoftwareAuthenticator
 from keystore import (
     DIRECTORY_ENV,
     create_demo_directory,
@@ -31,8 +33,13 @@ from keystore import (
     load_private_key,
     private_key_path,
     reviewer_kid,
+    write_directory,
 )
 from keystore.signers import KeyFileSigner
+
+CHEN_PASSKEY = SoftwareAuthenticator("localhost", "http://localhost:8090")
+"""chen's passkey in the session's directory (the software authenticator test double), so that every
+worker and commerce server of the session can verify his passkey approvals."""
 
 
 @cache
@@ -40,6 +47,13 @@ def use_test_keys() -> KeyFileSigner:
     """The demo keys of this test process (created on first use) and their signer."""
     state = Path(tempfile.mkdtemp(prefix="support-test-keys-"))
     create_demo_directory(state)
+    path = Path(directory_location(state, {}))
+    directory = load_directory(str(path))
+    people = [
+        person.model_copy(update={"passkeys": [CHEN_PASSKEY.passkey_record()]}) if person.subject == "chen" else person
+        for person in directory.people
+    ]
+    write_directory(path, Directory.model_validate({**directory.model_dump(), "people": people}))
     os.environ[DIRECTORY_ENV] = directory_location(state, {})
     os.environ[COMMERCE_DIRECTORY_ENV] = directory_location(state, {})
     os.environ[COMMERCE_SIGNING_KEY_ENV] = str(private_key_path(state, COMMERCE_KID))

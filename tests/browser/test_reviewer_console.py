@@ -23,6 +23,8 @@ import asyncio
 import os
 import re
 import sqlite3
+import subprocess
+import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime
@@ -48,6 +50,7 @@ from tests.browser.web_ui import CHROMIUM, UI_TIMEOUT_MS, VIEWPORT
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
+ROOT = Path(__file__).resolve().parents[2]
 QUESTION = "Please refund QH-1001 and explain the amount and the policy"
 SCREENSHOTS_ENV = "SUPPORT_SCREENSHOTS"
 REFRESH_TIMEOUT_MS = 25_000
@@ -139,6 +142,15 @@ async def enroll_and_sign_in(page: Page, stack: RehearsalStack, origin: str, sub
 async def post_from(page: Page, url: str, body: dict[str, Any], *, with_token: bool = True) -> tuple[int, str]:
     status, text = await page.evaluate(POST_FROM_PAGE, [url, body, with_token])
     return int(status), str(text)
+
+
+async def starter_verify(stack: RehearsalStack, case_id: str) -> subprocess.CompletedProcess[str]:
+    """``starter.py --profile alice verify CASE`` against the stack, as the customer checks their receipt."""
+    env = {name: value for name, value in os.environ.items() if not name.startswith(("SUPPORT_", "COMMERCE_"))}
+    env |= {"TEMPORAL_ADDRESS": stack.client.service_client.config.target_host, "SUPPORT_TASK_QUEUE": stack.task_queue}
+    command = [sys.executable, str(ROOT / "starter.py"), "--state-dir", str(stack.state_dir)]
+    command += ["--profile", "alice", "verify", case_id]
+    return await asyncio.to_thread(subprocess.run, command, capture_output=True, text=True, timeout=120, env=env)
 
 
 def refunds_paid(state_dir: Path, order_id: str) -> int:
@@ -237,3 +249,5 @@ async def test_a_reviewer_approves_a_refund_with_a_passkey(tmp_path: Path, monke
         refused = [event.detail for event in await case.events() if event.kind == EventKind.REVIEW_REFUSED]
         assert any("passkey_user_not_verified" in detail for detail in refused), refused
         assert refunds_paid(stack.state_dir, "QH-1001") == 1
+        verified = await starter_verify(stack, case.case_id)
+        assert verified.returncode == 0 and "chain verified" in verified.stdout, verified.stdout + verified.stderr

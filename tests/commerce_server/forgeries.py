@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import base64
 import json
+import secrets
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -21,8 +22,10 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from contracts.commerce import RefundApproval
 from contracts.credentials import COMMERCE_KID, ISSUER_KID, SETTLE_WINDOW, approval_claims, sign
+from contracts.passkey import ReviewStatement, encode_passkey_approval, passkey_approval_from_browser, review_challenge
 from keystore import demo_identity, load_private_key, private_key_path, reviewer_kid
 from tests.conftest import DemoKeys
+from tests.credentials_support import CHEN_PASSKEY
 
 CHEN = reviewer_kid("chen")
 MEI = reviewer_kid("mei")
@@ -116,6 +119,33 @@ def signed_19s_before_expiry(approval: RefundApproval, keys: DemoKeys) -> Refund
     return reproposed(approval, keys, expires_at=expired_at, signed_at=expired_at - timedelta(seconds=19))
 
 
+def chen_passkey(
+    *, signed_digest: str | None = None, user_verified: bool = True, relabelled: bool = False
+) -> Callable[[RefundApproval, DemoKeys], RefundApproval]:
+    """chen's passkey approval (the session's enrolled test-double passkey) of the approval's case: the
+    browser signs a statement naming ``signed_digest`` (default: this proposal's), with or without user
+    verification; ``relabelled``: the statement is then edited to name this proposal's digest."""
+
+    def build(approval: RefundApproval, keys: DemoKeys) -> RefundApproval:
+        signed = ReviewStatement(
+            case_id=approval.proposal.case_id,
+            digest=signed_digest or approval.proposal.digest(),
+            decision="approve",
+            reviewer="chen",
+            nonce=secrets.token_urlsafe(16),
+            issued_at=int(datetime.now(UTC).timestamp()),
+        )
+        CHEN_PASSKEY.user_verified = user_verified
+        try:
+            credential = CHEN_PASSKEY.assert_(review_challenge(signed))
+        finally:
+            CHEN_PASSKEY.user_verified = True
+        sent = signed.model_copy(update={"digest": approval.proposal.digest()}) if relabelled else signed
+        return with_token(approval, encode_passkey_approval(passkey_approval_from_browser(sent, credential)))
+
+    return build
+
+
 @dataclass(frozen=True)
 class Attack:
     build: Callable[[RefundApproval, DemoKeys], RefundApproval]
@@ -163,6 +193,17 @@ ATTACKS: dict[str, Attack] = {
     ),
     "customer's own key as chen's kid": Attack(
         signed_with(None, header_kid=CHEN), "approval_signature_invalid", "bad_signature"
+    ),
+    "chen's passkey for another proposal": Attack(
+        chen_passkey(signed_digest="ab" * 32), "approval_invalid", "digest_mismatch"
+    ),
+    "chen's passkey relabelled to this proposal": Attack(
+        chen_passkey(signed_digest="ab" * 32, relabelled=True),
+        "approval_signature_invalid",
+        "passkey_challenge_mismatch",
+    ),
+    "chen's passkey without user verification": Attack(
+        chen_passkey(user_verified=False), "approval_signature_invalid", "passkey_user_not_verified"
     ),
     "customer's own key as her own kid": Attack(
         signed_with(None, header_kid=reviewer_kid("alice"), sub="alice"), "approval_signature_invalid", "unknown_signer"
