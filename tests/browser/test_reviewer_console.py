@@ -8,10 +8,12 @@ whose state dir holds the directory and keys); the console served in-process by 
 chen enrolls from the link ``mint_enrollment_link`` makes, signs in, finds alice's QH-1001 refund in the
 inbox (12,900 cents, its time left), opens it; an approval made while the authenticator does not
 verify the user is refused with the user-verification sentence and recorded; the approval made with
-the passkey completes the case with a receipt, and the console shows who approved and the receipt.
-mei (south) enrolls too and sees no qinghe case, reads "No such case." at its URL, and a forged POST
+the passkey completes the case with a receipt, the console shows who approved and the receipt, and
+``starter.py verify`` checks the chain. That very assertion, taken from the history and replayed, is
+refused by another waiting case (``token_for_another_case``, recorded there) and decides nothing on its
+own, decided case. mei (south) enrolls too and sees no qinghe case, reads "No such case." at its URL, and a forged POST
 to its review endpoints is refused; a POST without the CSRF token is refused (403); the enrollment
-link used twice is refused. QH-1001 is paid exactly once.
+link used twice is refused. QH-1001 is paid exactly once, QH-1002 never.
 
 Screenshots of the inbox and the case page go to ``$SUPPORT_SCREENSHOTS`` (``docs/images`` to
 regenerate the committed ones), else to the test's temporary directory.
@@ -38,6 +40,8 @@ from playwright.async_api import CDPSession, Page, async_playwright, expect
 from commerce_server.tokens import DIRECTORY_ENV as COMMERCE_DIRECTORY_ENV
 from commerce_server.tokens import SIGNING_KEY_ENV
 from contracts.case import CaseStatus
+from contracts.credentials import SignedReview
+from contracts.errors import AuthorizationError, SupportError
 from contracts.names import EventKind
 from contracts.refusals import refusal_sentence
 from devstack.rehearsal_stack import RehearsalStack, rehearsal_stack
@@ -153,6 +157,20 @@ async def starter_verify(stack: RehearsalStack, case_id: str) -> subprocess.Comp
     return await asyncio.to_thread(subprocess.run, command, capture_output=True, text=True, timeout=120, env=env)
 
 
+async def last_review_sent(stack: RehearsalStack, case_id: str) -> SignedReview:
+    """The last ``review`` update the case accepted for handling, decoded from its history."""
+    handle = stack.client.get_workflow_handle(f"case-{case_id}")
+    sent: list[SignedReview] = []
+    async for event in handle.fetch_history_events():
+        if event.HasField("workflow_execution_update_accepted_event_attributes"):
+            request = event.workflow_execution_update_accepted_event_attributes.accepted_request
+            if request.input.name == "review":
+                [review] = await stack.client.data_converter.decode(request.input.args.payloads, [SignedReview])
+                sent.append(review)
+    assert sent, "no review update in the history"
+    return sent[-1]
+
+
 def refunds_paid(state_dir: Path, order_id: str) -> int:
     with sqlite3.connect(state_dir / "commerce.db") as db:
         return int(db.execute("SELECT count(*) FROM refunds WHERE order_id = ?", (order_id,)).fetchone()[0])
@@ -251,3 +269,18 @@ async def test_a_reviewer_approves_a_refund_with_a_passkey(tmp_path: Path, monke
         assert refunds_paid(stack.state_dir, "QH-1001") == 1
         verified = await starter_verify(stack, case.case_id)
         assert verified.returncode == 0 and "chain verified" in verified.stdout, verified.stdout + verified.stderr
+
+        # The browser's own accepted assertion, replayed: to another waiting case it is refused and
+        # recorded there; to its own case (decided) it decides nothing; nothing more is paid.
+        approval = await last_review_sent(stack, case.case_id)
+        assert approval.approval_token.startswith("passkey1.")
+        other = await stack.cases.start(demo_identity("alice"), "Please refund QH-1002", ttl_seconds=900)
+        assert (await other.settled(timeout=90, poll_seconds=0.2)).status is CaseStatus.WAITING_APPROVAL
+        with pytest.raises(AuthorizationError) as elsewhere:
+            await other.review(approval)
+        assert elsewhere.value.message.startswith("token_for_another_case: "), elsewhere.value
+        recorded = [event.detail for event in await other.events() if event.kind == EventKind.REVIEW_REFUSED]
+        assert any("token_for_another_case" in detail for detail in recorded), recorded
+        with pytest.raises(SupportError):
+            await case.review(approval)
+        assert (refunds_paid(stack.state_dir, "QH-1001"), refunds_paid(stack.state_dir, "QH-1002")) == (1, 0)
