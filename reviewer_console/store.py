@@ -114,10 +114,14 @@ class ConsoleStore:
     # --- sessions ------------------------------------------------------------------------------------
 
     def create_session(self, subject: str | None, *, now: datetime) -> NewSession:
+        """A new session (anonymous when ``subject`` is None). Expired sessions and ceremonies are removed
+        here, so visitors who never come back (every first request makes a session) leave no rows."""
         session_id = secrets.token_urlsafe(32)
         csrf = secrets.token_urlsafe(32)
         row = ConsoleSession(id_hash=hashed(session_id), subject=subject, csrf_token=csrf, expires_at=now + SESSION_TTL)
         with Session(self.engine) as db:
+            db.exec(delete(ConsoleSession).where(ConsoleSession.expires_at <= now))  # type: ignore[arg-type]
+            db.exec(delete(PendingCeremony).where(PendingCeremony.expires_at <= now))  # type: ignore[arg-type]
             db.add(row)
             db.commit()
         return NewSession(session_id, csrf, subject)

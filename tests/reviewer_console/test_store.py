@@ -6,8 +6,10 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+from sqlmodel import Session, select
+
 from reviewer_console.reading import duration_text
-from reviewer_console.store import ConsoleStore, hashed
+from reviewer_console.store import ConsoleSession, ConsoleStore, hashed
 
 NOW = datetime(2026, 12, 3, 10, 0, tzinfo=UTC)
 
@@ -21,6 +23,19 @@ def test_a_session_lives_30_minutes(tmp_path: Path) -> None:
     assert store.session(made.session_id, now=NOW + timedelta(minutes=30)) is None
     assert store.session(made.session_id, now=NOW) is None  # removed when found expired
     assert store.session("guessed", now=NOW) is None
+
+
+def test_sessions_nobody_came_back_to_are_removed_when_a_new_one_is_made(tmp_path: Path) -> None:
+    store = ConsoleStore.in_state_dir(tmp_path)
+    for _ in range(3):
+        store.create_session(None, now=NOW)  # anonymous visitors who never return
+    kept = store.create_session("chen", now=NOW + timedelta(minutes=20))
+    with Session(store.engine) as db:
+        assert len(db.exec(select(ConsoleSession)).all()) == 4
+    store.create_session(None, now=NOW + timedelta(minutes=31))
+    with Session(store.engine) as db:
+        left = {row.id_hash for row in db.exec(select(ConsoleSession)).all()}
+    assert len(left) == 2 and hashed(kept.session_id) in left
 
 
 def test_a_ceremony_is_taken_once_by_its_own_session(tmp_path: Path) -> None:
