@@ -6,7 +6,7 @@ listens, the worker until it polls). ``CASE`` and ``DIGEST`` are replaced by wha
 printed, and ``TOKEN`` by the approval token ``review-info --approve`` printed, as a user would copy
 them. Every other line must exit 0. The only differences from a user's
 shell: a fresh state dir and free ports, passed through the variables the README documents
-(SUPPORT_STATE_DIR, TEMPORAL_PORT, TEMPORAL_UI_PORT, CODEC_PORT, TEMPORAL_ADDRESS).
+(SUPPORT_STATE_DIR, TEMPORAL_PORT, TEMPORAL_UI_PORT, CODEC_PORT, CONSOLE_PORT, TEMPORAL_ADDRESS).
 """
 
 from __future__ import annotations
@@ -57,6 +57,7 @@ class Shell:
             TEMPORAL_PORT=str(self.port),
             TEMPORAL_UI_PORT=str(free_port()),
             CODEC_PORT=str(free_port()),
+            CONSOLE_PORT=str(free_port()),
             TEMPORAL_ADDRESS=f"127.0.0.1:{self.port}",
             COLUMNS="250",
         )
