@@ -14,7 +14,7 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from contracts.directory import DIRECTORY_FORMAT, ApprovalPolicy, Directory, Person
+from contracts.directory import DIRECTORY_FORMAT, ApprovalPolicy, Directory, Passkey, Person
 from contracts.identity import Role
 from keystore.directory_file import first_problem
 
@@ -96,6 +96,18 @@ def rotate_key(directory: Directory, subject: str, new_jwk: dict[str, Any]) -> D
         raise DirectoryEditError(f"{subject!r} already holds key {new_kid!r}")
     people = [entry.model_copy(update={"kids": [new_kid]}) if entry is person else entry for entry in directory.people]
     return _rebuilt(directory, people=people, keys=[*_keys_without(directory, person.kids), new_jwk])
+
+
+def add_passkey(directory: Directory, subject: str, passkey: Passkey) -> Directory:
+    """``directory`` where reviewer ``subject`` also holds ``passkey`` (the reviewer console enrols it)."""
+    person = _listed(directory, subject)
+    if person.role is not Role.REVIEWER:
+        raise DirectoryEditError(f"{subject!r} is a {person.role.value}: only reviewers hold passkeys")
+    people = [
+        entry.model_copy(update={"passkeys": [*entry.passkeys, passkey]}) if entry is person else entry
+        for entry in directory.people
+    ]
+    return _rebuilt(directory, people=people)
 
 
 def remove_person(directory: Directory, subject: str) -> Directory:

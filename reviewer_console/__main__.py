@@ -17,7 +17,7 @@ import uvicorn
 
 from case_client import CaseClient
 from contracts.errors import SupportError
-from keystore import directory_location, load_directory
+from keystore import directory_location
 from keystore.directory_file import DirectorySource
 from reviewer_console.app import build_app
 from reviewer_console.config import DEFAULT_ORIGIN, ConsoleConfig
@@ -28,10 +28,10 @@ cli = typer.Typer(add_completion=False)
 
 
 async def serve(host: str, port: int, state_dir: Path, config: ConsoleConfig) -> None:
-    location = directory_location(state_dir)
-    load_directory(location)  # a missing or invalid directory is said before anything is served
+    directory = DirectorySource(directory_location(state_dir))
+    directory.current()  # a missing or invalid directory is said before anything is served (and kept)
     cases = await CaseClient.connect()
-    app = build_app(cases, DirectorySource(location), ConsoleStore.in_state_dir(state_dir), config)
+    app = build_app(cases, directory, ConsoleStore.in_state_dir(state_dir), config)
     await uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="info")).serve()
 
 

@@ -23,6 +23,7 @@ from contracts.passkey import (
     passkey_approval_from_browser,
     verify_passkey_enrollment,
 )
+from keystore.directory_edit import DirectoryEditError, add_passkey
 from keystore.directory_file import load_directory, write_directory
 from keystore.enrollment import EnrollmentClaims, enrolling_reviewer, verify_enrollment_token
 from reviewer_console import ceremonies
@@ -76,11 +77,10 @@ def publish_passkey(location: str, subject: str, passkey: Passkey) -> Directory:
         raise ConfigurationError("directory_not_writable", directory_not_writable(location))
     directory = load_directory(location)
     person = enrolling_reviewer(directory, subject)
-    people = [
-        entry.model_copy(update={"passkeys": [*entry.passkeys, passkey]}) if entry.subject == person.subject else entry
-        for entry in directory.people
-    ]
-    edited = Directory.model_validate({**directory.model_dump(), "people": [p.model_dump() for p in people]})
+    try:
+        edited = add_passkey(directory, person.subject, passkey)
+    except DirectoryEditError as error:
+        raise ConfigurationError("directory_edit_refused", str(error)) from None
     write_directory(Path(location), edited)
     return edited
 

@@ -45,6 +45,7 @@ from keystore import (
     reviewer_kid,
     write_directory,
 )
+from keystore.directory_edit import add_passkey
 from keystore.signers import KeyFileSigner
 
 PASSKEY_RP_ID, PASSKEY_ORIGIN = "localhost", "http://localhost:8090"
@@ -152,12 +153,7 @@ async def passkey_then_approved(case: CaseHandle, view: CaseView, signer: KeyFil
 def enrol_chen_passkey(state_dir: Path) -> None:
     """Publish :data:`CHEN_PASSKEY` for chen in the stack's directory (the worker and its commerce server read it)."""
     path = Path(directory_location(state_dir, {}))  # the stack's worker reads its own state dir's
-    directory = load_directory(str(path))
-    people = [
-        person.model_copy(update={"passkeys": [CHEN_PASSKEY.passkey_record()]}) if person.subject == "chen" else person
-        for person in directory.people
-    ]
-    write_directory(path, directory.model_copy(update={"people": people}))
+    write_directory(path, add_passkey(load_directory(str(path)), "chen", CHEN_PASSKEY.passkey_record()))
 
 
 SCENARIOS: list[tuple[str, str, str, Language, Action | None, int]] = [

@@ -20,7 +20,6 @@ from commerce_server.tokens import DIRECTORY_ENV as COMMERCE_DIRECTORY_ENV
 from commerce_server.tokens import SIGNING_KEY_ENV as COMMERCE_SIGNING_KEY_ENV
 from contracts.case import Decision
 from contracts.credentials import COMMERCE_KID, SignedReview, approval_claims, sign
-from contracts.directory import Directory
 from contracts.identity import Identity
 from devstack.software_authenticator import SoftwareAuthenticator
 from keystore import (
@@ -35,6 +34,7 @@ from keystore import (
     reviewer_kid,
     write_directory,
 )
+from keystore.directory_edit import add_passkey
 from keystore.signers import KeyFileSigner
 
 CHEN_PASSKEY = SoftwareAuthenticator("localhost", "http://localhost:8090")
@@ -48,12 +48,7 @@ def use_test_keys() -> KeyFileSigner:
     state = Path(tempfile.mkdtemp(prefix="support-test-keys-"))
     create_demo_directory(state)
     path = Path(directory_location(state, {}))
-    directory = load_directory(str(path))
-    people = [
-        person.model_copy(update={"passkeys": [CHEN_PASSKEY.passkey_record()]}) if person.subject == "chen" else person
-        for person in directory.people
-    ]
-    write_directory(path, Directory.model_validate({**directory.model_dump(), "people": people}))
+    write_directory(path, add_passkey(load_directory(str(path)), "chen", CHEN_PASSKEY.passkey_record()))
     os.environ[DIRECTORY_ENV] = directory_location(state, {})
     os.environ[COMMERCE_DIRECTORY_ENV] = directory_location(state, {})
     os.environ[COMMERCE_SIGNING_KEY_ENV] = str(private_key_path(state, COMMERCE_KID))

@@ -57,37 +57,33 @@ function requestOptions(options) {
   };
 }
 
-function registrationJSON(credential) {
-  const response = credential.response;
+function credentialJSON(credential, response) {
+  // PublicKeyCredential.toJSON()'s shape, with the response fields of the ceremony at hand.
   return {
     id: credential.id,
     rawId: toBase64url(credential.rawId),
     type: credential.type,
     authenticatorAttachment: credential.authenticatorAttachment,
     clientExtensionResults: credential.getClientExtensionResults(),
-    response: {
-      clientDataJSON: toBase64url(response.clientDataJSON),
-      attestationObject: toBase64url(response.attestationObject),
-      transports: response.getTransports ? response.getTransports() : [],
-    },
+    response: { clientDataJSON: toBase64url(credential.response.clientDataJSON), ...response },
   };
+}
+
+function registrationJSON(credential) {
+  const response = credential.response;
+  return credentialJSON(credential, {
+    attestationObject: toBase64url(response.attestationObject),
+    transports: response.getTransports ? response.getTransports() : [],
+  });
 }
 
 function assertionJSON(credential) {
   const response = credential.response;
-  return {
-    id: credential.id,
-    rawId: toBase64url(credential.rawId),
-    type: credential.type,
-    authenticatorAttachment: credential.authenticatorAttachment,
-    clientExtensionResults: credential.getClientExtensionResults(),
-    response: {
-      clientDataJSON: toBase64url(response.clientDataJSON),
-      authenticatorData: toBase64url(response.authenticatorData),
-      signature: toBase64url(response.signature),
-      userHandle: response.userHandle ? toBase64url(response.userHandle) : null,
-    },
-  };
+  return credentialJSON(credential, {
+    authenticatorData: toBase64url(response.authenticatorData),
+    signature: toBase64url(response.signature),
+    userHandle: response.userHandle ? toBase64url(response.userHandle) : null,
+  });
 }
 
 async function ceremony(start, finish, startBody, make) {

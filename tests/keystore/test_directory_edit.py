@@ -11,9 +11,11 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from contracts.directory import Directory
 from contracts.identity import Role
+from devstack.software_authenticator import SoftwareAuthenticator
 from keystore import create_demo_directory, directory_location, load_directory, public_jwk
 from keystore.directory_edit import (
     DirectoryEditError,
+    add_passkey,
     add_person,
     add_tenant,
     keyed_person,
@@ -138,3 +140,14 @@ def test_remove_person_removes_their_keys(demo: Directory) -> None:
     assert remove_person(without, "lin").person("lin") is None
     with pytest.raises(DirectoryEditError, match="'mei' is not in the directory"):
         remove_person(without, "mei")
+
+
+def test_a_reviewer_gains_a_passkey_and_a_customer_or_a_second_holder_is_refused(demo: Directory) -> None:
+    passkey = SoftwareAuthenticator("localhost", "http://localhost:8090").passkey_record()
+    edited = add_passkey(demo, "chen", passkey)
+    holder = edited.passkey_holder(passkey.credential_id)
+    assert holder is not None and holder[0].subject == "chen" and demo.passkey_holder(passkey.credential_id) is None
+    with pytest.raises(DirectoryEditError, match="only reviewers hold passkeys"):
+        add_passkey(demo, "alice", passkey)
+    with pytest.raises(DirectoryEditError, match=passkey.credential_id[:20]):
+        add_passkey(edited, "mei", passkey)  # one credential, two people
