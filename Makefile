@@ -6,7 +6,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STATE_DIR ?= .state/demo
 
-.PHONY: install browser check test replay-stress lint typecheck demo dev-server codec-server clean compat
+.PHONY: install browser check test replay-stress conformance lint typecheck demo dev-server codec-server clean compat
 
 $(BIN)/.installed: pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Python 3.11 or newer is required (set PYTHON=...)")'
@@ -50,6 +50,19 @@ test: lint typecheck browser
 
 replay-stress: install
 	SUPPORT_REPLAY_STRESS=1 $(BIN)/pytest -q tests/e2e
+
+# The commerce contract's conformance kit (docs/commerce-contract.md) against our own commerce server over
+# stdio, on a throwaway state dir (starter.py init: the seeded demo data, the demo directory and keys) that
+# is removed afterwards. The kit pays simulated refunds, so it never runs on the .state dir you work in.
+CONFORMANCE_ENV := env -u SUPPORT_DIRECTORY -u COMMERCE_DIRECTORY -u COMMERCE_SIGNING_KEY -u COMMERCE_DATABASE_URL
+conformance: install
+	@state=$$(mktemp -d "$${TMPDIR:-/tmp}/conformance-XXXXXX"); \
+	echo "conformance: starter.py init in the throwaway state dir $$state (seeded demo data, demo directory and keys)"; \
+	$(CONFORMANCE_ENV) $(BIN)/python starter.py --state-dir "$$state" init >/dev/null || { rm -rf "$$state"; exit 1; }; \
+	server="$(BIN)/python -m commerce_server --profile alice --state-dir $$state"; \
+	echo "conformance: python -m commerce_contract --stdio '$$server' --state-dir $$state"; \
+	$(CONFORMANCE_ENV) $(BIN)/python -m commerce_contract --stdio "$$server" --state-dir "$$state"; \
+	status=$$?; rm -rf "$$state"; echo "conformance: removed $$state"; exit $$status
 
 demo: install
 	STATE_DIR=$(STATE_DIR) bash scripts/demo.sh

@@ -34,8 +34,10 @@ from activities.case_records import CaseRecords
 from activities.commerce_http import CommerceHttpCaller
 from activities.commerce_sessions import CommerceGateway, CommerceSessionPool, TracedCommerce
 from activities.credential_activities import CredentialActivities
+from activities.metrics_runtime import metrics_endpoint, metrics_runtime
 from activities.model_activities import ModelActivities
 from activities.model_gateway import ModelGateway
+from activities.model_prices import ModelPrices
 from activities.model_settings import ModelSettings, load_model_settings
 from activities.preferences import LanguagePreferences
 from activities.settlement import SettlementActivities
@@ -57,6 +59,7 @@ from contracts.payload_codec import uses_case_codec
 from keystore import DIRECTORY_ENV, directory_location
 from keystore.directory_file import DirectorySource
 from keystore.outside_issuer import OutsideIssuer
+from knowledge.check import require_valid_knowledge
 from knowledge.store import KnowledgeBase, default_knowledge_base
 from rehearsal import rehearsal_http_client
 from workflows.sandbox import workflow_runner
@@ -258,24 +261,33 @@ async def main(argv: list[str] | None = None) -> int:
     provider variables (see activities/model_settings.py; none set means the rehearsal model),
     ``SUPPORT_BUILD_ID`` (the build id of this worker's deployment version; default: the package
     version and git commit), ``SUPPORT_SET_CURRENT_VERSION`` (1: make this build current, as
-    ``--set-current``) and
+    ``--set-current``),
     ``SUPPORT_LOG_LEVEL`` (the level of the per-activity log lines, default WARNING; the worker's own
-    start lines are always printed). Every check runs before the worker polls: a configuration error
+    start lines are always printed) and ``SUPPORT_KNOWLEDGE_DIR`` (a merchant's own documents, skills and
+    refund rules, docs/knowledge.md; default: the packaged knowledge; one with any problem refuses);
+    ``SUPPORT_MODEL_PRICES`` (the operator's price table, docs/usage.md; default: nothing priced).
+    Every check runs before the worker polls: a configuration error
     (a bad setting, an unknown namespace, a directory that is missing, unreachable, plain http or
     invalid) prints one line and exits 2; an unreachable Temporal server prints one line
     and exits 5 (try again). SIGINT or SIGTERM stops the worker and closes its commerce sessions.
     Tracing is off unless the standard OpenTelemetry variables turn it on (``OTEL_TRACES_EXPORTER``,
     ``OTEL_EXPORTER_OTLP_ENDPOINT``; see case_tracing.py and docs/tracing.md); a bad tracing setting,
-    a malformed endpoint among them, is a configuration error too.
+    a malformed endpoint among them, is a configuration error too. Metrics are off unless
+    ``SUPPORT_METRICS_PORT`` is set (``SUPPORT_METRICS_HOST``, default 127.0.0.1; see
+    activities/metrics_runtime.py and docs/operations.md): a bad port, or one that cannot be bound, is a
+    configuration error.
     """
     args = parse_args(argv)
     try:
         level = log_level()
         ours = release()
         settings = load_model_settings()
+        metrics = metrics_endpoint()
         directory = directory_location(args.state_dir)
         check_directory(directory, from_env=bool(os.environ.get(DIRECTORY_ENV)))
         OutsideIssuer.from_environment()
+        ModelPrices.from_environment()  # a bad SUPPORT_MODEL_PRICES table refuses the start
+        require_valid_knowledge()
     except SupportError as error:
         return refused(error)
     logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
@@ -293,7 +305,10 @@ async def main(argv: list[str] | None = None) -> int:
         process_tracing("qinghe-support-worker")
         target = TemporalTarget.from_env()
         address, namespace = target.address, target.namespace
-        client = await connect(target)
+        runtime = metrics_runtime(metrics) if metrics is not None else None
+        if metrics is not None:
+            print(f"worker: metrics on {metrics.url}", flush=True)
+        client = await connect(target, runtime=runtime)
         added = await ensure_search_attributes(client)
     except SupportError as error:
         return refused(error)

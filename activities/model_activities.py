@@ -14,6 +14,7 @@ from typing import Any
 
 from temporalio import activity
 
+from activities.activity_metrics import counted_model_request
 from activities.model_gateway import ModelGateway
 from contracts.case import (
     ComposeRequest,
@@ -37,17 +38,21 @@ class ModelActivities:
         return [self.plan_case, self.investigate_turn, self.compose_answer, self.review_answer]
 
     @activity.defn(name=ActivityName.PLAN_CASE)
+    @counted_model_request
     async def plan_case(self, request: PlanRequest) -> PlanResult:
         return await self.gateway.plan(request, attempt=activity.info().attempt)
 
     @activity.defn(name=ActivityName.INVESTIGATE_TURN)
+    @counted_model_request
     async def investigate_turn(self, request: InvestigateRequest) -> InvestigateResult:
         return await self.gateway.investigate(request, attempt=activity.info().attempt)
 
     @activity.defn(name=ActivityName.COMPOSE_ANSWER)
+    @counted_model_request
     async def compose_answer(self, request: ComposeRequest) -> ComposeResult:
         return await self.gateway.compose(request, attempt=activity.info().attempt)
 
     @activity.defn(name=ActivityName.REVIEW_ANSWER)
+    @counted_model_request
     async def review_answer(self, request: ReviewRequest) -> ReviewResult:
         return await self.gateway.review(request, attempt=activity.info().attempt)

@@ -28,6 +28,7 @@ from openai.types.chat import ChatCompletion, ChatCompletionMessageParam
 from openai.types.chat.chat_completion import Choice
 
 from activities import model_validation, prompts
+from activities.model_prices import ModelPrices
 from activities.model_settings import KEYLESS_PLACEHOLDER_KEY, ModelSettings
 from activities.provider_profiles import map_provider_error, profile
 from activities.provider_profiles import retry_after_seconds as retry_after_seconds
@@ -59,7 +60,8 @@ _NOT_EXECUTED = json.dumps(
 
 class ModelGateway:
     """The four model requests on the provider ``settings`` name, through ``http_client`` when given
-    (else the SDK's own ``httpx2`` client)."""
+    (else the SDK's own ``httpx2`` client); each reply's meta carries its price from ``prices``
+    (default: the table ``SUPPORT_MODEL_PRICES`` names, :mod:`activities.model_prices`)."""
 
     def __init__(
         self,
@@ -67,10 +69,14 @@ class ModelGateway:
         http_client: httpx2.AsyncClient | None = None,
         *,
         reviewer_http_client: httpx2.AsyncClient | None = None,
+        prices: ModelPrices | None = None,
     ) -> None:
         self.settings = settings
         self.profile = profile(settings.profile)
-        self.reviewer = ModelGateway(settings.reviewer, reviewer_http_client) if settings.reviewer else None
+        self.prices = prices if prices is not None else ModelPrices.from_environment()
+        self.reviewer = (
+            ModelGateway(settings.reviewer, reviewer_http_client, prices=self.prices) if settings.reviewer else None
+        )
         self._secret = settings.api_key.get_secret_value() if settings.api_key else None
         self._client = openai.AsyncOpenAI(
             base_url=settings.base_url,
@@ -191,11 +197,13 @@ class ModelGateway:
         return model_validation.parse_json_object(choice.message.content, choice.finish_reason, kind=kind)
 
     def _meta(self, completion: ChatCompletion, attempt: int) -> ModelCallMeta:
+        model = completion.model or self.settings.model
         return ModelCallMeta(
             provider=self.settings.provider,
-            model=completion.model or self.settings.model,
+            model=model,
             attempt=attempt,
             usage=_usage(completion),
+            price=self.prices.price(self.settings.provider, model),
         )
 
     def _map_error(self, exc: openai.OpenAIError) -> SupportError:

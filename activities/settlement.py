@@ -13,6 +13,7 @@ from __future__ import annotations
 from pydantic import ValidationError
 from temporalio import activity
 
+from activities.activity_metrics import count_settlement_retry
 from activities.commerce_sessions import CommerceGateway
 from contracts.case import CloseRequest, SettleRequest
 from contracts.commerce import ProposalClosed, ProposalClosure, RefundApproval, RefundReceipt
@@ -28,6 +29,7 @@ class SettlementActivities:
     @activity.defn(name=ActivityName.EXECUTE_REFUND)
     async def execute_refund(self, request: SettleRequest) -> RefundReceipt:
         info = activity.info()
+        count_settlement_retry(request.applicant.tenant)
         activity.logger.info(
             "execute_refund case=%s approval=%s order=%s attempt=%d",
             request.case_id,

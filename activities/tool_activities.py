@@ -15,6 +15,7 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 from temporalio import activity
 
+from activities.activity_metrics import counted_tool_call
 from activities.commerce_sessions import CommerceGateway
 from activities.preferences import LanguagePreferences
 from contracts.case import ToolObservation, ToolRequest
@@ -90,6 +91,7 @@ class ToolActivities:
         """The tools this worker answers itself, by name; commerce reads go to the commerce server."""
 
     @activity.defn(name=ActivityName.RUN_INVESTIGATION_TOOL)
+    @counted_tool_call
     async def run_investigation_tool(self, request: ToolRequest) -> ToolObservation:
         self.directory.current().check_listed(request.applicant)
         _check(request)
@@ -162,8 +164,8 @@ class ToolActivities:
         return passage
 
     async def _calculate_refund(self, request: ToolRequest) -> RefundQuoteResult:
-        """The order comes from the commerce server, the rule from ``refund_rules.json`` and the policy page
-        versions from this worker's knowledge base, never from the model."""
+        """The order comes from the commerce server, the rule (the policy tenant's, ``knowledge.refund_quote``)
+        and the policy page versions from this worker's knowledge base, never from the model."""
         order_id = request.arguments["order_id"]
         raw = await self.pool.call(
             request.applicant, ToolName.GET_ORDER, {"order_id": order_id}, case_id=request.case_id
@@ -174,10 +176,9 @@ class ToolActivities:
             raise ContractError(
                 WorkerErrorCode.INVALID_COMMERCE_RESPONSE, "The commerce server returned a malformed order."
             ) from exc
-        versions = policy_page_versions(self.knowledge, as_of=FIXTURE_AS_OF)
-        quote = calculate_refund_quote(
-            order, as_of=FIXTURE_AS_OF, page_versions=versions, policy_tenant=self._policy_tenant(request)
-        )
+        follows = self._policy_tenant(request)
+        versions = policy_page_versions(self.knowledge, as_of=FIXTURE_AS_OF, tenant=follows)
+        quote = calculate_refund_quote(order, as_of=FIXTURE_AS_OF, page_versions=versions, policy_tenant=follows)
         passages = [
             PassageView.of(passage)
             for page_id in quote.citations

@@ -16,6 +16,7 @@ from temporalio.api.taskqueue.v1 import TaskQueue
 from temporalio.api.workflowservice.v1 import DescribeNamespaceRequest, DescribeTaskQueueRequest
 from temporalio.client import Client, Interceptor
 from temporalio.envconfig import ClientConfig
+from temporalio.runtime import Runtime
 from temporalio.service import RPCError, RPCStatusCode
 
 from case_tracing import client_interceptors
@@ -100,14 +101,18 @@ def _unreadable_tls_file(environ: Mapping[str, str], error: OSError) -> str:
     return f"cannot read a TLS file of the Temporal client configuration ({error.filename or error}); fix its path"
 
 
-async def connect(target: TemporalTarget, *, interceptors: Sequence[Interceptor] | None = None) -> Client:
+async def connect(
+    target: TemporalTarget, *, interceptors: Sequence[Interceptor] | None = None, runtime: Runtime | None = None
+) -> Client:
     """A client with the case data converter (pydantic JSON, large payloads compressed:
     :data:`contracts.payload_codec.CASE_DATA_CONVERTER`); an unreachable server is ``temporal_unavailable``.
 
     This is the one way the service connects to Temporal: the case client and worker.py use it.
     ``interceptors`` default to :func:`case_tracing.client_interceptors`: Temporal's tracing interceptor
     when the standard OTEL variables turn tracing on (docs/tracing.md), else none. A worker built on the
-    client runs them too. A tracing misconfiguration is a :class:`ConfigurationError`.
+    client runs them too. A tracing misconfiguration is a :class:`ConfigurationError`. ``runtime`` is
+    the Temporal runtime to use (default: the SDK's): the worker's serves Prometheus metrics
+    (:mod:`activities.metrics_runtime`).
     """
     if interceptors is None:
         interceptors = client_interceptors()
@@ -117,6 +122,7 @@ async def connect(target: TemporalTarget, *, interceptors: Sequence[Interceptor]
             namespace=target.namespace,
             data_converter=CASE_DATA_CONVERTER,
             interceptors=interceptors,
+            runtime=runtime,
             **target.connect_options,
         )
     except RuntimeError as error:

@@ -21,6 +21,7 @@ from typer._click.utils import PacifyFlushWrapper
 from typer.exceptions import TyperException
 
 from cli.directory_commands import directory_app
+from cli.knowledge_commands import knowledge_app
 from contracts.identity import Identity
 
 DEFAULT_STATE_DIR = Path(os.environ.get("SUPPORT_STATE_DIR", ".state"))
@@ -31,6 +32,7 @@ app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_
 eval_app = typer.Typer(no_args_is_help=True, help="Evaluations: retrieval quality and end-to-end cases.")
 app.add_typer(eval_app, name="eval")
 app.add_typer(directory_app, name="directory")
+app.add_typer(knowledge_app, name="knowledge")
 
 
 @dataclass(frozen=True)

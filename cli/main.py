@@ -19,7 +19,14 @@ from cli.exit_codes import ExitCode, exit_code_for_error
 from cli.render import errors, one_line
 from contracts.errors import SupportError
 
-COMMAND_MODULES = ("audit_command", "local_commands", "review_commands", "verify_command", "case_commands")
+COMMAND_MODULES = (
+    "audit_command",
+    "local_commands",
+    "review_commands",
+    "verify_command",
+    "case_commands",
+    "usage_command",
+)
 """The modules whose import registers their commands on :data:`cli.app.app`, in the order `--help`
 lists them (``audit_command`` imports ``verify_command``, so ``verify`` comes first)."""
 for _module in COMMAND_MODULES:

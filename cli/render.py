@@ -172,6 +172,7 @@ def case_card_lines(view: CaseView) -> list[str]:
         f"{budgets.tool_requests}/{budgets.max_tool_requests}, turns {budgets.turns}",
     )
     lines += card_line("tokens", view.tokens)
+    lines += card_line("cost", model_cost_line(view))
     lines += card_line(
         "record", view.record_path or (f"not written: {view.record_error}" if view.record_error else "-")
     )
@@ -316,3 +317,12 @@ def one_line(error: ValidationError) -> str:
     where = ".".join(str(part) for part in first["loc"]) or "input"
     more = f" (and {error.error_count() - 1} more)" if error.error_count() > 1 else ""
     return f"invalid input: {where}: {first['msg']}{more}"
+
+
+def model_cost_line(view: CaseView) -> str:
+    """The case's model cost and the prompt/completion split it was priced from."""
+    usage = view.usage
+    if not usage.replies:
+        return view.cost
+    split = f"{usage.prompt_tokens} prompt + {usage.completion_tokens} completion tokens"
+    return f"{view.cost} ({split})" if usage.prompt_tokens or usage.completion_tokens else view.cost

@@ -9,6 +9,7 @@ directory (``COMMERCE_DIRECTORY``, default ``<state dir>/keys/directory.json``: 
 bad one refuses to start, and again whenever it changes); receipts are signed with
 ``COMMERCE_SIGNING_KEY`` (default ``<state dir>/keys/commerce.pem``), read on the first refund.
 ``starter.py init`` writes the demo directory and keys.
+``COMMERCE_METRICS_PORT`` serves the server's counters on ``/metrics`` (commerce_server/metrics.py).
 
 stdout belongs to the stdio transport, so every log line goes to stderr. Bad arguments and bad
 configuration print one line on stderr and exit non-zero.
@@ -32,10 +33,12 @@ from case_tracing import flush_process_tracing, process_tracing
 from commerce_server.db import database_url, make_engine
 from commerce_server.import_command import run_import
 from commerce_server.keys import CommerceKeys
+from commerce_server.metrics import serve_metrics
 from commerce_server.seed import seed_fixture
 from commerce_server.server import build_http_server, build_stdio_server
 from commerce_server.tokens import token_secret_from_env
 from contracts.errors import SupportError
+from knowledge.check import require_valid_knowledge
 
 PROG = "commerce_server"
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
@@ -114,9 +117,11 @@ def main(argv: list[str] | None = None) -> int:
         process_tracing("qinghe-commerce")  # off unless the OTEL variables turn it on (docs/tracing.md)
         keys = CommerceKeys.from_environment(args.state_dir)
         directory = keys.directory()  # a bad directory refuses the start, in one line
+        require_valid_knowledge()  # so does a bad SUPPORT_KNOWLEDGE_DIR (the quote reads it)
         identity = None if args.http else directory.identity(args.profile)
         secret = token_secret_from_env() if args.http else ""
         engine = open_database(args)
+        serving = serve_metrics()  # COMMERCE_METRICS_PORT: for --http (see commerce_server/metrics.py)
     except SupportError as error:
         print(f"{PROG}: {error.message}", file=sys.stderr)
         return 2
@@ -124,6 +129,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{PROG}: cannot open the commerce database ({type(error).__name__})", file=sys.stderr)
         return 1
 
+    if serving is not None:
+        print(f"{PROG}: {serving}", file=sys.stderr, flush=True)
     # The receipt key is read on the first refund (a server that only answers reads needs none).
     try:
         if identity is None:

@@ -13,6 +13,7 @@ from collections.abc import Callable
 
 from mcp.server.auth.provider import AccessToken, TokenVerifier
 
+from commerce_server.metrics import count_token_refused
 from commerce_server.tokens import verify_token
 from contracts.directory import Directory
 from contracts.errors import AuthorizationError, CommerceErrorCode
@@ -36,6 +37,7 @@ def identity_from_access_token(access_token: AccessToken, directory: Directory) 
     the directory lists that person now."""
     person = directory.person(access_token.subject or "")
     if person is None or person.tenant != (access_token.claims or {}).get("tenant"):
+        count_token_refused(CommerceErrorCode.TOKEN_REJECTED)
         raise AuthorizationError(CommerceErrorCode.TOKEN_REJECTED, "The request carries no known identity.")
     return person.identity()
 
@@ -52,6 +54,7 @@ class CommerceTokenVerifier(TokenVerifier):
             claims = verify_token(token, secret=self._secret, directory=self._directory())
         except AuthorizationError as error:
             logger.info("Refused a bearer token: %s", error.message)
+            count_token_refused(error.code)
             return None
         return AccessToken(
             token=token,

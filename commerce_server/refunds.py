@@ -22,6 +22,7 @@ from commerce_server.approval_policy import co_approval_rows, co_approvals
 from commerce_server.case_decisions import paid_decision, refuse_if_decided
 from commerce_server.db import ApprovalUseRow, OrderRow, RefundRow
 from commerce_server.keys import CommerceKeys
+from commerce_server.metrics import count_refund_paid
 from commerce_server.receipts import signed_receipt
 from contracts.commerce import Order, RefundApproval, RefundQuote, RefundReceipt
 from contracts.credentials import (
@@ -240,10 +241,9 @@ class RefundSettlement:
         proposal = approval.proposal
         knowledge = self._knowledge if self._knowledge is not None else default_knowledge_base()
         order = self._read_order(self._session, proposal.order_id)
+        follows = self._keys.directory().policy_tenant(order.tenant)
         quote = calculate_refund_quote(
-            order,
-            page_versions=policy_page_versions(knowledge),
-            policy_tenant=self._keys.directory().policy_tenant(order.tenant),
+            order, page_versions=policy_page_versions(knowledge, tenant=follows), policy_tenant=follows
         )
         approved = (proposal.order_version, proposal.amount_cents, proposal.currency, proposal.rule_version)
         quoted = (quote.order_version, quote.amount_cents, quote.currency, quote.rule_version)
@@ -316,6 +316,7 @@ class RefundSettlement:
                 session.rollback()
                 return self._replay_or_quote_changed(approval, claims)
             session.commit()
+            count_refund_paid(proposal.tenant, proposal.amount_cents)
         except IntegrityError:
             session.rollback()
             return self._replay_or_quote_changed(approval, claims)

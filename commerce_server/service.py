@@ -31,6 +31,7 @@ from commerce_server.db import (
     TicketRow,
 )
 from commerce_server.keys import CommerceKeys
+from commerce_server.metrics import count_refund_refused
 from commerce_server.refunds import RefundSettlement
 from contracts.commerce import (
     ORDER_ID_FORMAT,
@@ -258,7 +259,11 @@ class CommerceService:
                 knowledge=self._knowledge,
                 keys=self._keys,
             )
-            return settlement.execute(approval)
+            try:
+                return settlement.execute(approval)
+            except SupportError as refused:
+                count_refund_refused(refused.code)
+                raise
 
     def close_refund_proposal(self, closure: ProposalClosure) -> ProposalClosed:
         """Close a rejected or expired proposal: from now on no approval of its case is paid."""

@@ -16,6 +16,7 @@ from contracts.directory import Directory
 from contracts.effect_card import EffectCard
 from contracts.identity import Identity
 from contracts.knowledge import Language, Passage
+from contracts.usage import CaseUsage, ModelPrice
 
 REHEARSAL_LABEL = "rehearsal"
 
@@ -167,6 +168,8 @@ class ModelCallMeta(_Model):
     model: str
     attempt: int
     usage: ModelUsage | None = None
+    price: ModelPrice | None = None
+    """The operator's price for this provider profile and model when the reply came (None: none set)."""
 
     @property
     def usage_label(self) -> str:
@@ -376,6 +379,10 @@ class CaseView(_Model):
     record_error: str | None = None
     budgets: Budgets
     tokens: str = "unknown"
+    usage: CaseUsage = Field(default_factory=CaseUsage)
+    """Tokens and cost of the case's model replies by request kind (release 0.5 on)."""
+    cost: str = "unknown"
+    """The case's model cost at the operator's prices (``0.004210 USD``), or ``unknown``."""
 
     @property
     def record_attempted(self) -> bool:
@@ -417,6 +424,8 @@ class CarriedCase(_Model):
     model_label: str | None = None
     tokens_known: int = 0
     tokens_unknown_calls: int = 0
+    usage: CaseUsage | None = None
+    """Tokens and cost by request kind (None when carried by a release before 0.5)."""
     plan: Plan
     facts: dict[str, Any]
     evidence: list[Passage]

@@ -15,13 +15,27 @@ APPLICANT = SearchAttributeKey.for_keyword("Applicant")
 """The applicant's subject. Set at the start by the case client and then by the workflow from the
 verified applicant (a start attribute is untrusted; the workflow's value overwrites it)."""
 
-ALL_KEYS: list[SearchAttributeKey[Any]] = [CASE_STATUS, CASE_PHASE, ORDER_ID, TENANT, REFUND_CENTS, APPLICANT]
+MODEL_TOKENS = SearchAttributeKey.for_int("ModelTokens")
+"""Prompt plus completion tokens of the case's model replies that reported usage (release 0.5 on)."""
+MODEL_COST_USD = SearchAttributeKey.for_float("ModelCostUsd")
+"""The case's model cost in US dollars from the operator's price table; unset while it is unknown."""
+
+ALL_KEYS: list[SearchAttributeKey[Any]] = [
+    CASE_STATUS,
+    CASE_PHASE,
+    ORDER_ID,
+    TENANT,
+    REFUND_CENTS,
+    APPLICANT,
+    MODEL_TOKENS,
+    MODEL_COST_USD,
+]
 """Registered with the dev server as ``--search-attribute Name=Type``, and by every worker at start."""
 
 
 def cli_type(key: SearchAttributeKey[Any]) -> str:
-    """The type as the Temporal CLI spells it (``Keyword``, ``Int``)."""
-    return {"KEYWORD": "Keyword", "INT": "Int"}[key.indexed_value_type.name]
+    """The type as the Temporal CLI spells it (``Keyword``, ``Int``, ``Double``)."""
+    return {"KEYWORD": "Keyword", "INT": "Int", "DOUBLE": "Double"}[key.indexed_value_type.name]
 
 
 def dev_server_flags() -> list[str]:

@@ -1,8 +1,10 @@
 """The executable refund rule: a pure function of order facts, the rule file and an as-of date.
 
 The quote never trusts anything a customer or a model says: it reads the order as the commerce
-server reports it, the rule from ``refund_rules.json`` and the versions of the two mandatory policy
-pages, resolved by id in the caller's knowledge base (:func:`policy_page_versions`) and passed in.
+server reports it, the rule of the tenant whose policies the order follows (``refund_rules.json``
+or ``refund_rules/<tenant>.json`` in the configured knowledge, :mod:`knowledge.location`) and the
+versions of the two mandatory policy pages, resolved by id in the caller's knowledge base
+(:func:`policy_page_versions`) and passed in.
 If a page's version differs from the version the rule was written against, or the page does not
 apply on the as-of date, there is no automatic proposal.
 """
@@ -11,24 +13,35 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from dataclasses import dataclass
 from datetime import date
 from functools import lru_cache
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, ValidationError
 
 from contracts.commerce import FIXTURE_AS_OF, Order, OrderStatus, RefundQuote, canonical_digest
 from contracts.errors import ConfigurationError, SupportError
+from knowledge.location import PACKAGED, KnowledgeLocation, knowledge_location
 from knowledge.store import KnowledgeBase
 
-RULES_PATH = Path(__file__).with_name("refund_rules.json")
+RULES_PATH = PACKAGED.rules_file
 
 ELIGIBLE = "eligible"
 POLICY_VERSION_MISMATCH = "policy_version_mismatch"
+REASONS = (
+    "merchant_requires_manual_review",
+    "not_delivered",
+    "excluded_category",
+    "outside_window",
+    "return_not_received",
+    "already_refunded",
+)
+"""The refusal reasons a rule's ``reason_order`` may rank (each checked by :func:`_first_failing_reason`)."""
 
 
 class RefundRules(BaseModel):
-    """``refund_rules.json``, validated."""
+    """One tenant's refund rule (``refund_rules.json`` or ``refund_rules/<tenant>.json``), validated."""
 
     model_config = ConfigDict(frozen=True, extra="ignore")
 
@@ -47,20 +60,81 @@ class RefundRules(BaseModel):
     manual_review_tenants: list[str]
 
 
-@lru_cache(maxsize=1)
-def load_refund_rules() -> RefundRules:
-    """The rule file, validated. The engine refunds item balances only: a rule that would refund
+@dataclass(frozen=True)
+class RefundRuleSet:
+    """Every tenant's refund rule, and the default one a tenant without a rule is quoted against (always
+    ``merchant_requires_manual_review``, under the default rule's version, exactly as before rules were
+    per tenant)."""
+
+    rules: Mapping[str, RefundRules]
+    default: RefundRules
+
+    def for_tenant(self, tenant: str | None) -> RefundRules:
+        return self.rules.get(tenant, self.default) if tenant else self.default
+
+
+def parse_refund_rules(text: str, *, source: str) -> RefundRules:
+    """One rule file's text, validated. The engine refunds item balances only: a rule that would refund
     freight automatically is refused rather than silently ignored."""
-    rules = RefundRules.model_validate(json.loads(RULES_PATH.read_text(encoding="utf-8")))
+    try:
+        rules = RefundRules.model_validate(json.loads(text))
+    except (ValueError, ValidationError) as exc:
+        raise ConfigurationError("invalid_rule", f"{source}: {' '.join(str(exc).split())[:300]}") from exc
     if rules.refund_freight:
-        raise ConfigurationError("unsupported_rule", "refund_rules.json: automatic freight refunds are not supported.")
+        raise ConfigurationError("unsupported_rule", f"{source}: automatic freight refunds are not supported.")
+    if sorted(rules.reason_order) != sorted(REASONS):
+        raise ConfigurationError(
+            "invalid_rule", f"{source}: reason_order must list each of {', '.join(REASONS)} exactly once."
+        )
     return rules
 
 
-def policy_page_versions(knowledge: KnowledgeBase, *, as_of: date = FIXTURE_AS_OF) -> dict[str, str]:
-    """The version of each page the rule rests on (window, amount), read by id in ``knowledge`` for the
-    rule's tenant on ``as_of``. A page that does not apply then is left out, so the quote refuses."""
-    rules = load_refund_rules()
+def rule_files(location: KnowledgeLocation) -> list[Path]:
+    """The rule files of ``location``: ``refund_rules.json`` first (when present), then
+    ``refund_rules/<tenant>.json`` by name."""
+    root = [location.rules_file] if location.rules_file.is_file() else []
+    return root + sorted(location.rules_dir.glob("*.json"))
+
+
+@lru_cache(maxsize=4)
+def load_rule_set(location: KnowledgeLocation) -> RefundRuleSet:
+    """Every rule file of ``location``, validated; a tenant's file must be named for its tenant, and
+    no tenant may have two rules. The default is ``refund_rules.json``, else the first tenant's file."""
+    rules: dict[str, RefundRules] = {}
+    for path in rule_files(location):
+        name = path.relative_to(location.root).as_posix()
+        rule = parse_refund_rules(path.read_text(encoding="utf-8"), source=name)
+        if path.parent == location.rules_dir and rule.tenant != path.stem:
+            raise ConfigurationError(
+                "invalid_rule", f"{name}: the rule is for tenant {rule.tenant!r}, not {path.stem!r}."
+            )
+        if rule.tenant in rules:
+            raise ConfigurationError("invalid_rule", f"{name}: tenant {rule.tenant!r} already has a refund rule.")
+        rules[rule.tenant] = rule
+    if not rules:
+        raise ConfigurationError("invalid_rule", f"{location.describe()}: no refund rule file.")
+    return RefundRuleSet(rules=rules, default=next(iter(rules.values())))
+
+
+def refund_rules_for(tenant: str | None = None) -> RefundRules:
+    """The configured refund rule of ``tenant`` (:func:`knowledge.location.knowledge_location`), or the
+    default rule when the tenant has none or none is named."""
+    return load_rule_set(knowledge_location()).for_tenant(tenant)
+
+
+def load_refund_rules() -> RefundRules:
+    """The configured default rule (the packaged ``refund_rules.json`` unless ``SUPPORT_KNOWLEDGE_DIR``
+    names another directory)."""
+    return refund_rules_for(None)
+
+
+def policy_page_versions(
+    knowledge: KnowledgeBase, *, as_of: date = FIXTURE_AS_OF, tenant: str | None = None
+) -> dict[str, str]:
+    """The version of each page the rule of ``tenant`` (default: the default rule) rests on (window,
+    amount), read by id in ``knowledge`` for the rule's tenant on ``as_of``. A page that does not apply
+    then is left out, so the quote refuses."""
+    rules = refund_rules_for(tenant)
     versions: dict[str, str] = {}
     for page_id in (rules.window_page, rules.amount_page):
         try:
@@ -150,8 +224,8 @@ def calculate_refund_quote(
     knowledge base with :func:`policy_page_versions` at the same ``as_of``: the rule reads no
     knowledge base of its own, so the one a worker or a commerce server was given is the one checked.
     """
-    rules = load_refund_rules()
     follows = policy_tenant or order.tenant
+    rules = refund_rules_for(follows)
     reason = _first_failing_reason(order, rules, as_of, follows)
     citations: list[str] = []
     if reason != "merchant_requires_manual_review":

@@ -1,8 +1,9 @@
 """The reviewed catalogue of investigation procedures (``skills/<name>/SKILL.md``).
 
 A skill describes a procedure and grants nothing. The catalogue is discovered once from the packaged
-directory; ``load_skill`` only looks names up in it, so a caller-supplied name never becomes part of
-a file path and "../x" or an absolute path is simply an unknown skill.
+directory (or the one ``SUPPORT_KNOWLEDGE_DIR`` names); ``load_skill`` only looks names up in it, so a
+caller-supplied name never becomes part of a file path and "../x" or an absolute path is simply an
+unknown skill.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import yaml
 
 from contracts.errors import AuthorizationError, ContractError
 from contracts.knowledge import Language, SkillSummary
+from knowledge.location import knowledge_location
 
 SKILLS_DIR = Path(__file__).parent / "skills"
 
@@ -80,16 +82,22 @@ def parse_skill(text: str, *, source: str) -> Skill:
     return Skill(summary=summary, bodies=bodies)
 
 
-@functools.lru_cache(maxsize=1)
 def default_catalogue() -> SkillCatalogue:
-    return SkillCatalogue.load()
+    """The skills at :func:`knowledge.location.knowledge_location` (``SUPPORT_KNOWLEDGE_DIR``, else the
+    packaged ones), discovered once per directory and process; a directory without ``skills/`` has none."""
+    return _catalogue_at(knowledge_location().skills)
+
+
+@functools.lru_cache(maxsize=4)
+def _catalogue_at(skills_dir: Path) -> SkillCatalogue:
+    return SkillCatalogue.load(skills_dir)
 
 
 def list_skills() -> list[SkillSummary]:
-    """Names and descriptions of the packaged skills (what planning is shown)."""
+    """Names and descriptions of the configured skills (what planning is shown)."""
     return default_catalogue().list_skills()
 
 
 def load_skill(name: str, language: Language) -> str:
-    """The packaged skill's body in ``language``; unknown names raise ``skill_not_found``."""
+    """The configured skill's body in ``language``; unknown names raise ``skill_not_found``."""
     return default_catalogue().load_skill(name, language)

@@ -11,26 +11,20 @@ from __future__ import annotations
 
 import functools
 from collections import defaultdict
-from dataclasses import dataclass
 from datetime import date
 from pathlib import Path
 
 from contracts.errors import AuthorizationError, ContractError, WorkerErrorCode
 from contracts.knowledge import DocumentHeader, DocumentStatus, Language, Passage, SearchHit, parse_language
-from knowledge.bm25 import BM25Index, index_terms
+from knowledge.location import knowledge_location
 from knowledge.passages import parse_document_file
+from knowledge.ranking import PassageRanker
 
 DOCUMENTS_DIR = Path(__file__).parent / "documents"
 MAX_TOP_K = 4
 MAX_QUERY_CHARS = 500
 
 _NOT_ACCESSIBLE = "No accessible knowledge passage or page has this id for this tenant and date."
-
-
-@dataclass(frozen=True)
-class _Index:
-    passages: list[Passage]
-    bm25: BM25Index
 
 
 class KnowledgeBase:
@@ -41,7 +35,7 @@ class KnowledgeBase:
         self._by_page: dict[str, list[Passage]] = defaultdict(list)
         for passage in passages:
             self._by_page[passage.page_id].append(passage)
-        self._indexes: dict[tuple[Language, frozenset[str]], _Index] = {}
+        self._indexes: dict[tuple[Language, frozenset[str]], PassageRanker] = {}
 
     @classmethod
     def load(cls, documents_dir: Path | None = None) -> KnowledgeBase:
@@ -80,14 +74,10 @@ class KnowledgeBase:
                 "invalid_query",
                 f"The search query has {len(query)} characters; the limit is {MAX_QUERY_CHARS}.",
             )
-        index = self._index(tenant, parse_language(language), as_of)
-        scores = index.bm25.scores(index_terms(query))
-        ranked = sorted(
-            (i for i, score in enumerate(scores) if score > 0),
-            key=lambda i: (-scores[i], index.passages[i].passage_id),
-        )[:top_k]
+        ranker = self._index(tenant, parse_language(language), as_of)
         return [
-            SearchHit(passage=index.passages[i], score=scores[i], rank=rank) for rank, i in enumerate(ranked, start=1)
+            SearchHit(passage=hit.passage, score=hit.score, rank=rank)
+            for rank, hit in enumerate(ranker.rank(query, top_k), start=1)
         ]
 
     def read_passage(self, passage_id: str, *, tenant: str, as_of: date) -> Passage:
@@ -115,14 +105,13 @@ class KnowledgeBase:
     def _passage_applicable(self, passage: Passage, tenant: str, as_of: date) -> bool:
         return self.is_applicable(self.documents[passage.doc_id], tenant=tenant, as_of=as_of)
 
-    def _index(self, tenant: str, language: Language, as_of: date) -> _Index:
-        """The BM25 index over exactly the applicable passages, built once per applicable set.
+    def _index(self, tenant: str, language: Language, as_of: date) -> PassageRanker:
+        """The ranker over exactly the applicable passages, built once per applicable set.
 
         The key is the language and the set of applicable documents (which already encodes tenant
-        and date), so every as-of date inside the same effective windows shares one index.
-
-        Each paragraph is indexed together with its page title, so that a paragraph which relies on
-        its page for context ("it is valid for 15 minutes") still matches the page's topic.
+        and date), so every as-of date inside the same effective windows shares one index. What a
+        passage is indexed with (its page and document titles, its page, the descriptions of the
+        configured skills that name its page) is in ``ranking``.
         """
         applicable = frozenset(
             doc_id
@@ -130,15 +119,24 @@ class KnowledgeBase:
             if self.is_applicable(header, tenant=tenant, as_of=as_of)
         )
         key = (language, applicable)
-        index = self._indexes.get(key)
-        if index is None:
+        ranker = self._indexes.get(key)
+        if ranker is None:
             pool = [p for p in self.passages if p.doc_id in applicable and p.language is language]
-            index = _Index(pool, BM25Index([index_terms(f"{p.page_title}\n{p.text}") for p in pool]))
-            self._indexes[key] = index
-        return index
+            titles = {
+                doc_id: header.title_zh if language is Language.ZH else header.title_en
+                for doc_id, header in self.documents.items()
+                if doc_id in applicable
+            }
+            ranker = self._indexes[key] = PassageRanker(pool, titles, language)
+        return ranker
 
 
-@functools.lru_cache(maxsize=1)
 def default_knowledge_base() -> KnowledgeBase:
-    """The packaged knowledge base, parsed once per process."""
-    return KnowledgeBase.load()
+    """The knowledge base at :func:`knowledge.location.knowledge_location` (``SUPPORT_KNOWLEDGE_DIR``, else
+    the packaged documents), parsed once per directory and process."""
+    return _knowledge_base_at(knowledge_location().documents)
+
+
+@functools.lru_cache(maxsize=4)
+def _knowledge_base_at(documents_dir: Path) -> KnowledgeBase:
+    return KnowledgeBase.load(documents_dir)

@@ -19,6 +19,7 @@ from case_client import CaseClient
 from contracts.errors import SupportError
 from keystore import directory_location
 from keystore.directory_file import DirectorySource
+from knowledge.check import require_valid_knowledge
 from reviewer_console.app import build_app
 from reviewer_console.config import DEFAULT_ORIGIN, ConsoleConfig
 from reviewer_console.store import ConsoleStore
@@ -47,6 +48,7 @@ def main(
     """Serve the reviewer console."""
     try:
         config = ConsoleConfig.for_origin(origin)
+        require_valid_knowledge()  # the cited pages it shows come from SUPPORT_KNOWLEDGE_DIR when set
         asyncio.run(serve(host, port, state_dir, config))
     except SupportError as error:
         typer.echo(f"reviewer_console: {error.message}", err=True)

@@ -16,7 +16,7 @@ pytestmark = pytest.mark.slow
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGED = {
     *("contracts", "commerce_server", "knowledge", "activities", "workflows", "case_client", "rehearsal"),
-    *("keystore", "cli", "codec_server", "case_history", "devstack", "reviewer_console"),
+    *("keystore", "cli", "codec_server", "case_history", "devstack", "reviewer_console", "commerce_contract"),
 }
 
 

@@ -36,6 +36,7 @@ from contracts.directory import Directory
 from contracts.effect_card import CardDecision, EffectCard, effect_card
 from contracts.knowledge import Passage
 from contracts.names import EventKind
+from contracts.usage import CaseUsage
 from workflows.customer_notice import receipt_notice, status_notice
 from workflows.transitions import Stage, check_transition
 
@@ -94,21 +95,25 @@ class EventLog:
 
 @dataclass
 class ModelTally:
-    """Which model answered and the tokens the provider reported (never a made-up zero)."""
+    """Which model answered, the tokens the provider reported (never a made-up zero) and, by request
+    kind, what the replies cost at the operator's prices (:class:`contracts.usage.CaseUsage`)."""
 
     label: str | None = None
     tokens_known: int = 0
     unknown_calls: int = 0
+    usage: CaseUsage = field(default_factory=CaseUsage)
 
-    def count(self, meta: ModelCallMeta) -> bool:
-        """Count one reply; True when it named the model for the first time."""
+    def count(self, meta: ModelCallMeta, kind: str) -> bool:
+        """Count one reply of request ``kind``; True when it named the model for the first time."""
         first = self.label is None
         if first:
             self.label = meta.provider if meta.provider == REHEARSAL_LABEL else f"{meta.provider}:{meta.model}"
         if meta.usage is None:
             self.unknown_calls += 1
+            self.usage.add(kind, None, None, meta.price)
         else:
             self.tokens_known += meta.usage.total_tokens
+            self.usage.add(kind, meta.usage.prompt_tokens, meta.usage.completion_tokens, meta.price)
         return first
 
     def tokens(self) -> str:
@@ -192,7 +197,12 @@ class CaseState:
             lifecycle=Lifecycle(phase=Phase.WAITING_APPROVAL),
             log=EventLog(list(carried.events), carried.dropped_events),
             notes=list(carried.notes),
-            model=ModelTally(carried.model_label, carried.tokens_known, carried.tokens_unknown_calls),
+            model=ModelTally(
+                carried.model_label,
+                carried.tokens_known,
+                carried.tokens_unknown_calls,
+                carried.usage.model_copy(deep=True) if carried.usage else CaseUsage(),
+            ),
             facts=CaseFacts(carried.facts),
             evidence={passage.passage_id: passage for passage in carried.evidence},
             digest=carried.proposal.digest(),
@@ -213,6 +223,7 @@ class CaseState:
             model_label=self.model.label,
             tokens_known=self.model.tokens_known,
             tokens_unknown_calls=self.model.unknown_calls,
+            usage=self.model.usage.model_copy(deep=True),
             facts=self.facts.wire(),
             evidence=list(self.evidence.values()),
             used_approvals=sorted(self.used_approvals),
@@ -231,6 +242,12 @@ class CaseState:
             updates.append(sa.ORDER_ID.value_set(self.plan.order_id))
         if self.proposal:
             updates.append(sa.REFUND_CENTS.value_set(self.proposal.amount_cents))
+        usage = self.model.usage
+        if usage.prompt_tokens or usage.completion_tokens:
+            updates.append(sa.MODEL_TOKENS.value_set(usage.prompt_tokens + usage.completion_tokens))
+        cost = usage.cost_usd()
+        if cost is not None and usage.replies:
+            updates.append(sa.MODEL_COST_USD.value_set(float(cost)))
         return updates
 
     def search_attribute_changes(self, current: TypedSearchAttributes) -> list[SearchAttributeUpdate[Any]]:
@@ -311,4 +328,6 @@ class CaseState:
             record_error=self.record_error,
             budgets=self.budgets,
             tokens=self.model.tokens(),
+            usage=self.model.usage.model_copy(deep=True),
+            cost=self.model.usage.cost_label(),
         )

@@ -74,12 +74,12 @@ class ModelCalls:
             )
         except ActivityError as error:
             failure = decode_activity_failure(error)
-            self._charge_model(failure.attempt or attempts, self._failed_call_meta(failure, attempts))
+            self._charge_model(failure.attempt or attempts, self._failed_call_meta(failure, attempts), activity)
             self._record(EventKind.MODEL_FAILED, f"{activity}: {failure.reported_class}: {failure.code}")
             if isinstance(failure, ContractError) and contract_ok:
                 raise ContractViolation(failure.code) from None
             raise CaseStopped.after(model_failure(failure)) from None
-        self._charge_model(result.meta.attempt, result.meta)
+        self._charge_model(result.meta.attempt, result.meta, activity)
         return result
 
     @staticmethod
@@ -95,8 +95,8 @@ class ModelCalls:
             usage=usage,
         )
 
-    def _charge_model(self, count: int, meta: ModelCallMeta | None) -> None:
+    def _charge_model(self, count: int, meta: ModelCallMeta | None, kind: ActivityName) -> None:
         budgets = self._s.budgets
         self._s.budgets = budgets.model_copy(update={"model_requests": budgets.model_requests + count})
-        if meta is not None and self._s.model.count(meta):
+        if meta is not None and self._s.model.count(meta, kind.value):
             workflow.upsert_memo({"model": self._s.model.label})

@@ -30,7 +30,12 @@ from __future__ import annotations
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
 PASSTHROUGH_MODULES = ("cryptography", "jwt", "webauthn", "cbor2", "OpenSSL", "pyasn1", "pyasn1_modules")
-WORKFLOW_HELPER_MODULES = ("workflows.activity_options", "workflows.case_details", "workflows.requests")
+WORKFLOW_HELPER_MODULES = (
+    "workflows.activity_options",
+    "workflows.case_details",
+    "workflows.case_metrics",
+    "workflows.requests",
+)
 """The helpers the workflow modules import as ``from workflows import ...`` (see above)."""
 
 

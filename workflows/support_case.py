@@ -43,7 +43,7 @@ with workflow.unsafe.imports_passed_through():
         StopCode,
         stop_reason,
     )
-    from workflows import case_details, requests
+    from workflows import case_details, case_metrics, requests
     from workflows.applicant_check import verify_applicant
     from workflows.approval_gate import (
         accept_review,
@@ -101,6 +101,7 @@ class SupportCaseWorkflow:
             if case.carried is None:
                 self._event(EventKind.CASE_STARTED, f"question from {case.applicant.subject} ({case.language.value})")
                 await verify_applicant(self._s, self._event)
+                case_metrics.case_started(self._s)
                 self._upsert_attributes()  # queued -> running; the verified tenant and applicant replace the start's
                 await self._plan_case()
                 await self._investigate()
@@ -216,6 +217,7 @@ class SupportCaseWorkflow:
         self._upsert_attributes()
         receipt = await execute_refund(s, self._event)
         s.receipt = receipt
+        case_metrics.refund_paid(s, receipt.amount_cents)
         workflow.upsert_memo({"receipt": f"{receipt.receipt_id}: {receipt.amount_cents} cents (SIMULATED)"})
         self._event(EventKind.SETTLED, f"receipt {receipt.receipt_id} for {receipt.amount_cents} cents (SIMULATED)")
         self._finish(CaseStatus.COMPLETED, stop_reason(StopCode.REFUND_SETTLED))
@@ -257,6 +259,7 @@ class SupportCaseWorkflow:
         review = decode_review(workflow.payload_converter(), payload.payload)
         if isinstance(review, str):
             self._event(EventKind.REVIEW_REFUSED, f"malformed payload via {via} {review}")
+            case_metrics.approval_refused(self._s, "malformed_payload")
             return None
         return review
 
@@ -267,9 +270,11 @@ class SupportCaseWorkflow:
         verdict = judge_review(review, s, now=workflow.now())
         if verdict.decision is None:
             self._event(EventKind.REVIEW_REFUSED, f"{verdict.who} via {via}: {verdict.refusal}")
+            case_metrics.approval_refused(s, str(verdict.refusal))
             self._show()
             return ReviewOutcome(accepted=False, status=status, reason=str(verdict.refusal)), verdict.subject
         text = accept_review(s, verdict, now=workflow.now(), via=via)
+        case_metrics.approval_accepted(s, verdict.approval_token)
         self._event(EventKind.REVIEW_ACCEPTED, text)
         self._show()
         assert verdict.decision is not None
@@ -358,6 +363,7 @@ class SupportCaseWorkflow:
         if self._s.log.dropped:
             self._event(EventKind.EVENTS_DROPPED, f"{self._s.log.dropped} refused attempts were counted, not listed")
         self._event(EventKind.CASE_FINISHED, f"{status.value}: {reason}")
+        case_metrics.case_ended(self._s)
         self._upsert_attributes()
         self._show()
 
@@ -374,6 +380,9 @@ class SupportCaseWorkflow:
         changed = self._s.search_attribute_changes(workflow.info().typed_search_attributes)
         if changed:
             workflow.upsert_search_attributes(changed)
+        usage = self._s.model.usage
+        if workflow.memo_value("usage", None) != usage.model_dump(mode="json"):
+            workflow.upsert_memo({"usage": usage.model_dump(mode="json"), "cost": usage.cost_label()})
 
     async def _write_record(self) -> None:
         await write_case_record(self._s, self._event)

@@ -21,7 +21,17 @@ README = ROOT / "README.md"
 
 OUR_IMAGE = "qinghe-support-cases"
 ONE_SHOTS = {"temporal-schema", "temporal-setup", "keys"}
-LONG_RUNNING = {"postgresql", "temporal", "temporal-ui", "codec", "commerce", "worker", "console"}
+LONG_RUNNING = {
+    "postgresql",
+    "temporal",
+    "temporal-ui",
+    "codec",
+    "commerce",
+    "worker",
+    "console",
+    "prometheus",
+    "grafana",
+}
 TOOLS = {"starter"}
 
 

@@ -68,6 +68,8 @@ def test_depends_on_conditions_form_the_start_order(compose: dict[str, Any]) -> 
         "starter": {"keys": "service_completed_successfully", "temporal-setup": "service_completed_successfully"},
         "console": {"keys": "service_completed_successfully", "temporal-setup": "service_completed_successfully"},
         "postgresql": {},
+        "prometheus": {},
+        "grafana": {"prometheus": "service_healthy"},
     }
     assert {name: depends_on(service) for name, service in services(compose).items()} == expected
 

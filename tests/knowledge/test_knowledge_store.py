@@ -195,13 +195,13 @@ def test_applicability_window_is_inclusive_then_exclusive() -> None:
 def test_index_is_built_once_per_applicable_set(kb: KnowledgeBase, monkeypatch: pytest.MonkeyPatch) -> None:
     fresh = KnowledgeBase(kb.documents, kb.passages)
     built: list[int] = []
-    real = knowledge.store.BM25Index
+    real = knowledge.store.PassageRanker
 
-    def counting(documents, **kwargs):
-        built.append(len(documents))
-        return real(documents, **kwargs)
+    def counting(passages, titles, language):
+        built.append(len(passages))
+        return real(passages, titles, language)
 
-    monkeypatch.setattr(knowledge.store, "BM25Index", counting)
+    monkeypatch.setattr(knowledge.store, "PassageRanker", counting)
     for as_of in (AS_OF, AS_OF, date(2026, 10, 1)):
         fresh.search("refund", tenant="qinghe", language=Language.EN, as_of=as_of)
     fresh.search("退款", tenant="qinghe", language=Language.ZH, as_of=AS_OF)

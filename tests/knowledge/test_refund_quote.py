@@ -116,7 +116,7 @@ def test_quote_id_is_deterministic_and_bound_to_the_order_version() -> None:
 
 def test_a_policy_page_version_mismatch_refuses_the_automatic_proposal(monkeypatch) -> None:
     rules = refund_quote.load_refund_rules().model_copy(update={"policy_version": "2026-10"})
-    monkeypatch.setattr(refund_quote, "load_refund_rules", lambda: rules)
+    monkeypatch.setattr(refund_quote, "refund_rules_for", lambda tenant=None: rules)
     quote = quote_packaged(ORDERS["QH-1001"])
     assert (quote.eligible, quote.reason, quote.amount_cents) == (False, "policy_version_mismatch", 0)
 

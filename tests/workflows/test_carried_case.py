@@ -27,7 +27,7 @@ CONVERTED = {
     "continued": ("continued",),
     "log": ("events", "dropped_events"),
     "notes": ("notes",),
-    "model": ("model_label", "tokens_known", "tokens_unknown_calls"),
+    "model": ("model_label", "tokens_known", "tokens_unknown_calls", "usage"),
     "facts": ("facts",),
     "evidence": ("evidence",),
     "used_approvals": ("used_approvals",),

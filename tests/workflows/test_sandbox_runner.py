@@ -15,10 +15,12 @@ from temporalio.worker import Replayer
 
 from case_history.trail import recorded_workflow_id
 from contracts.payload_codec import CASE_DATA_CONVERTER
+from tests.release_code import current_release
 from workflows.sandbox import WORKFLOW_HELPER_MODULES, workflow_runner
 from workflows.support_case import SupportCaseWorkflow
 
-HISTORY = Path(__file__).resolve().parents[1] / "histories" / "v0.3" / "approved_refund-2026-12-issue23.json"
+HISTORY = [path for path in current_release().histories() if path.name.startswith("approved_refund-")][-1]
+"""A refund case of the current code's release (an older release's history would not replay here)."""
 
 
 def imported_as_from_workflows() -> set[str]:

@@ -1,0 +1,59 @@
+"""The worker's Prometheus endpoint: a Temporal runtime whose metrics are served on ``/metrics``.
+
+The Temporal SDK serves its own runtime metrics (task latencies, poll counts, activity and workflow
+outcomes) and every counter recorded through ``workflow.metric_meter()`` and ``activity.metric_meter()``
+from one HTTP endpoint that the Rust core runs for the runtime. So the endpoint is a property of the
+runtime the worker's client is connected with (:func:`case_client.connect` takes it), not of a server
+of ours. A runtime binds its port when it is created, once per process: :func:`metrics_runtime` is
+called once, by ``worker.py main``.
+
+Off unless ``SUPPORT_METRICS_PORT`` is set. ``SUPPORT_METRICS_HOST`` is the address to listen on,
+default ``127.0.0.1``: the counters name tenants and refusal codes, so they are published beyond the
+machine only when asked for (the compose file sets ``0.0.0.0`` for the Prometheus container).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+
+from temporalio.runtime import PrometheusConfig, Runtime, TelemetryConfig
+
+from contracts.errors import ConfigurationError
+from contracts.metrics import MetricsEndpoint, WorkerMetric, metrics_endpoint_from
+
+METRICS_PORT_ENV = "SUPPORT_METRICS_PORT"
+METRICS_HOST_ENV = "SUPPORT_METRICS_HOST"
+
+
+def metrics_endpoint(environ: Mapping[str, str] = os.environ) -> MetricsEndpoint | None:
+    """The worker's endpoint (``SUPPORT_METRICS_PORT`` / ``SUPPORT_METRICS_HOST``), or None when off."""
+    return metrics_endpoint_from(environ, METRICS_PORT_ENV, METRICS_HOST_ENV)
+
+
+def metrics_runtime(endpoint: MetricsEndpoint) -> Runtime:
+    """A Temporal runtime serving Prometheus metrics on ``endpoint``: counters end in ``_total``,
+    durations are seconds (``temporal_activity_schedule_to_start_latency_seconds``...). Every counter of
+    :class:`contracts.metrics.WorkerMetric` is exported from the start, as one unlabelled series at 0:
+    an alert on a counter that nothing has incremented yet (settlement retries) then reads 0, not "no
+    data", and a rule naming a counter that does not exist is caught by the metrics tests.
+
+    Raises :class:`ConfigurationError` when the address cannot be bound (taken, or not an address of
+    this machine)."""
+    config = PrometheusConfig(
+        bind_address=endpoint.bind_address,
+        counters_total_suffix=True,
+        unit_suffix=True,
+        durations_as_seconds=True,
+    )
+    try:
+        runtime = Runtime(telemetry=TelemetryConfig(metrics=config))
+    except Exception as error:  # the bridge raises a plain exception for a bind failure
+        raise ConfigurationError(
+            "metrics_bind_failed",
+            f"cannot serve metrics on {endpoint.bind_address} ({str(error).splitlines()[0][:120]}); "
+            f"free the port or set {METRICS_PORT_ENV} to another one",
+        ) from None
+    for metric in WorkerMetric:
+        runtime.metric_meter.create_counter(metric.value).add(0)
+    return runtime

@@ -1,0 +1,103 @@
+"""The names of every metric the worker and the commerce server export, and of their labels.
+
+The worker's metrics go through the Temporal SDK's metric meter (``workflow.metric_meter()``,
+``activity.metric_meter()``), so they are served on the same Prometheus endpoint as the SDK's own
+runtime metrics (``SUPPORT_METRICS_PORT``) and a replaying workflow does not count twice. The commerce
+server serves its own with prometheus_client (``COMMERCE_METRICS_PORT``). Label values are bounded sets
+(tenant ids from the directory, statuses, refusal codes, tool and activity names): never a customer's
+question, name or order id. The dashboard and alert rules under deploy/ query these names; a test
+checks that every name they use is exported.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from enum import StrEnum
+
+from contracts.errors import ConfigurationError
+
+
+class WorkerMetric(StrEnum):
+    """Counters the worker exports (Prometheus adds ``_total``)."""
+
+    CASES_STARTED = "support_cases_started"
+    CASES_ENDED = "support_cases_ended"
+    APPROVALS_ACCEPTED = "support_approvals_accepted"
+    APPROVALS_REFUSED = "support_approvals_refused"
+    REFUNDS_PAID = "support_refunds_paid"
+    REFUNDED_CENTS = "support_refunded_cents"
+    MODEL_REQUESTS = "support_model_requests"
+    MODEL_TOKENS = "support_model_tokens"
+    TOOL_CALLS = "support_tool_calls"
+    SETTLEMENT_RETRIES = "support_settlement_retries"
+
+
+class CommerceMetric(StrEnum):
+    """Counters the commerce server exports (prometheus_client adds ``_total``)."""
+
+    REFUNDS_PAID = "commerce_refunds_paid"
+    REFUNDED_CENTS = "commerce_refunded_cents"
+    REFUNDS_REFUSED = "commerce_refunds_refused"
+    TOKEN_REFUSALS = "commerce_token_refusals"
+
+
+class MetricLabel(StrEnum):
+    TENANT = "tenant"
+    STATUS = "status"
+    CODE = "code"
+    KIND = "kind"
+    """A model request kind (an ActivityName value) or, on approvals, ``signature`` or ``passkey``."""
+    PROVIDER = "provider"
+    DIRECTION = "direction"
+    """``prompt`` or ``completion`` on model tokens."""
+    TOOL = "tool"
+    OUTCOME = "outcome"
+
+
+UNVERIFIED_TENANT = "unverified"
+"""The tenant label of a case whose applicant was not (yet) verified: a start argument names a tenant,
+but any namespace writer can send one, so an unverified name never becomes a label value."""
+
+OTHER_LABEL = "other"
+"""The label of a code or name outside the bounded set (never the value itself)."""
+_CODE_SHAPE = re.compile(r"[a-z][a-z0-9_]{0,63}")
+DEFAULT_METRICS_HOST = "127.0.0.1"
+"""Counters name tenants and refusal codes: published beyond the machine only when a host is set."""
+
+
+def bounded_code(code: str | None) -> str:
+    """``code`` when it has the shape of a stable code (``order_not_accessible``), else ``other``: a
+    code is a label value, and one that a peer sent must not smuggle in an order id or free text."""
+    return code if code and _CODE_SHAPE.fullmatch(code) else OTHER_LABEL
+
+
+@dataclass(frozen=True)
+class MetricsEndpoint:
+    """Where a process serves its Prometheus metrics."""
+
+    host: str
+    port: int
+
+    @property
+    def bind_address(self) -> str:
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"{host}:{self.port}"
+
+    @property
+    def url(self) -> str:
+        return f"http://{self.bind_address}/metrics"
+
+
+def metrics_endpoint_from(environ: Mapping[str, str], port_env: str, host_env: str) -> MetricsEndpoint | None:
+    """The endpoint ``port_env`` / ``host_env`` name, or None when the port is unset or empty; a port
+    that is not 1-65535 is a :class:`ConfigurationError`."""
+    raw = (environ.get(port_env) or "").strip()
+    if not raw:
+        return None
+    if not raw.isdigit() or not 1 <= int(raw) <= 65535:
+        raise ConfigurationError(
+            "invalid_metrics_port", f"{port_env}={raw[:20]!r} is not a port; use 1-65535 or unset it"
+        )
+    return MetricsEndpoint((environ.get(host_env) or "").strip() or DEFAULT_METRICS_HOST, int(raw))
