@@ -18,10 +18,11 @@ from sqlalchemy import Engine, create_engine, make_url, text
 from sqlalchemy.exc import OperationalError
 from temporalio.client import Client
 
+from commerce_contract.approvals import proposal_of
 from commerce_server.db import make_engine
 from commerce_server.seed import seed_fixture
 from commerce_server.tokens import DIRECTORY_ENV, SIGNING_KEY_ENV
-from contracts.commerce import Order, RefundApproval, RefundProposal
+from contracts.commerce import Order, RefundApproval
 from contracts.credentials import COMMERCE_KID, PublicKeys, key_set
 from contracts.directory import Directory
 from contracts.identity import Role
@@ -160,22 +161,11 @@ def refund_approval(demo_keys: DemoKeys) -> Callable[..., RefundApproval]:
     ) -> RefundApproval:
         quote = calculate_refund_quote(order, page_versions=policy_page_versions(default_knowledge_base()))
         now = datetime.now(UTC)
-        proposal = RefundProposal.model_validate(
-            {
-                "case_id": f"case-{secrets.token_hex(4)}",
-                "applicant": order.customer,
-                "tenant": order.tenant,
-                "order_id": order.order_id,
-                "order_version": order.version,
-                "rule_version": quote.rule_version,
-                "amount_cents": quote.amount_cents,
-                "currency": quote.currency,
-                "quote_id": quote.quote_id,
-                "created_at": now,
-                "expires_at": now + expires_in,
-                "ledger_id": quote.ledger_id,
-            }
-            | proposal_fields
+        proposal = proposal_of(
+            order,
+            quote,
+            now=now,
+            **({"case_id": f"case-{secrets.token_hex(4)}", "expires_at": now + expires_in} | proposal_fields),
         )
         token = None
         directory = demo_keys.directory()
