@@ -1,9 +1,10 @@
 """The one adapter between the service and an OpenAI-compatible Chat Completions endpoint.
 
 ``ModelGateway`` builds the messages for the four request kinds, sends them through ``AsyncOpenAI``
-(``max_retries=0``: retries belong to Temporal; timeout 40 s unless configured) in the dialect of the
-settings' provider profile (:mod:`activities.provider_profiles`: response format, ``tool_choice``,
-token limit, extra body fields) and validates every reply with :mod:`activities.model_validation`.
+(``max_retries=0``: retries belong to Temporal; each kind's timeout, 40 s unless configured) in the
+dialect of the settings' provider profile (:mod:`activities.provider_profiles`: response format,
+``tool_choice``, token limit, temperature and seed, extra body fields) and validates every reply with
+:mod:`activities.model_validation`.
 Review requests go to the separate reviewer model when one is configured. The endpoint and key come
 from the settings; the HTTP client may be injected: the worker hands in the rehearsal model's
 in-process client when no provider is configured, so the stand-in runs through this same code and
@@ -41,6 +42,7 @@ from contracts.case import (
     ModelUsage,
     PlanRequest,
     PlanResult,
+    ProposedToolCall,
     ReviewRequest,
     ReviewResult,
     TranscriptEntry,
@@ -152,7 +154,13 @@ class ModelGateway:
         body, extra_body = chat_completion_body(
             self.settings.model,
             messages,
-            self.profile.request_options(kind, max_tokens=self.settings.max_tokens[kind], tools=tools),
+            self.profile.request_options(
+                kind,
+                max_tokens=self.settings.max_tokens[kind],
+                tools=tools,
+                temperature=self.settings.temperatures[kind],
+                seed=self.settings.seed,
+            ),
         )
         try:
             completion = await self._client.post(
@@ -160,13 +168,19 @@ class ModelGateway:
                 cast_to=ChatCompletion,
                 body=body,
                 options={
-                    "timeout": self.settings.timeout_seconds,
+                    "timeout": self.settings.timeouts[kind],
                     "security": {"bearer_auth": True},
                     **({"extra_json": extra_body} if extra_body is not None else {}),
                 },
             )
         except openai.OpenAIError as exc:
-            error = self._map_error(exc)
+            error = map_provider_error(
+                exc,
+                self.settings.provider,
+                self.settings.model,
+                self._redact,
+                timeout_seconds=self.settings.timeouts[kind],
+            )
             if isinstance(exc, openai.APIStatusError):  # the request reached the model's server
                 error = error.naming_model(self.settings.model, self.settings.provider)
             raise error from None
@@ -206,16 +220,21 @@ class ModelGateway:
             price=self.prices.price(self.settings.provider, model),
         )
 
-    def _map_error(self, exc: openai.OpenAIError) -> SupportError:
-        return map_provider_error(exc, self.settings.provider, self.settings.model, self._redact)
-
     def _redact(self, text: str) -> str:
         if self._secret:
             text = text.replace(self._secret, "[redacted]")
         return " ".join(text.split())[:300]
 
 
-CREATE_BODY_ORDER = ("max_completion_tokens", "max_tokens", "response_format", "tool_choice", "tools")
+CREATE_BODY_ORDER = (
+    "max_completion_tokens",
+    "max_tokens",
+    "response_format",
+    "seed",
+    "temperature",
+    "tool_choice",
+    "tools",
+)
 """Where ``chat.completions.create`` puts the request options we send, after ``model`` and ``messages``."""
 
 
@@ -274,7 +293,7 @@ def _group_messages(group: tuple[TranscriptEntry, list[TranscriptEntry]]) -> lis
                 {
                     "id": call.call_id,
                     "type": "function",
-                    "function": {"name": call.name, "arguments": call.raw_arguments},
+                    "function": {"name": call.name, "arguments": _replayed_arguments(call)},
                 }
                 for call in assistant.calls
             ],
@@ -288,6 +307,16 @@ def _group_messages(group: tuple[TranscriptEntry, list[TranscriptEntry]]) -> lis
             content = content[:MAX_TOOL_RESULT_CHARS] + " …[truncated]"
         messages.append({"role": "tool", "tool_call_id": call.call_id, "content": content})
     return messages
+
+
+def _replayed_arguments(call: ProposedToolCall) -> str:
+    """A call's arguments as later turns carry them: the parsed object re-serialised, or ``{}`` for
+    arguments that were not a JSON object. The model's raw text is never sent back: llama-server answers
+    unparsable arguments with HTTP 500, and the call's tool message already says it was refused
+    (``malformed_arguments``)."""
+    if call.arguments is None:
+        return "{}"
+    return json.dumps(call.arguments, ensure_ascii=False)
 
 
 def _opening(kind: RequestKind, payload: dict[str, Any]) -> list[ChatCompletionMessageParam]:

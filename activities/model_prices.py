@@ -86,7 +86,7 @@ def parse_price_table(text: str, path: Path) -> PriceTable:
                 path, f"[{_key(provider)}]: unknown provider; a table per provider: {', '.join(PRICED_PROVIDERS)}"
             )
         if not isinstance(models, dict):
-            raise _refused(path, f"{_key(provider)}: expected one table per model, e.g. [{provider}.\"MODEL\"]")
+            raise _refused(path, f'{_key(provider)}: expected one table per model, e.g. [{provider}."MODEL"]')
         for model, entry in models.items():
             where = f"[{provider}.{_key(model)}]"
             if not model.strip():
@@ -114,23 +114,21 @@ def micro_usd(value: Any, path: Path, where: str) -> int:
     """A price in US dollars (a decimal string such as ``"0.15"``, or a whole number) as micro-dollars,
     exactly: integer arithmetic on the digits, so no rounding can occur at any size."""
     if isinstance(value, float):
-        raise _refused(path, f"{where}: write the price as a string (\"{value}\"): a TOML float is not exact")
+        raise _refused(path, f'{where}: write the price as a string ("{value}"): a TOML float is not exact')
     if isinstance(value, int) and not isinstance(value, bool):
         if value < 0:
             raise _refused(path, f"{where}: {value} is negative")
         return value * MICRO_PER_USD
     if not isinstance(value, str):
-        raise _refused(path, f"{where}: expected US dollars per million tokens as a string, e.g. \"0.15\"")
+        raise _refused(path, f'{where}: expected US dollars per million tokens as a string, e.g. "0.15"')
     shown = _key(value[:40])
     if value.strip().startswith("-"):
         raise _refused(path, f"{where}: {shown} is negative")
     if not _DECIMAL.fullmatch(value):
-        raise _refused(path, f"{where}: {shown} is not a decimal number of US dollars, e.g. \"0.15\"")
+        raise _refused(path, f'{where}: {shown} is not a decimal number of US dollars, e.g. "0.15"')
     whole, _, fraction = value.partition(".")
     if len(fraction) > MAX_DECIMALS:
-        raise _refused(
-            path, f"{where}: {shown} has {len(fraction)} decimals; at most {MAX_DECIMALS} (a micro-dollar)"
-        )
+        raise _refused(path, f"{where}: {shown} has {len(fraction)} decimals; at most {MAX_DECIMALS} (a micro-dollar)")
     return int(whole) * MICRO_PER_USD + int(fraction.ljust(MAX_DECIMALS, "0"))
 
 

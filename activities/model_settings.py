@@ -15,9 +15,11 @@ from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr
 
-from activities.provider_profiles import DEFAULT_MAX_TOKENS, PROFILE_NAMES, ProfileName
+from activities.model_sampling import DEFAULT_SEED, DEFAULT_TEMPERATURES, load_seed, load_temperatures, sampling_label
+from activities.provider_profiles import DEFAULT_MAX_TOKENS, PROFILE_ALIASES, PROFILE_NAMES, ProfileName, profile
 from contracts.case import REHEARSAL_LABEL
 from contracts.errors import ConfigurationError
+from contracts.model_limits import MAX_MODEL_TIMEOUT_SECONDS
 from contracts.names import REQUEST_KINDS, RequestKind
 
 Provider = Literal["deepseek", "openai-compatible", "rehearsal"]
@@ -31,8 +33,9 @@ REHEARSAL_BASE_URL = "http://rehearsal.invalid/v1"
 KEYLESS_PLACEHOLDER_KEY = REHEARSAL_LABEL
 """What the SDK is given for a provider without a key (the rehearsal model): it refuses to start with none."""
 REQUEST_TIMEOUT_SECONDS = 40.0
-MAX_REQUEST_TIMEOUT_SECONDS = 55.0
-"""Below the model activities' 60 s start-to-close timeout, so a slow reply is the gateway's timeout."""
+MAX_REQUEST_TIMEOUT_SECONDS = MAX_MODEL_TIMEOUT_SECONDS
+"""600 s: the model activities' start-to-close timeout is derived from it, so a slow reply is always
+the gateway's own timeout."""
 MAX_TOKENS_RANGE = (16, 32_768)
 
 
@@ -44,10 +47,23 @@ class ModelSettings(BaseModel):
     base_url: str
     api_key: SecretStr | None
     timeout_seconds: float = REQUEST_TIMEOUT_SECONDS
+    """The general per-request timeout (``SUPPORT_MODEL_TIMEOUT_SECONDS``)."""
+    timeouts: dict[RequestKind, float] = Field(
+        default_factory=lambda: dict.fromkeys(REQUEST_KINDS, REQUEST_TIMEOUT_SECONDS)
+    )
+    """Each request kind's timeout: its ``SUPPORT_MODEL_TIMEOUT_SECONDS_<KIND>``, else the general one."""
     profile: ProfileName = "generic"
     max_tokens: dict[RequestKind, int] = Field(default_factory=lambda: dict(DEFAULT_MAX_TOKENS))
+    temperatures: dict[RequestKind, float | None] = Field(default_factory=lambda: {**DEFAULT_TEMPERATURES})
+    """Each request kind's temperature (:mod:`activities.model_sampling`); None: the server's default."""
+    seed: int | None = DEFAULT_SEED
+    """Sent where the profile's server takes a seed; None: no seed."""
     reviewer: ModelSettings | None = None
     """A separate model for review requests; None: the model above reviews too."""
+
+    def with_timeout(self, seconds: float) -> ModelSettings:
+        """These settings with one timeout for every request kind."""
+        return self.model_copy(update={"timeout_seconds": seconds, "timeouts": dict.fromkeys(REQUEST_KINDS, seconds)})
 
     @property
     def is_rehearsal(self) -> bool:
@@ -58,10 +74,20 @@ class ModelSettings(BaseModel):
         endpoint = "in-process" if self.is_rehearsal else _display_url(self.base_url)
         line = f"provider={self.provider} model={self.model} endpoint={endpoint}"
         if not self.is_rehearsal:
-            line += f" profile={self.profile} timeout={self.timeout_seconds:g}s"
+            line += f" profile={self.profile} timeout={_timeouts_label(self.timeouts)} " + sampling_label(
+                self.temperatures, self.seed, sends_seed=profile(self.profile).sends_seed
+            )
         if self.reviewer is not None:
             line += f"; reviewer: {self.reviewer.describe()}"
         return line
+
+
+def _timeouts_label(timeouts: Mapping[RequestKind, float]) -> str:
+    """``40s`` when every kind has the same timeout, else ``plan 40s, investigate 40s, compose 300s, review 40s``."""
+    values = set(timeouts.values())
+    if len(values) == 1:
+        return f"{values.pop():g}s"
+    return ", ".join(f"{kind} {seconds:g}s" for kind, seconds in timeouts.items())
 
 
 def load_model_settings(environ: Mapping[str, str] | None = None) -> ModelSettings:
@@ -80,12 +106,16 @@ def load_model_settings(environ: Mapping[str, str] | None = None) -> ModelSettin
     Tuning (all optional; see :mod:`activities.provider_profiles`):
 
     - ``SUPPORT_MODEL_PROFILE``: the server's dialect (generic, openai, deepseek, vllm, ollama,
-      llama.cpp, llama-cpp-python); default ``deepseek`` with ``DEEPSEEK_API_KEY``, ``openai`` for
+      llama.cpp or llama-server, llama-cpp-python); default ``deepseek`` with ``DEEPSEEK_API_KEY``, ``openai`` for
       api.openai.com, else ``generic``.
-    - ``SUPPORT_MODEL_TIMEOUT_SECONDS``: the per-request timeout (default 40, at most 55: the model
-      activity's start-to-close timeout is 60 s).
+    - ``SUPPORT_MODEL_TIMEOUT_SECONDS`` (every kind) and ``SUPPORT_MODEL_TIMEOUT_SECONDS_<KIND>``:
+      per-request timeouts in seconds (default 40, from 1 to 600; the model activities' start-to-close
+      timeout is derived from the 600 s ceiling, :mod:`contracts.model_limits`).
     - ``SUPPORT_MODEL_MAX_TOKENS`` (every kind) and ``SUPPORT_MODEL_MAX_TOKENS_<KIND>`` (PLAN,
       INVESTIGATE, COMPOSE, REVIEW): completion-token limits.
+    - ``SUPPORT_MODEL_TEMPERATURE`` (every kind) and ``SUPPORT_MODEL_TEMPERATURE_<KIND>``: 0 to 2, or
+      ``default`` to send none (default 0); ``SUPPORT_MODEL_SEED``: 0 to 2147483647 or ``default``
+      (default 7), sent where the server takes one (:mod:`activities.model_sampling`).
     - ``SUPPORT_REVIEW_MODEL`` (with optional ``SUPPORT_REVIEW_BASE_URL``, ``SUPPORT_REVIEW_API_KEY``,
       ``SUPPORT_REVIEW_PROFILE``): a separate reviewer model for ``review_answer``; only beside a
       configured provider. Without them the main model reviews.
@@ -100,15 +130,22 @@ def load_model_settings(environ: Mapping[str, str] | None = None) -> ModelSettin
                 "only used beside DEEPSEEK_API_KEY or OPENAI_API_KEY/OPENAI_BASE_URL.",
             )
         # the tuning variables are checked for the rehearsal model too: a bad value is refused, not ignored
-        return settings.model_copy(update={"timeout_seconds": _timeout(env), "max_tokens": _max_tokens(env)})
+        return settings.model_copy(update=_tuning(env))
     tuned = settings.model_copy(
-        update={
-            "profile": _profile(env, "SUPPORT_MODEL_PROFILE", _detected_profile(settings.base_url)),
-            "timeout_seconds": _timeout(env),
-            "max_tokens": _max_tokens(env),
-        }
+        update={"profile": _profile(env, "SUPPORT_MODEL_PROFILE", _detected_profile(settings.base_url))} | _tuning(env)
     )
     return tuned.model_copy(update={"reviewer": _reviewer(env, tuned)})
+
+
+def _tuning(env: Mapping[str, str]) -> dict[str, object]:
+    """The settings every model shares, from the tuning variables (a bad value is a ConfigurationError)."""
+    return {
+        "timeout_seconds": _timeout(env),
+        "timeouts": _timeouts(env),
+        "max_tokens": _max_tokens(env),
+        "temperatures": load_temperatures(env),
+        "seed": load_seed(env),
+    }
 
 
 REVIEW_VARIABLES = (
@@ -186,8 +223,11 @@ def _reviewer(env: Mapping[str, str], main: ModelSettings) -> ModelSettings | No
         base_url=base_url,
         api_key=api_key,
         timeout_seconds=main.timeout_seconds,
+        timeouts=main.timeouts,
         profile=_profile(env, "SUPPORT_REVIEW_PROFILE", detected),
         max_tokens=main.max_tokens,
+        temperatures=main.temperatures,
+        seed=main.seed,
     )
 
 
@@ -205,25 +245,34 @@ def _profile(env: Mapping[str, str], name: str, default: ProfileName) -> Profile
     for known in PROFILE_NAMES:
         if value.lower() == known:
             return known
-    raise ConfigurationError(
-        "invalid_model_profile", f"{name} must be one of {', '.join(PROFILE_NAMES)} (got {value[:40]!r})."
-    )
+    if value.lower() in PROFILE_ALIASES:
+        return PROFILE_ALIASES[value.lower()]
+    names = ", ".join([*PROFILE_NAMES, *PROFILE_ALIASES])
+    raise ConfigurationError("invalid_model_profile", f"{name} must be one of {names} (got {value[:40]!r}).")
 
 
-def _timeout(env: Mapping[str, str]) -> float:
-    value = _get(env, "SUPPORT_MODEL_TIMEOUT_SECONDS")
+TIMEOUT_ENV = "SUPPORT_MODEL_TIMEOUT_SECONDS"
+
+
+def _timeout(env: Mapping[str, str], name: str = TIMEOUT_ENV, default: float = REQUEST_TIMEOUT_SECONDS) -> float:
+    value = _get(env, name)
     if value is None:
-        return REQUEST_TIMEOUT_SECONDS
+        return default
     try:
         seconds = float(value)
     except ValueError:
         seconds = 0.0
-    if not 1.0 <= seconds <= MAX_REQUEST_TIMEOUT_SECONDS:
+    if not 1.0 <= seconds <= MAX_REQUEST_TIMEOUT_SECONDS:  # also refuses nan
         raise ConfigurationError(
             "invalid_model_timeout",
-            f"SUPPORT_MODEL_TIMEOUT_SECONDS must be a number of seconds from 1 to {MAX_REQUEST_TIMEOUT_SECONDS:g}.",
+            f"{name} must be a number of seconds from 1 to {MAX_REQUEST_TIMEOUT_SECONDS:g}.",
         )
     return seconds
+
+
+def _timeouts(env: Mapping[str, str]) -> dict[RequestKind, float]:
+    every = _timeout(env)
+    return {kind: _timeout(env, f"{TIMEOUT_ENV}_{kind.upper()}", every) for kind in REQUEST_KINDS}
 
 
 def _max_tokens(env: Mapping[str, str]) -> dict[RequestKind, int]:

@@ -4,11 +4,12 @@ A model proposes; nothing it writes is trusted. JSON replies must be exactly one
 exactly the contract's fields, of the right types, lengths and enum values, or a
 :class:`~contracts.errors.ContractError` names the first offending field: ``truncated_or_malformed``
 (cut off, empty, not JSON, not an object), ``contract_violation`` (a missing, extra, duplicated,
-mistyped, over-long or out-of-enum field), ``order_id_not_in_question`` (an order id the customer never
-wrote), ``duplicate_citations`` / ``citation_not_in_context`` (a passage the model was not shown), and
-the draft checks of :mod:`activities.draft_checks` on a compose
-answer. Tool calls are not judged here: each is passed on with its arguments parsed (or None), and
-the workflow decides what a bad call means.
+mistyped, over-long or out-of-enum field; a blank list item is dropped instead),
+``order_id_not_in_question`` (an order id the customer never wrote), ``duplicate_citations`` /
+``citation_not_in_context`` (a passage the model was not shown), and the draft checks of
+:mod:`activities.draft_checks` on a compose answer. The bounds are those of the contract models, which
+are also the schemas sent (:mod:`activities.reply_schemas`). Tool calls are not judged here: each is
+passed on with its arguments parsed (or None), and the workflow decides what a bad call means.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from openai.types.chat import ChatCompletionMessageToolCallUnion
 from activities.draft_checks import DraftContext, check_draft
 from contracts.case import (
     MAX_ANSWER_CHARS,
+    MAX_CITATION_CHARS,
     MAX_CITATIONS,
     MAX_MILESTONE_CHARS,
     MAX_MILESTONES,
@@ -99,7 +101,7 @@ def validate_composed(
     was composed for, the answer must also pass the code checks of :mod:`activities.draft_checks`."""
     _exact_fields(data, "compose", COMPOSE_FIELDS)
     answer = _text(data, "compose", "answer", max_chars=MAX_ANSWER_CHARS)
-    citations = _text_list(data, "compose", "citations", max_items=MAX_CITATIONS, max_chars=80)
+    citations = _text_list(data, "compose", "citations", max_items=MAX_CITATIONS, max_chars=MAX_CITATION_CHARS)
     if len(set(citations)) != len(citations):
         repeated = sorted({c for c in citations if citations.count(c) > 1})
         raise ContractError("duplicate_citations", f"compose.citations repeats {', '.join(repeated)}.")
@@ -200,16 +202,20 @@ def _checked_text(value: str, kind: str, field: str, max_chars: int) -> str:
 
 
 def _text_list(data: dict[str, Any], kind: str, field: str, *, max_items: int, max_chars: int) -> list[str]:
+    """The list's non-blank items: a blank item says nothing and is dropped, not refused (a server whose
+    schema carries no ``minLength`` may still produce ``""``)."""
     value = data[field]
     if not isinstance(value, list):
         raise _violation(kind, field, f"expected a list of strings, got {type(value).__name__}.")
     if len(value) > max_items:
         raise _violation(kind, field, f"{len(value)} items; the limit is {max_items}.")
+    kept = []
     for index, item in enumerate(value):
         if not isinstance(item, str):
             raise _violation(kind, f"{field}[{index}]", f"expected a string, got {type(item).__name__}.")
-        _checked_text(item, kind, f"{field}[{index}]", max_chars)
-    return list(value)
+        if item.strip():
+            kept.append(_checked_text(item, kind, f"{field}[{index}]", max_chars))
+    return kept
 
 
 def _bool(data: dict[str, Any], kind: str, field: str) -> bool:

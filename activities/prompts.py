@@ -33,7 +33,9 @@ these fields:
  "queries": up to 3 short search queries for the policy pages, written in the case language,
  "milestones": up to 4 short investigation steps, each under 80 characters}}
 Never invent, complete or correct an order id; if the question names none, use null; a question
-names only one order (the host stops questions naming several before planning).
+names only one order (the host stops questions naming several before planning). When the message has
+"order_id_named_in_question", the host found that id in the question and has bound the case to it:
+use it as order_id.
 Use "unsupported" for requests outside after-sales support."""
 
 _INVESTIGATE = f"""{kind_marker("investigate")}
@@ -110,7 +112,10 @@ def evidence_payload(passages: list[Passage]) -> list[dict[str, str]]:
 
 
 def plan_payload(request: PlanRequest) -> dict[str, Any]:
-    return {"question": request.question, "language": request.language.value}
+    payload = {"question": request.question, "language": request.language.value}
+    if request.named_order_id is not None:
+        payload["order_id_named_in_question"] = request.named_order_id
+    return payload
 
 
 def investigate_payload(request: InvestigateRequest) -> dict[str, Any]:

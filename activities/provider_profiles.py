@@ -2,7 +2,8 @@
 
 Every server speaks "the OpenAI protocol", but not the same parts of it. A profile decides, for the
 four request kinds, what the model gateway adds to the messages (the table is at :data:`PROFILES`);
-this module also says which provider errors are transient and what a JSON reply must look like.
+this module also says which provider errors are transient. What a JSON reply must look like is
+:mod:`activities.reply_schemas`.
 """
 
 from __future__ import annotations
@@ -19,16 +20,7 @@ from typing import Any, Literal
 import httpx2
 import openai
 
-from contracts.case import (
-    MAX_CITATIONS,
-    MAX_MILESTONES,
-    MAX_PROBLEMS,
-    MAX_QUERIES,
-    Intent,
-    NextAction,
-    Verdict,
-)
-from contracts.commerce import ORDER_ID_SCHEMA_PATTERN
+from activities.reply_schemas import RESPONSE_SCHEMAS, STRING_LENGTH_KEYWORDS, without_keywords
 from contracts.errors import ConfigurationError, ContractError, SupportError, TransientError
 from contracts.names import RequestKind
 
@@ -43,6 +35,7 @@ PROFILE_NAMES: tuple[ProfileName, ...] = (
     "llama-cpp-python",
 )
 StructuredOutput = Literal["json_schema", "json_object_with_schema", "json_object"]
+ForcedToolChoice = Literal["object", "required"]
 
 MAX_RETRY_AFTER_SECONDS = 600.0
 DEFAULT_MAX_TOKENS: Mapping[RequestKind, int] = MappingProxyType(
@@ -52,7 +45,7 @@ DEFAULT_MAX_TOKENS: Mapping[RequestKind, int] = MappingProxyType(
 
 _INVALID_REQUEST = re.compile(
     r"input should be|validation error|field required|invalid (request|argument|parameter|value|input|type)"
-    r"|unprocessable|is not valid|not a valid",
+    r"|unprocessable|is not valid|not a valid|(failed|unable|could not|cannot)( to)? parse",
     re.IGNORECASE,
 )
 
@@ -64,17 +57,30 @@ class ProviderProfile:
     ``tool_choice`` is always sent with tools: llama-cpp-python's ``chatml-function-calling`` handler
     ignores tools without it (HTTP 200, prose). It is ``auto``, never ``required``: an investigation
     ends when the model calls no tool, so a model forced to call one could never say it is done.
+    ``forced_tool_choice`` is how the server is made to call one named tool (the compat script's
+    tool-schema checks, :meth:`forced_tool`): OpenAI's object form, or ``required`` with only that tool
+    offered, for a server that reads ``tool_choice`` as a string only (llama-server turns the object into
+    ``auto``). ``sends_seed``: the server takes a ``seed`` (DeepSeek's API documents none, and an unknown
+    ``generic`` server is sent only the temperature). ``schema_omits``: keywords left out of the reply
+    schemas (:mod:`activities.reply_schemas`) for a server whose strict mode refuses them: OpenAI's strict
+    structured outputs document no string lengths, so the validator drops blank list items and refuses an
+    empty answer there.
     """
 
     name: ProfileName
     structured_output: StructuredOutput = "json_object"
     tool_choice: Literal["auto", "required"] = "auto"
+    forced_tool_choice: ForcedToolChoice = "object"
     max_tokens_field: Literal["max_tokens", "max_completion_tokens"] = "max_tokens"
+    sends_seed: bool = True
+    schema_omits: frozenset[str] = frozenset()
     extra_body: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
 
     def response_format(self, kind: RequestKind) -> dict[str, Any]:
         """The ``response_format`` of a JSON request (plan, compose, review)."""
         schema = RESPONSE_SCHEMAS[kind]
+        if self.schema_omits:
+            schema = without_keywords(schema, self.schema_omits)
         if self.structured_output == "json_schema":
             return {"type": "json_schema", "json_schema": {"name": f"{kind}_reply", "strict": True, "schema": schema}}
         if self.structured_output == "json_object_with_schema":
@@ -87,8 +93,11 @@ class ProviderProfile:
         *,
         max_tokens: int,
         tools: list[dict[str, Any]] | None = None,
+        temperature: float | None = None,
+        seed: int | None = None,
     ) -> dict[str, Any]:
-        """The keyword arguments (besides model and messages) of one chat completion request."""
+        """The keyword arguments (besides model and messages) of one chat completion request; a
+        ``temperature`` or ``seed`` of None is not sent, and the seed only where the server takes one."""
         options: dict[str, Any] = {self.max_tokens_field: max_tokens}
         if kind == "investigate":
             if tools:
@@ -96,38 +105,62 @@ class ProviderProfile:
                 options["tool_choice"] = self.tool_choice
         else:
             options["response_format"] = self.response_format(kind)
+        if temperature is not None:
+            options["temperature"] = temperature
+        if seed is not None and self.sends_seed:
+            options["seed"] = seed
         if self.extra_body:
             options["extra_body"] = _plain(self.extra_body)
         return options
 
+    def forced_tool(self, tools: list[dict[str, Any]], name: str) -> dict[str, Any]:
+        """``tools`` and ``tool_choice`` that make the model call the tool ``name``, in this server's form."""
+        if self.forced_tool_choice == "required":
+            return {"tools": [tool for tool in tools if tool["function"]["name"] == name], "tool_choice": "required"}
+        return {"tools": tools, "tool_choice": {"type": "function", "function": {"name": name}}}
+
 
 PROFILES: Mapping[ProfileName, ProviderProfile] = MappingProxyType(
     {
-        "generic": ProviderProfile("generic"),
-        "openai": ProviderProfile("openai", structured_output="json_schema", max_tokens_field="max_completion_tokens"),
+        "generic": ProviderProfile("generic", sends_seed=False),
+        "openai": ProviderProfile(
+            "openai",
+            structured_output="json_schema",
+            max_tokens_field="max_completion_tokens",
+            schema_omits=STRING_LENGTH_KEYWORDS,
+        ),
         "deepseek": ProviderProfile(
-            "deepseek", extra_body=MappingProxyType({"thinking": MappingProxyType({"type": "disabled"})})
+            "deepseek",
+            sends_seed=False,
+            extra_body=MappingProxyType({"thinking": MappingProxyType({"type": "disabled"})}),
         ),
         "vllm": ProviderProfile("vllm", structured_output="json_schema"),
         "ollama": ProviderProfile("ollama", structured_output="json_schema"),
-        "llama.cpp": ProviderProfile("llama.cpp", structured_output="json_schema"),
+        "llama.cpp": ProviderProfile("llama.cpp", structured_output="json_schema", forced_tool_choice="required"),
         "llama-cpp-python": ProviderProfile("llama-cpp-python", structured_output="json_object_with_schema"),
     }
 )
-"""Every profile by name:
+"""Every profile by name (``llama-server`` is another name of ``llama.cpp``, :data:`PROFILE_ALIASES`):
 
-================  ==========================  ===========  ===========================  ==================
-profile           JSON replies                tool_choice  token limit field            extra body
-================  ==========================  ===========  ===========================  ==================
-generic           ``json_object``             auto         ``max_tokens``               none
-openai            ``json_schema`` (strict)    auto         ``max_completion_tokens``    none
-deepseek          ``json_object``             auto         ``max_tokens``               thinking disabled
-vllm              ``json_schema`` (strict)    auto         ``max_tokens``               none
-ollama            ``json_schema`` (strict)    auto         ``max_tokens``               none
-llama.cpp         ``json_schema`` (strict)    auto         ``max_tokens``               none
-llama-cpp-python  ``json_object`` + schema    auto         ``max_tokens``               none
-================  ==========================  ===========  ===========================  ==================
+================  ========================  ===========  ============  =====================  ====  =================
+profile           JSON replies              tool_choice  forced tool   token limit field      seed  extra body
+================  ========================  ===========  ============  =====================  ====  =================
+generic           ``json_object``           auto         object        max_tokens             no    none
+openai            ``json_schema`` (strict)  auto         object        max_completion_tokens  yes   none
+deepseek          ``json_object``           auto         object        max_tokens             no    thinking disabled
+vllm              ``json_schema`` (strict)  auto         object        max_tokens             yes   none
+ollama            ``json_schema`` (strict)  auto         object        max_tokens             yes   none
+llama.cpp         ``json_schema`` (strict)  auto         ``required``  max_tokens             yes   none
+llama-cpp-python  ``json_object`` + schema  auto         object        max_tokens             yes   none
+================  ========================  ===========  ============  =====================  ====  =================
+
+Every request also carries its kind's ``temperature`` (:mod:`activities.model_sampling`: 0 unless
+configured). *forced tool* is :meth:`ProviderProfile.forced_tool`: ``object`` names the tool in OpenAI's
+``{"type": "function", "function": {"name": ...}}``; ``required`` offers only that tool.
 """
+
+PROFILE_ALIASES: Mapping[str, ProfileName] = MappingProxyType({"llama-server": "llama.cpp"})
+"""Other names ``SUPPORT_MODEL_PROFILE`` takes: llama-server is the C++ server of llama.cpp."""
 
 
 def profile(name: ProfileName) -> ProviderProfile:
@@ -138,14 +171,20 @@ def is_invalid_request(status: int, message: str) -> bool:
     """An HTTP 500 whose message says the request itself is invalid (not the server being down).
 
     llama-cpp-python answers a message it cannot validate that way (e.g. ``Input should be a valid
-    string``). That is not transient: repeating the same request cannot help, so the gateway reports it
-    as a rejected request.
+    string``), and llama-server a request whose tool-call arguments are not JSON (``Failed to parse tool
+    call arguments as JSON``). That is not transient: repeating the same request cannot help, so the
+    gateway reports it as a rejected request.
     """
     return status == 500 and bool(_INVALID_REQUEST.search(message))
 
 
 def map_provider_error(
-    exc: openai.OpenAIError, provider: str, model: str, redact: Callable[[str], str]
+    exc: openai.OpenAIError,
+    provider: str,
+    model: str,
+    redact: Callable[[str], str],
+    *,
+    timeout_seconds: float | None = None,
 ) -> SupportError:
     """The service's error for a failed provider request:
 
@@ -155,6 +194,8 @@ def map_provider_error(
     timeout, connection failure                 TransientError provider_timeout/_unreachable  yes
     HTTP 408, 409, 5xx                          TransientError provider_unavailable           yes
     HTTP 500 saying the request is invalid      ContractError provider_rejected_request       no
+    or could not be parsed (``Failed to
+    parse tool call arguments as JSON``)
     HTTP 429                                    TransientError provider_rate_limited,         yes, after
                                                 ``retry_after_seconds`` from Retry-After      that delay
     HTTP 401, 403                               ConfigurationError provider_auth_failed       no
@@ -169,7 +210,8 @@ def map_provider_error(
     an oversized context): repeating it cannot help, and the workflow decides what follows.
     """
     if isinstance(exc, openai.APITimeoutError):
-        return TransientError("provider_timeout", f"The {provider} request timed out.")
+        after = f" after {timeout_seconds:g} s" if timeout_seconds is not None else ""
+        return TransientError("provider_timeout", f"The {provider} request to model {model!r} timed out{after}.")
     if isinstance(exc, openai.APIConnectionError):
         return TransientError("provider_unreachable", f"The {provider} endpoint could not be reached.")
     if not isinstance(exc, openai.APIStatusError):
@@ -236,48 +278,3 @@ def _plain(value: Any) -> Any:
     if isinstance(value, Mapping):
         return {key: _plain(item) for key, item in value.items()}
     return value
-
-
-def _strings(max_items: int) -> dict[str, Any]:
-    return {"type": "array", "items": {"type": "string"}, "maxItems": max_items}
-
-
-def _enum(values: type[Intent] | type[NextAction] | type[Verdict]) -> dict[str, Any]:
-    return {"type": "string", "enum": [member.value for member in values]}
-
-
-def _object(properties: dict[str, Any]) -> dict[str, Any]:
-    return {
-        "type": "object",
-        "properties": properties,
-        "required": list(properties),
-        "additionalProperties": False,
-    }
-
-
-RESPONSE_SCHEMAS: Mapping[RequestKind, dict[str, Any]] = MappingProxyType(
-    {
-        "plan": _object(
-            {
-                "intent": _enum(Intent),
-                "order_id": {"anyOf": [{"type": "string", "pattern": ORDER_ID_SCHEMA_PATTERN}, {"type": "null"}]},
-                "action_requested": {"type": "boolean"},
-                "queries": _strings(MAX_QUERIES),
-                "milestones": _strings(MAX_MILESTONES),
-            }
-        ),
-        "investigate": {},
-        "compose": _object(
-            {
-                "answer": {"type": "string"},
-                "citations": _strings(MAX_CITATIONS),
-                "next_action": _enum(NextAction),
-            }
-        ),
-        "review": _object({"verdict": _enum(Verdict), "problems": _strings(MAX_PROBLEMS)}),
-    }
-)
-"""The JSON reply of each JSON request kind (``investigate`` replies with tool calls, not JSON).
-
-These schemas and the tool schemas of :mod:`contracts.tools` use only constructs every grammar engine
-takes (types, enums, ``anyOf``, anchored patterns with ``[0-9]``, never ``\\d``)."""

@@ -13,9 +13,11 @@ from temporalio.api.common.v1 import Payload
 from temporalio.api.enums.v1 import EventType
 from temporalio.api.history.v1 import HistoryEvent
 from temporalio.client import WorkflowHistory
+from temporalio.exceptions import ApplicationError
 
 from case_history.audit_reviews import ReviewAttempt, paired, review_attempt, update_answer
 from case_history.audit_shapes import (
+    MODEL_KINDS,
     NO_PROPOSED_CALL,
     NOT_VERIFIED,
     PROPOSED_ARGUMENTS,
@@ -54,6 +56,7 @@ from contracts.case import (
 )
 from contracts.commerce import RefundReceipt
 from contracts.credentials import VerifiedApplicant
+from contracts.errors import decode_activity_failure
 from contracts.names import REVIEW, ActivityName, tool_activity_id
 
 __all__ = [
@@ -166,7 +169,7 @@ def _activity(event: HistoryEvent, attempt: int, end: HistoryEvent | None) -> Ac
         payloads = end.activity_task_completed_event_attributes.result.payloads
         result = payloads[0] if payloads else None
     elif end is not None:
-        call = replace(call, failure=activity_failure(end))
+        call = replace(call, failure=activity_failure(end), model=_failed_meta(kind, end, attempt))
     if kind == ActivityName.RUN_INVESTIGATION_TOOL:
         return replace(call, tool=_tool(decode(attributes.input, ToolRequest).value, result, call.failure))
     if kind == ActivityName.WRITE_CASE_RECORD and (record := decode(attributes.input, CaseRecord).value):
@@ -249,6 +252,24 @@ def _meta(result: Payload) -> ModelCallMeta | None:
     try:
         return ModelCallMeta.model_validate(raw["meta"])
     except ValueError:
+        return None
+
+
+def _failed_meta(kind: str, end: HistoryEvent, attempt: int) -> ModelCallMeta | None:
+    """The model and tokens a failed model request names (a refused reply), read as the workflow reads
+    them (:func:`contracts.errors.decode_activity_failure`), so that the audit counts what ``status`` shows."""
+    if kind not in MODEL_KINDS or not end.HasField("activity_task_failed_event_attributes"):
+        return None
+    failure = end.activity_task_failed_event_attributes.failure
+    if not failure.HasField("application_failure_info"):
+        return None
+    info = failure.application_failure_info
+    payloads = info.details.payloads
+    details = decode_payload(payloads[0], dict[str, Any]).value if payloads else None
+    error = ApplicationError(failure.message, details or {}, type=info.type or None)
+    try:
+        return ModelCallMeta.of_failure(decode_activity_failure(error), attempt)
+    except ValueError:  # usage a writer of the history made up: shown as unknown, never raised
         return None
 
 

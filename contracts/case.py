@@ -7,13 +7,14 @@ from __future__ import annotations
 
 from datetime import datetime
 from enum import StrEnum
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from contracts.commerce import ProposalOutcome, RefundProposal, RefundQuote, RefundReceipt
+from contracts.commerce import ORDER_ID_SCHEMA_PATTERN, ProposalOutcome, RefundProposal, RefundQuote, RefundReceipt
 from contracts.directory import Directory
 from contracts.effect_card import EffectCard
+from contracts.errors import SupportError
 from contracts.identity import Identity
 from contracts.knowledge import Language, Passage
 from contracts.usage import CaseUsage, ModelPrice
@@ -24,7 +25,7 @@ REHEARSAL_LABEL = "rehearsal"
 MAX_QUERIES, MAX_QUERY_CHARS = 3, 300
 MAX_MILESTONES, MAX_MILESTONE_CHARS = 4, 120
 MAX_ANSWER_CHARS = 4000
-MAX_CITATIONS = 8
+MAX_CITATIONS, MAX_CITATION_CHARS = 8, 80
 MAX_PROBLEMS, MAX_PROBLEM_CHARS = 6, 300
 MAX_RAW_ARGUMENT_CHARS = 20000
 
@@ -123,12 +124,23 @@ class Intent(StrEnum):
     UNSUPPORTED = "unsupported"
 
 
+QueryText = Annotated[str, Field(min_length=1, max_length=MAX_QUERY_CHARS)]
+MilestoneText = Annotated[str, Field(min_length=1, max_length=MAX_MILESTONE_CHARS)]
+CitationId = Annotated[str, Field(min_length=1, max_length=MAX_CITATION_CHARS)]
+ProblemText = Annotated[str, Field(min_length=1, max_length=MAX_PROBLEM_CHARS)]
+PlannedOrderId = Annotated[str, Field(pattern=ORDER_ID_SCHEMA_PATTERN)]
+
+
 class Plan(_Model):
+    """A model's plan. With :class:`ComposedAnswer` and :class:`ReviewVerdict` it is also the reply
+    schema sent to the model (:mod:`activities.reply_schemas` generates it from these fields), so a bound
+    is stated once, here, for the schema, this model and the validator alike."""
+
     intent: Intent
-    order_id: str | None
+    order_id: PlannedOrderId | None
     action_requested: bool
-    queries: list[str] = Field(max_length=MAX_QUERIES)
-    milestones: list[str] = Field(max_length=MAX_MILESTONES)
+    queries: list[QueryText] = Field(max_length=MAX_QUERIES)
+    milestones: list[MilestoneText] = Field(max_length=MAX_MILESTONES)
 
 
 class NextAction(StrEnum):
@@ -140,7 +152,7 @@ class NextAction(StrEnum):
 
 class ComposedAnswer(_Model):
     answer: str = Field(min_length=1, max_length=MAX_ANSWER_CHARS)
-    citations: list[str] = Field(max_length=MAX_CITATIONS)
+    citations: list[CitationId] = Field(max_length=MAX_CITATIONS)
     next_action: NextAction
 
 
@@ -152,7 +164,7 @@ class Verdict(StrEnum):
 
 class ReviewVerdict(_Model):
     verdict: Verdict
-    problems: list[str] = Field(max_length=MAX_PROBLEMS)
+    problems: list[ProblemText] = Field(max_length=MAX_PROBLEMS)
 
 
 class ModelUsage(_Model):
@@ -174,6 +186,20 @@ class ModelCallMeta(_Model):
     @property
     def usage_label(self) -> str:
         return str(self.usage.total_tokens) if self.usage else "unknown"
+
+    @classmethod
+    def of_failure(cls, failure: SupportError, attempts: int) -> ModelCallMeta | None:
+        """What a refused reply says of the model and its tokens (None when it names no model); the
+        workflow's tally and the audit both read a failed request this way."""
+        if failure.model is None:
+            return None
+        usage = ModelUsage.model_validate(failure.usage) if failure.usage else None
+        return cls(
+            provider=failure.provider or "unknown",
+            model=failure.model,
+            attempt=failure.attempt or attempts,
+            usage=usage,
+        )
 
 
 class ProposedToolCall(_Model):
@@ -197,6 +223,8 @@ class PlanRequest(_Model):
     case_id: str
     question: str
     language: Language
+    named_order_id: str | None = None
+    """The one order id the question names, found by the host; the case is bound to it whatever the plan says."""
 
 
 class PlanResult(_Model):

@@ -54,7 +54,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--run-dir", type=Path, default=ROOT / ".compat" / "run")
     parser.add_argument("--threads", type=int, default=max(1, os.cpu_count() or 1))
     parser.add_argument(
-        "--timeout", type=float, default=55.0, help="per-request timeout (SUPPORT_MODEL_TIMEOUT_SECONDS)"
+        "--timeout", type=float, default=300.0, help="per-request timeout (SUPPORT_MODEL_TIMEOUT_SECONDS, 1-600)"
     )
     parser.add_argument("--case-seconds", type=float, default=180.0, help="time limit of one case")
     parser.add_argument("--budget-minutes", type=float, default=25.0, help="time limit of the whole run")
@@ -78,7 +78,8 @@ async def main_async(args: argparse.Namespace) -> int:
        ``SUPPORT_MODEL_PROFILE=llama-cpp-python`` when the adapter has profiles). Recorded per request:
        the HTTP status, what the body carried, tool calls returned as ``tool_calls``, the adapter's
        result or error, and whether the server process survived. Then, to exercise every tool schema's
-       grammar, the investigate body is sent once per offered tool with ``tool_choice`` naming that tool.
+       grammar, the investigate body is sent once per offered tool with ``tool_choice`` naming that tool
+       (in the form the profile's server honours: ``ProviderProfile.forced_tool``).
     4. The SPEC §11 cases (``case_eval.EVAL_CASES``) run end to end: a throwaway dev server, a seeded
        commerce database, demo keys and an in-process worker whose model is the real server. Per case:
        final status, model requests, tool calls, refusals, wall time, and the safety checks (no
@@ -123,7 +124,7 @@ async def main_async(args: argparse.Namespace) -> int:
         log: list[dict[str, Any]] = []
         wire, body = await wire_checks(captured, server, model_id, args.timeout, log)
         if body:
-            tool_rows = await tool_schema_checks(body, server, args.timeout, log)
+            tool_rows = await tool_schema_checks(body, server, model_id, args.timeout, log)
         (args.run_dir / "wire.json").write_text(json.dumps(log, indent=1, ensure_ascii=False, default=str))
         if not args.skip_cases:
             try:
@@ -152,9 +153,11 @@ async def main_async(args: argparse.Namespace) -> int:
         notes=notes,
     )
     wire_ok = all(row.passed for row in wire + tool_rows)
+    timeouts = sum(row.timed_out for row in wire + tool_rows)
     unsafe = [row for row in cases if isinstance(row, CaseRow) and row.unsafe]
     say(
-        f"wrote {args.out}: wire checks {'all passed' if wire_ok else 'FAILED'}, "
+        f"wrote {args.out}: wire checks {'all passed' if wire_ok else 'FAILED'}"
+        f"{f' ({timeouts} client timeouts)' if timeouts else ''}, "
         f"{len(unsafe)} case(s) with an unsafe outcome, {len(server.crashes)} server crash(es)"
     )
     return 0 if wire_ok and not unsafe and not server.crashes else 1

@@ -61,6 +61,7 @@ PROCESS_NAMES = frozenset(
         "Client",
         "WorkflowEnvironment",
         "uvicorn",
+        "start_server",
     }
 )
 """Names whose use in a test, or in any code of the project it calls, means a process or a connection

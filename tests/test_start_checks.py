@@ -126,6 +126,14 @@ def test_a_model_timeout_of_zero_is_refused_without_a_provider(state_dir: Path, 
     assert line.startswith("worker: configuration error: invalid_model_timeout: SUPPORT_MODEL_TIMEOUT_SECONDS")
 
 
+def test_a_bad_sampling_setting_is_one_configuration_error_line(state_dir: Path, demo_keys: DemoKeys) -> None:
+    line = refusal(worker(state_dir, demo_keys, SUPPORT_MODEL_TEMPERATURE_COMPOSE="hot"))
+    assert line == (
+        "worker: configuration error: invalid_model_temperature: SUPPORT_MODEL_TEMPERATURE_COMPOSE must be a "
+        "number from 0 to 2, or 'default' to send none."
+    )
+
+
 def test_an_unknown_log_level_is_refused(state_dir: Path, demo_keys: DemoKeys) -> None:
     line = refusal(worker(state_dir, demo_keys, SUPPORT_LOG_LEVEL="chatty"))
     assert line.startswith("worker: configuration error: invalid_log_level: SUPPORT_LOG_LEVEL='CHATTY'")

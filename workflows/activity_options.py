@@ -6,7 +6,7 @@ class is listed as non-retryable here, so a refusal is never repeated.
 Every regular activity heartbeats (activities.boundary does it for them) and has a heartbeat timeout of
 :data:`HEARTBEAT_TIMEOUT`: when a worker dies mid-activity, Temporal retries the activity on another
 worker within about that long, instead of waiting out a start-to-close timeout that must be long
-enough for a slow but healthy call (the model provider's own timeout is 40 s).
+enough for a slow but healthy call (a model request may be allowed up to 600 s).
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from typing import Any
 from temporalio.common import RetryPolicy
 
 from contracts.errors import ErrorClass
+from contracts.model_limits import MAX_MODEL_TIMEOUT_SECONDS, MODEL_ACTIVITY_MARGIN_SECONDS
 
 NON_RETRYABLE_TYPES = [c.value for c in ErrorClass if c is not ErrorClass.TRANSIENT]
 
@@ -56,10 +57,16 @@ def _retry(*, maximum_interval: timedelta, maximum_attempts: int) -> RetryPolicy
 MODEL_ATTEMPTS_PER_CALL = 3
 
 
+MODEL_START_TO_CLOSE = timedelta(seconds=MAX_MODEL_TIMEOUT_SECONDS + MODEL_ACTIVITY_MARGIN_SECONDS)
+"""Derived from the longest request timeout an operator may set (release 0.6 on; 60 s before): the
+worker's own timeout (``SUPPORT_MODEL_TIMEOUT_SECONDS``, per kind) ends a slow request first, and the
+heartbeat timeout, not this, is what notices a worker that died mid-request."""
+
+
 def model_options(maximum_attempts: int) -> ActivityOptions:
-    """Model calls: 40 s provider timeout plus validation; attempts bounded by what is left of the budget."""
+    """Model calls: the worker's request timeout plus validation; attempts bounded by what is left of the budget."""
     return ActivityOptions(
-        start_to_close=timedelta(seconds=60),
+        start_to_close=MODEL_START_TO_CLOSE,
         retry=_retry(maximum_interval=timedelta(seconds=20), maximum_attempts=maximum_attempts),
     )
 

@@ -14,8 +14,8 @@ from temporalio import workflow
 from temporalio.exceptions import ActivityError
 
 with workflow.unsafe.imports_passed_through():
-    from contracts.case import CaseStatus, ComposedAnswer, ComposeResult, ModelCallMeta, ModelUsage
-    from contracts.errors import ContractError, SupportError, decode_activity_failure
+    from contracts.case import CaseStatus, ComposedAnswer, ComposeResult, ModelCallMeta
+    from contracts.errors import ContractError, decode_activity_failure
     from contracts.names import ActivityName, EventKind, StopCode
     from workflows import activity_options as options
     from workflows import requests
@@ -74,26 +74,13 @@ class ModelCalls:
             )
         except ActivityError as error:
             failure = decode_activity_failure(error)
-            self._charge_model(failure.attempt or attempts, self._failed_call_meta(failure, attempts), activity)
+            self._charge_model(failure.attempt or attempts, ModelCallMeta.of_failure(failure, attempts), activity)
             self._record(EventKind.MODEL_FAILED, f"{activity}: {failure.reported_class}: {failure.code}")
             if isinstance(failure, ContractError) and contract_ok:
                 raise ContractViolation(failure.code) from None
             raise CaseStopped.after(model_failure(failure)) from None
         self._charge_model(result.meta.attempt, result.meta, activity)
         return result
-
-    @staticmethod
-    def _failed_call_meta(failure: SupportError, attempts: int) -> ModelCallMeta | None:
-        """What a refused reply says of the model and its cost (nothing when it names no model)."""
-        if failure.model is None:
-            return None
-        usage = ModelUsage.model_validate(failure.usage) if failure.usage else None
-        return ModelCallMeta(
-            provider=failure.provider or "unknown",
-            model=failure.model,
-            attempt=failure.attempt or attempts,
-            usage=usage,
-        )
 
     def _charge_model(self, count: int, meta: ModelCallMeta | None, kind: ActivityName) -> None:
         budgets = self._s.budgets

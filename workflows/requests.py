@@ -37,8 +37,10 @@ class ModelResult(Protocol):
 ResultT = TypeVar("ResultT", bound=ModelResult)
 
 
-def plan_request(s: CaseState) -> PlanRequest:
-    return PlanRequest(case_id=s.case.case_id, question=s.case.question, language=s.case.language)
+def plan_request(s: CaseState, named_order_id: str | None) -> PlanRequest:
+    return PlanRequest(
+        case_id=s.case.case_id, question=s.case.question, language=s.case.language, named_order_id=named_order_id
+    )
 
 
 def investigate_request(s: CaseState, transcript: list[TranscriptEntry], turn: int) -> InvestigateRequest:

@@ -124,10 +124,13 @@ class SupportCaseWorkflow:
         ids = order_ids_in(case.question)
         if len(ids) > 1:
             raise CaseStopped(CaseStatus.NEEDS_INPUT, StopCode.ONE_ORDER_PER_CASE, ",".join(sorted(ids)))
-        request = requests.plan_request(self._s)
+        named = ids[0] if ids else None  # one order named: a host fact, bound before the plan
+        request = requests.plan_request(self._s, named)
         plan = (await self._model.call(ActivityName.PLAN_CASE, request, PlanResult, summary="plan")).plan
         if plan.order_id is not None and plan.order_id not in ids:
             raise CaseStopped(CaseStatus.NEEDS_HUMAN, StopCode.PLAN_NAMES_ORDER_NOT_IN_QUESTION)
+        if plan.order_id is None and named is not None:
+            plan = plan.model_copy(update={"order_id": named})
         self._s.plan = plan
         self._event(
             EventKind.PLANNED, f"intent={plan.intent.value} order={plan.order_id} action={plan.action_requested}"

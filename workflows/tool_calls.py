@@ -30,6 +30,7 @@ with workflow.unsafe.imports_passed_through():
     from workflows.evidence import fold_observation
     from workflows.outcomes import CaseStopped
     from workflows.short_steps import execute_short_step
+    from workflows.tool_gate import requested_order_id
     from workflows.turn_admission import SeenCalls, admit_turn
 
 
@@ -61,7 +62,9 @@ class ToolCalls:
         s.budgets = admission.budgets
         for verdict in admission.verdicts:
             if verdict.refusal:
-                self._record(EventKind.TOOL_REFUSED, f"{verdict.call.name[:60]}: {verdict.refusal}")
+                asked = requested_order_id(verdict.call)
+                detail = f"{verdict.call.name[:60]}: {verdict.refusal}"
+                self._record(EventKind.TOOL_REFUSED, detail + (f" (order_id={asked})" if asked else ""))
         if admission.tool_budget_exhausted:
             raise CaseStopped(CaseStatus.NEEDS_HUMAN, StopCode.TOOL_BUDGET_EXHAUSTED)
         results = await asyncio.gather(*(self._run_tool(call) for call in admission.admitted))

@@ -9,13 +9,19 @@ from __future__ import annotations
 import re
 
 from contracts.case import ProposedToolCall
-from contracts.commerce import canonical_json
+from contracts.commerce import ORDER_ID_FORMAT, canonical_json
 from contracts.tools import INVESTIGATION_TOOLS, MAX_ARGUMENT_CHARS, WRITE_TOOLS
 
 
 def call_fingerprint(call: ProposedToolCall) -> str:
     """Tool name plus canonical arguments: the same action requested twice has one fingerprint."""
     return f"{call.name}:{canonical_json(call.arguments or {})}"
+
+
+def requested_order_id(call: ProposedToolCall) -> str | None:
+    """The order id a call asks for, when it is one in the order-id format (model text otherwise: not kept)."""
+    value = (call.arguments or {}).get("order_id")
+    return value if isinstance(value, str) and re.fullmatch(ORDER_ID_FORMAT, value) else None
 
 
 def refuse_call(

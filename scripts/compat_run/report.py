@@ -77,6 +77,7 @@ def write_report(
 ) -> None:
     wire_all = wire + tool_rows
     wire_pass = sum(row.passed for row in wire_all)
+    timeouts = sum(row.timed_out for row in wire_all)
     case_rows = [row for row in cases if isinstance(row, CaseRow)]
     unsafe = [row for row in case_rows if row.unsafe]
     env = model_env(server, model_id, timeout_s)
@@ -115,7 +116,8 @@ def write_report(
         "reuse `.compat/venv`). The server's log is `.compat/run/llama-server.log`; the request bodies "
         "sent by the wire checks are in `.compat/run/wire.json`.",
         "",
-        f"## Wire checks: {wire_pass} of {len(wire_all)} passed",
+        f"## Wire checks: {wire_pass} of {len(wire_all)} passed"
+        + (f" ({timeouts} not answered within the client's {timeout_s:g} s timeout)" if timeouts else ""),
         "",
         "Each request was built by the workflow itself (a QH-1001 refund case and a QH-1005 delivery case "
         "run with the rehearsal model; the worker's requests to the model gateway were recorded) and sent "
@@ -142,7 +144,7 @@ def write_report(
                     r.check,
                     r.request,
                     r.http,
-                    ("yes" if r.passed else "**NO**" + ("" if r.server_alive else " (server died)")),
+                    r.verdict,
                     r.tool_calls,
                     r.result,
                     r.tokens,

@@ -20,6 +20,7 @@ import httpx2
 
 from activities.model_gateway import ModelGateway
 from activities.model_settings import load_model_settings
+from activities.provider_profiles import profile
 from contracts.errors import SupportError
 
 from .capture import Captured
@@ -45,10 +46,21 @@ class WireRow:
     seconds: float
     server_alive: bool
     tokens: str = "-"
+    timed_out: bool = False
+    """The client gave up at its timeout: the server was slow, which is not a wire rejection."""
 
     @property
     def passed(self) -> bool:
         return self.accepted and self.server_alive
+
+    @property
+    def verdict(self) -> str:
+        """The report's *accepted* cell: yes, a client timeout, or a rejection."""
+        if self.passed:
+            return "yes"
+        if not self.server_alive:
+            return "**NO** (server died)"
+        return f"no reply: client timeout after {self.seconds:.0f} s" if self.timed_out else "**NO**"
 
 
 class Recorder:
@@ -91,7 +103,7 @@ def describe_body(body: dict[str, Any]) -> str:
         parts.append(f"tools={len(body['tools'])}")
         choice = body.get("tool_choice")
         parts.append(f"tool_choice={json.dumps(choice) if isinstance(choice, dict) else choice}")
-    for key in ("max_tokens", "max_completion_tokens"):
+    for key in ("max_tokens", "max_completion_tokens", "temperature", "seed"):
         if key in body:
             parts.append(f"{key}={body[key]}")
     messages = body.get("messages", [])
@@ -143,10 +155,12 @@ async def wire_checks(
         started = time.monotonic()
         result: Any = None
         error: str | None = None
+        timed_out = False
         try:
             result = await getattr(gateway, kind)(request)
         except SupportError as exc:
             error = f"{type(exc).__name__} {getattr(exc, 'code', '')}: {exc}"
+            timed_out = getattr(exc, "code", "") == "provider_timeout"
         except Exception as exc:
             error = f"unexpected {type(exc).__name__}: {exc}"
         finally:
@@ -196,6 +210,7 @@ async def wire_checks(
                 seconds,
                 alive,
                 tokens,
+                timed_out,
             )
         )
         log.append(
@@ -231,23 +246,26 @@ def _reply_tokens(reply: str) -> str:
 
 
 async def tool_schema_checks(
-    body: dict[str, Any], server: LlamaServer, timeout_s: float, log: list[dict[str, Any]]
+    body: dict[str, Any], server: LlamaServer, model_id: str, timeout_s: float, log: list[dict[str, Any]]
 ) -> list[WireRow]:
     """The adapter's investigate body, once per offered tool with ``tool_choice`` naming it: the server
     must build a grammar from that tool's schema and answer with a tool call (the llama.cpp server
-    segfaulted on ``\\d`` patterns once a tool was chosen)."""
+    segfaulted on ``\\d`` patterns once a tool was chosen). The tool is forced in the form the server's
+    provider profile honours (:meth:`activities.provider_profiles.ProviderProfile.forced_tool`: the
+    object form, or ``required`` with only that tool for llama-server, which ignores the object)."""
+    dialect = profile(load_model_settings(model_env(server, model_id, timeout_s)).profile)
     rows: list[WireRow] = []
     async with httpx2.AsyncClient(timeout=timeout_s + 5) as client:
         for tool in body.get("tools", []):
             name = tool["function"]["name"]
-            forced = copy.deepcopy(body)
-            forced["tool_choice"] = {"type": "function", "function": {"name": name}}
+            forced = copy.deepcopy(body) | dialect.forced_tool(copy.deepcopy(body["tools"]), name)
             forced["max_tokens"] = min(int(forced.get("max_tokens") or 256), 256)
             started = time.monotonic()
             status: int | None = None
             outcome = ""
             calls = "n/a"
             tokens = "-"
+            timed_out = False
             try:
                 reply = await client.post(f"{server.base_url}/chat/completions", json=forced)
                 status = reply.status_code
@@ -274,13 +292,18 @@ async def tool_schema_checks(
                     outcome = _short(reply.text, 100)
             except httpx2.HTTPError as exc:
                 outcome = f"{type(exc).__name__}: {_short(str(exc), 80)}"
+                timed_out = isinstance(exc, httpx2.TimeoutException)
             seconds = time.monotonic() - started
             alive = server.check(f"forced tool {name}")
             accepted = status == 200 and "tool_calls:" in calls
             rows.append(
                 WireRow(
                     "tool schema",
-                    f"investigate body, tool_choice={name}",
+                    (
+                        f"investigate body, tool_choice={name}"
+                        if isinstance(forced["tool_choice"], dict)
+                        else f"investigate body, tools=[{name}], tool_choice={forced['tool_choice']}"
+                    ),
                     str(status) if status is not None else "no reply",
                     accepted,
                     calls,
@@ -288,6 +311,7 @@ async def tool_schema_checks(
                     seconds,
                     alive,
                     tokens,
+                    timed_out,
                 )
             )
             log.append({"check": f"forced {name}", "status": status, "outcome": outcome, "seconds": seconds})

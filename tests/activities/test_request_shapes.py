@@ -17,8 +17,10 @@ import openai
 import pytest
 
 from activities.model_gateway import ModelGateway
+from activities.model_sampling import DEFAULT_SEED
 from activities.model_settings import load_model_settings
-from activities.provider_profiles import DEFAULT_MAX_TOKENS, PROFILE_NAMES, RESPONSE_SCHEMAS
+from activities.provider_profiles import DEFAULT_MAX_TOKENS, PROFILE_NAMES, PROFILES
+from activities.reply_schemas import RESPONSE_SCHEMAS, STRING_LENGTH_KEYWORDS, without_keywords
 from contracts.case import (
     ComposedAnswer,
     ComposeRequest,
@@ -146,6 +148,8 @@ def _nulls(value: Any, path: str = "$") -> list[str]:
     return []
 
 
+SEEDLESS = {"generic", "deepseek"}
+"""DeepSeek's API documents no seed; an unknown server is not sent one."""
 EXPECTED_FORMAT = {
     "generic": "json_object",
     "deepseek": "json_object",
@@ -173,6 +177,11 @@ async def test_every_request_kind_under_every_profile_follows_the_wire_rules(pro
     assert body[limit_field] == DEFAULT_MAX_TOKENS[kind]
     assert {"max_tokens", "max_completion_tokens"} & set(body) == {limit_field}
     assert capture.timeouts[0]["read"] == 23.0
+    assert body["temperature"] == 0, "deterministic by default, every kind"
+    if profile in SEEDLESS:
+        assert "seed" not in body
+    else:
+        assert body["seed"] == DEFAULT_SEED
     if profile == "deepseek":
         assert body["thinking"] == {"type": "disabled"}
     else:
@@ -193,9 +202,16 @@ async def test_every_request_kind_under_every_profile_follows_the_wire_rules(pro
     elif expected == "json_object_with_schema":
         assert response_format == {"type": "json_object", "schema": RESPONSE_SCHEMAS[kind]}
     else:
+        # OpenAI's strict mode documents no string lengths: its schemas are the same less those.
+        schema = RESPONSE_SCHEMAS[kind]
+        if profile == "openai":
+            schema = without_keywords(schema, STRING_LENGTH_KEYWORDS)
+            assert "minLength" not in json.dumps(schema) and "maxItems" in json.dumps(schema)
+        else:
+            assert '"minLength": 1' in json.dumps(schema)
         assert response_format == {
             "type": "json_schema",
-            "json_schema": {"name": f"{kind}_reply", "strict": True, "schema": RESPONSE_SCHEMAS[kind]},
+            "json_schema": {"name": f"{kind}_reply", "strict": True, "schema": schema},
         }
 
 
@@ -207,6 +223,7 @@ def test_profiles_are_detected_and_a_wrong_name_is_a_configuration_error() -> No
     local = {"OPENAI_BASE_URL": "http://127.0.0.1:8080/v1", "SUPPORT_MODEL": "m"}
     assert load_model_settings(local).profile == "generic"
     assert load_model_settings(local | {"SUPPORT_MODEL_PROFILE": "LLAMA-CPP-PYTHON"}).profile == "llama-cpp-python"
+    assert load_model_settings(local | {"SUPPORT_MODEL_PROFILE": "llama-server"}).profile == "llama.cpp"
     with pytest.raises(ConfigurationError) as raised:
         load_model_settings(local | {"SUPPORT_MODEL_PROFILE": "gpt5"})
     assert raised.value.code == "invalid_model_profile"
@@ -224,9 +241,29 @@ def test_token_limits_and_timeout_are_configurable_within_bounds() -> None:
     for bad in ({"SUPPORT_MODEL_MAX_TOKENS": "lots"}, {"SUPPORT_MODEL_MAX_TOKENS_PLAN": "0"}):
         with pytest.raises(ConfigurationError):
             load_model_settings(local | bad)
-    for seconds in ("0", "61", "soon"):
-        with pytest.raises(ConfigurationError):
+    for seconds in ("0", "601", "soon", "nan"):
+        with pytest.raises(ConfigurationError, match="SUPPORT_MODEL_TIMEOUT_SECONDS must be"):
             load_model_settings(local | {"SUPPORT_MODEL_TIMEOUT_SECONDS": seconds})
+    with pytest.raises(ConfigurationError, match="SUPPORT_MODEL_TIMEOUT_SECONDS_COMPOSE must be"):
+        load_model_settings(local | {"SUPPORT_MODEL_TIMEOUT_SECONDS_COMPOSE": "900"})
+    slow = load_model_settings(
+        local | {"SUPPORT_MODEL_TIMEOUT_SECONDS": "120", "SUPPORT_MODEL_TIMEOUT_SECONDS_COMPOSE": "600"}
+    )
+    assert slow.timeouts == {"plan": 120.0, "investigate": 120.0, "compose": 600.0, "review": 120.0}
+    assert "timeout=plan 120s, investigate 120s, compose 600s, review 120s" in slow.describe()
+    assert "timeout=40s" in load_model_settings(local).describe()
+
+
+async def test_each_request_kind_is_sent_with_its_own_timeout() -> None:
+    """The timeout the gateway gives the HTTP client is the request kind's (httpx reads it per request)."""
+    capture = Capture()
+    gateway = _gateway(capture, {"SUPPORT_MODEL_TIMEOUT_SECONDS_PLAN": "450"})
+    try:
+        for kind in REQUEST_KINDS:
+            await _call(gateway, kind)()
+    finally:
+        await gateway.aclose()
+    assert [t["read"] for t in capture.timeouts] == [450.0, 40.0, 40.0, 40.0]
 
 
 def test_response_and_tool_schemas_use_only_portable_constructs() -> None:
@@ -256,7 +293,11 @@ async def _what_create_sends(
         http_client=capture.client(),
     )
     options = gateway.profile.request_options(
-        kind, max_tokens=gateway.settings.max_tokens[kind], tools=body.get("tools")
+        kind,
+        max_tokens=gateway.settings.max_tokens[kind],
+        tools=body.get("tools"),
+        temperature=gateway.settings.temperatures[kind],
+        seed=gateway.settings.seed,
     )
     await client.chat.completions.create(
         model=gateway.settings.model, messages=body["messages"], timeout=gateway.settings.timeout_seconds, **options
@@ -282,3 +323,63 @@ async def test_the_gateway_posts_exactly_what_create_would_send(profile: str, ki
         assert isinstance(result, PlanResult) and result.plan.order_id == "QH-1001"
     else:
         assert b'"tools"' in ours.content and b'"tool_choice"' in ours.content
+
+
+@pytest.mark.parametrize("profile", PROFILE_NAMES)
+def test_a_forced_tool_is_asked_for_in_the_form_the_profiles_server_honours(profile: str) -> None:
+    """llama-server reads ``tool_choice`` as a string only (an object becomes ``auto``): it is offered the
+    one tool with ``required``; every other profile names the tool in OpenAI's object form."""
+    tools = [spec.openai_schema() for spec in INVESTIGATION_TOOLS.values()]
+    forced = PROFILES[profile].forced_tool(tools, "get_invoice")  # type: ignore[index]
+    if profile == "llama.cpp":
+        assert forced["tool_choice"] == "required"
+        assert [t["function"]["name"] for t in forced["tools"]] == ["get_invoice"]
+    else:
+        assert forced["tool_choice"] == {"type": "function", "function": {"name": "get_invoice"}}
+        assert forced["tools"] == tools
+
+
+async def test_sampling_is_configurable_per_kind_and_default_sends_none() -> None:
+    capture = Capture()
+    env = {
+        "SUPPORT_MODEL_PROFILE": "vllm",
+        "SUPPORT_MODEL_TEMPERATURE": "0.2",
+        "SUPPORT_MODEL_TEMPERATURE_COMPOSE": "0.7",
+        "SUPPORT_MODEL_TEMPERATURE_REVIEW": "default",
+        "SUPPORT_MODEL_SEED": "1234",
+    }
+    gateway = _gateway(capture, env)
+    try:
+        for kind in REQUEST_KINDS:
+            await _call(gateway, kind)()
+    finally:
+        await gateway.aclose()
+    assert [b.get("temperature") for b in capture.bodies] == [0.2, 0.2, 0.7, None]
+    assert "temperature" not in capture.bodies[3]
+    assert [b["seed"] for b in capture.bodies] == [1234] * 4
+    assert "temperature=plan 0.2, investigate 0.2, compose 0.7, review default seed=1234" in gateway.settings.describe()
+    unseeded = load_model_settings({"DEEPSEEK_API_KEY": "k", "SUPPORT_MODEL_SEED": "default"})
+    assert unseeded.seed is None and unseeded.describe().endswith("temperature=0")
+
+
+@pytest.mark.parametrize(
+    ("variable", "value"),
+    [
+        ("SUPPORT_MODEL_TEMPERATURE", "warm"),
+        ("SUPPORT_MODEL_TEMPERATURE", "-0.1"),
+        ("SUPPORT_MODEL_TEMPERATURE_PLAN", "2.5"),
+        ("SUPPORT_MODEL_TEMPERATURE_INVESTIGATE", "nan"),
+        ("SUPPORT_MODEL_SEED", "-1"),
+        ("SUPPORT_MODEL_SEED", "2147483648"),
+        ("SUPPORT_MODEL_SEED", "1.5"),
+    ],
+)
+def test_a_bad_sampling_value_is_one_configuration_error_line_naming_the_variable(variable: str, value: str) -> None:
+    from contracts.errors import ConfigurationError
+
+    for env in ({"OPENAI_BASE_URL": "http://127.0.0.1:8080/v1", "SUPPORT_MODEL": "m"}, {}):  # rehearsal too
+        with pytest.raises(ConfigurationError) as raised:
+            load_model_settings(env | {variable: value})
+        line = str(raised.value)  # what the worker prints: "worker: configuration error: <line>"
+        assert raised.value.code in ("invalid_model_temperature", "invalid_model_seed")
+        assert raised.value.message.startswith(f"{variable} must be ") and "\n" not in line

@@ -135,6 +135,8 @@ async def scripted_world(
     """A world whose worker talks to ``provider``; ``settings_overrides`` (e.g. ``timeout_seconds``)
     replace fields of the settings loaded from the provider's environment."""
     settings = load_model_settings(provider.env())
+    if "timeout_seconds" in settings_overrides:
+        settings = settings.with_timeout(settings_overrides.pop("timeout_seconds"))
     if settings_overrides:
         settings = settings.model_copy(update=settings_overrides)
     world, worker, cleanup = await open_world(client, state_dir, model_settings=settings)

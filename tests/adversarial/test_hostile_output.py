@@ -37,6 +37,12 @@ def _get_order(call_id: str, order_id: str = "QH-1001") -> dict:
     return call("get_order", {"order_id": order_id}, call_id)
 
 
+def _refusal(refused_call: dict, code: str) -> str:
+    """The tool_refused event of a call: its name and code, and the order id it asked for, if any."""
+    asked = json.loads(refused_call["function"]["arguments"]).get("order_id")
+    return f"{refused_call['function']['name']}: {code}" + (f" (order_id={asked})" if asked else "")
+
+
 def _tool_runs(history) -> list[tuple[str, dict[str, str]]]:
     """(tool, arguments) of every investigation tool the workflow ran (regular or local activity)."""
     return tool_runs(history)
@@ -106,7 +112,7 @@ async def test_refused_calls_become_observations_and_nothing_is_scheduled_for_th
     handle, view = await adversary.run(REFUND)
 
     refused = await adversary.event_details(handle, "tool_refused")
-    assert refused == [f"{c['function']['name']}: {code}" for c in calls]
+    assert refused == [_refusal(c, code) for c in calls]
     history = await handle.fetch_history()
     # only the honest calls ran (ours and the rehearsal model's), with the bound order and no extra field
     runs = _tool_runs(history)
@@ -180,9 +186,9 @@ async def test_the_same_action_is_executed_once_however_often_it_is_requested(ad
     handle, view = await adversary.run(REFUND)
 
     assert await adversary.event_details(handle, "tool_refused") == [
-        "get_order: repeated_call",
-        "get_order: repeated_call",
-        "calculate_refund: repeated_call",
+        "get_order: repeated_call (order_id=QH-1001)",
+        "get_order: repeated_call (order_id=QH-1001)",
+        "calculate_refund: repeated_call (order_id=QH-1001)",
         "search_knowledge: repeated_call",
     ]
     names = _tool_names(await handle.fetch_history())

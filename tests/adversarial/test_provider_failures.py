@@ -17,6 +17,8 @@ import pytest
 
 from activities.model_gateway import ModelGateway
 from activities.model_settings import load_model_settings
+from case_history.audit import audit_from_history
+from cli.audit_render import audit_lines
 from contracts.case import CaseStatus, PlanRequest
 from contracts.errors import ContractError, to_application_error
 from contracts.knowledge import Language
@@ -122,9 +124,16 @@ async def test_a_case_whose_every_reply_failed_names_the_model_and_counts_its_to
     cut = Reply(content='{"intent": "refund", "order_id": "QH-', finish_reason="length", usage=USAGE)
     adversary.provider.default("plan", cut)
 
-    _handle, view = await adversary.run(REFUND)
+    handle, view = await adversary.run(REFUND)
 
     assert view.status is CaseStatus.NEEDS_HUMAN and adversary.provider.count() == 1
     assert view.model == f"openai-compatible:{adversary.provider.model}"
     assert view.tokens == "482"
     adversary.assert_no_commerce_writes()
+    # the audit reads the refused reply's model and tokens from the history, as status does
+    audit = audit_from_history(await handle.fetch_history())
+    [plan] = [call for call in audit.activities if call.kind == "plan_case"]
+    assert plan.outcome == "failed" and plan.model is not None and plan.model.model == adversary.provider.model
+    assert plan.model.usage is not None and plan.model.usage.total_tokens == 482
+    text = " ".join(" ".join(audit_lines(audit)).split())
+    assert "model requests: 1, 1 not completed, 482 tokens reported by 1" in text

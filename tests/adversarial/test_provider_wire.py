@@ -149,7 +149,7 @@ async def test_a_provider_that_echoes_the_key_in_its_error_gets_it_redacted(
 
 async def test_a_reply_slower_than_the_timeout_is_a_transient_timeout(provider: ScriptedProvider) -> None:
     provider.script("plan", Reply(delay=2.0, rehearsal=True))
-    settings = load_model_settings(provider.env()).model_copy(update={"timeout_seconds": 0.5})
+    settings = load_model_settings(provider.env()).with_timeout(0.5)
     gateway = ModelGateway(settings)
     try:
         with pytest.raises(TransientError) as raised:
@@ -157,4 +157,8 @@ async def test_a_reply_slower_than_the_timeout_is_a_transient_timeout(provider: 
     finally:
         await gateway.aclose()
     assert raised.value.code == "provider_timeout"
+    assert (
+        str(raised.value)
+        == f"provider_timeout: The openai-compatible request to model {provider.model!r} timed out after 0.5 s."
+    )
     assert provider.count("plan") == 1
