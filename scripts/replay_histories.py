@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import sys
 import time
 from dataclasses import asdict, dataclass
@@ -155,5 +156,18 @@ def main(argv: list[str] | None = None) -> int:
     return FAILED if failed else 0
 
 
+def run() -> None:
+    """Run :func:`main` and end the process with its exit status.
+
+    The process ends with ``os._exit`` after flushing, as worker.py and the CLI do: the replayer's native
+    runtime threads can crash the interpreter while it finalizes (a CI run saw exit -11 after a report
+    saying every history replayed), which would turn a verdict into a signal.
+    """
+    code = main()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    run()
