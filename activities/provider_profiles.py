@@ -20,7 +20,7 @@ from typing import Any, Literal
 import httpx2
 import openai
 
-from activities.reply_schemas import RESPONSE_SCHEMAS, STRING_LENGTH_KEYWORDS, without_keywords
+from activities.reply_schemas import RESPONSE_SCHEMAS, STRING_LENGTH_KEYWORDS, with_string_span, without_keywords
 from contracts.errors import ConfigurationError, ContractError, SupportError, TransientError
 from contracts.names import RequestKind
 
@@ -43,6 +43,9 @@ DEFAULT_MAX_TOKENS: Mapping[RequestKind, int] = MappingProxyType(
 )
 """Completion-token limits per request kind: room for the largest valid reply, not for a runaway one."""
 
+LLAMA_CPP_PYTHON_STRING_SPAN = 1000
+"""The longest optional run of characters llama-cpp-python's grammar compiles (:class:`ProviderProfile`)."""
+
 _INVALID_REQUEST = re.compile(
     r"input should be|validation error|field required|invalid (request|argument|parameter|value|input|type)"
     r"|unprocessable|is not valid|not a valid|(failed|unable|could not|cannot)( to)? parse",
@@ -64,7 +67,13 @@ class ProviderProfile:
     ``generic`` server is sent only the temperature). ``schema_omits``: keywords left out of the reply
     schemas (:mod:`activities.reply_schemas`) for a server whose strict mode refuses them: OpenAI's strict
     structured outputs document no string lengths, so the validator drops blank list items and refuses an
-    empty answer there.
+    empty answer there. ``string_span``: the most characters a string of a reply schema may run past its
+    ``minLength`` (None: no limit): llama-cpp-python's schema converter nests one optional group per
+    character and llama.cpp's grammar parser refuses more than 1000 of them, after which llama-cpp-python
+    0.3.36 samples with no grammar and the server process dies of SIGSEGV (the compose answer's 4000,
+    2026-12-04; llama-server's converter writes ``{1,4000}`` and compiles it). A longer ``maxLength``
+    is lowered (:func:`activities.reply_schemas.with_string_span`): the schema then asks for less than
+    the validator allows.
     """
 
     name: ProfileName
@@ -74,6 +83,7 @@ class ProviderProfile:
     max_tokens_field: Literal["max_tokens", "max_completion_tokens"] = "max_tokens"
     sends_seed: bool = True
     schema_omits: frozenset[str] = frozenset()
+    string_span: int | None = None
     extra_body: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
 
     def response_format(self, kind: RequestKind) -> dict[str, Any]:
@@ -81,6 +91,8 @@ class ProviderProfile:
         schema = RESPONSE_SCHEMAS[kind]
         if self.schema_omits:
             schema = without_keywords(schema, self.schema_omits)
+        if self.string_span is not None:
+            schema = with_string_span(schema, self.string_span)
         if self.structured_output == "json_schema":
             return {"type": "json_schema", "json_schema": {"name": f"{kind}_reply", "strict": True, "schema": schema}}
         if self.structured_output == "json_object_with_schema":
@@ -137,7 +149,9 @@ PROFILES: Mapping[ProfileName, ProviderProfile] = MappingProxyType(
         "vllm": ProviderProfile("vllm", structured_output="json_schema"),
         "ollama": ProviderProfile("ollama", structured_output="json_schema"),
         "llama.cpp": ProviderProfile("llama.cpp", structured_output="json_schema", forced_tool_choice="required"),
-        "llama-cpp-python": ProviderProfile("llama-cpp-python", structured_output="json_object_with_schema"),
+        "llama-cpp-python": ProviderProfile(
+            "llama-cpp-python", structured_output="json_object_with_schema", string_span=LLAMA_CPP_PYTHON_STRING_SPAN
+        ),
     }
 )
 """Every profile by name (``llama-server`` is another name of ``llama.cpp``, :data:`PROFILE_ALIASES`):
@@ -156,7 +170,9 @@ llama-cpp-python  ``json_object`` + schema  auto         object        max_token
 
 Every request also carries its kind's ``temperature`` (:mod:`activities.model_sampling`: 0 unless
 configured). *forced tool* is :meth:`ProviderProfile.forced_tool`: ``object`` names the tool in OpenAI's
-``{"type": "function", "function": {"name": ...}}``; ``required`` offers only that tool.
+``{"type": "function", "function": {"name": ...}}``; ``required`` offers only that tool. The
+``llama-cpp-python`` schemas let no string run more than 1000 characters past its ``minLength``
+(``string_span``): its compose answer is at most 1001 characters there, 4000 elsewhere.
 """
 
 PROFILE_ALIASES: Mapping[str, ProfileName] = MappingProxyType({"llama-server": "llama.cpp"})

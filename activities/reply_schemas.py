@@ -48,6 +48,25 @@ def without_keywords(schema: dict[str, Any], keywords: frozenset[str]) -> dict[s
     return result
 
 
+def with_string_span(schema: dict[str, Any], span: int) -> dict[str, Any]:
+    """A copy of ``schema`` in which no string may run more than ``span`` characters past its
+    ``minLength``: a longer ``maxLength`` is lowered, so the schema asks for less than the validator
+    allows, never more."""
+    result: dict[str, Any] = _lower_max_length(schema, span)
+    return result
+
+
+def _lower_max_length(node: Any, span: int) -> Any:
+    if isinstance(node, list):
+        return [_lower_max_length(item, span) for item in node]
+    if not isinstance(node, Mapping):
+        return node
+    result = {key: _lower_max_length(value, span) for key, value in node.items()}
+    if result.get("type") == "string" and "maxLength" in result:
+        result["maxLength"] = min(result["maxLength"], result.get("minLength", 0) + span)
+    return result
+
+
 def _portable(schema: dict[str, Any], definitions: Mapping[str, Any]) -> dict[str, Any]:
     result: dict[str, Any] = _rewrite(schema, _DROPPED_KEYWORDS, definitions)
     return result

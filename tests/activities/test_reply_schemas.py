@@ -19,7 +19,7 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from activities import model_validation
-from activities.provider_profiles import PROFILES
+from activities.provider_profiles import PROFILES, ProfileName
 from activities.reply_schemas import REPLY_MODELS, RESPONSE_SCHEMAS, reply_schema
 from contracts.case import MAX_MILESTONE_CHARS, MAX_QUERY_CHARS, ComposedAnswer, Plan, ReviewVerdict
 from contracts.errors import ContractError
@@ -93,15 +93,46 @@ def _validated(kind: RequestKind, reply: dict[str, Any]) -> Plan | ComposedAnswe
     return model_validation.validate_review(data)
 
 
-def test_two_schemas_are_sent_the_full_one_and_openais_without_string_lengths() -> None:
+def test_the_sent_schemas_are_the_full_one_openais_without_lengths_and_llama_cpp_python_s_shorter_answer() -> None:
     assert [(kind, name) for kind, name, _ in SENT] == [
         ("plan", "openai"),
         ("plan", "vllm"),
         ("compose", "openai"),
         ("compose", "vllm"),
+        ("compose", "llama-cpp-python"),
         ("review", "openai"),
         ("review", "vllm"),
     ]
+
+
+def _string_fields(node: Any) -> list[dict[str, Any]]:
+    if isinstance(node, list):
+        return [found for item in node for found in _string_fields(item)]
+    if not isinstance(node, dict):
+        return []
+    own = [node] if node.get("type") == "string" and "enum" not in node else []
+    return own + [found for value in node.values() for found in _string_fields(value)]
+
+
+@pytest.mark.parametrize("kind", JSON_KINDS)
+@pytest.mark.parametrize("name", list(PROFILES))
+def test_no_sent_string_runs_past_its_minimum_further_than_the_profile_s_grammar_compiles(
+    name: ProfileName, kind: RequestKind
+) -> None:
+    """llama-cpp-python 0.3.36 died of SIGSEGV on the compose schema's 4000-character answer: its
+    grammar parser refuses more than 1000 optional characters and the server then samples with none."""
+    profile = PROFILES[name]
+    response_format = profile.response_format(kind)
+    schema = response_format.get("schema") or response_format.get("json_schema", {}).get("schema")
+    if schema is None:
+        return
+    for field in _string_fields(schema):
+        if "maxLength" in field and profile.string_span is not None:
+            assert field["maxLength"] - field.get("minLength", 0) <= profile.string_span
+    if name == "llama-cpp-python" and kind == "compose":
+        assert profile.string_span == 1000
+        assert schema["properties"]["answer"] == {"maxLength": 1001, "minLength": 1, "type": "string"}
+        assert RESPONSE_SCHEMAS["compose"]["properties"]["answer"]["maxLength"] == 4000, "the validator's own bound"
 
 
 @pytest.mark.parametrize(("kind", "profile", "schema"), SENT, ids=[f"{k}-{p}" for k, p, _ in SENT])
