@@ -9,6 +9,7 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
+from functools import partial
 from typing import Any
 
 from temporalio.api.enums.v1 import TaskQueueType
@@ -19,6 +20,7 @@ from temporalio.envconfig import ClientConfig
 from temporalio.runtime import Runtime
 from temporalio.service import RPCError, RPCStatusCode
 
+from case_client._busy_server import ask_again_while_busy
 from case_tracing import client_interceptors
 from contracts.errors import ConfigurationError, TransientError
 from contracts.names import TASK_QUEUE
@@ -155,14 +157,17 @@ async def _require_namespace(client: Client, target: TemporalTarget) -> None:
 
 async def live_poller_identities(client: Client, task_queue: str) -> list[str]:
     """Identities of the workers that polled ``task_queue`` (workflow or activity tasks) within
-    :data:`POLLER_FRESH_SECONDS`."""
+    :data:`POLLER_FRESH_SECONDS`. A describe the busy server cancels is asked again
+    (:func:`case_client._busy_server.ask_again_while_busy`)."""
     identities: list[str] = []
     for kind in (TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW, TaskQueueType.TASK_QUEUE_TYPE_ACTIVITY):
         request = DescribeTaskQueueRequest(
             namespace=client.namespace, task_queue=TaskQueue(name=task_queue), task_queue_type=kind
         )
         try:
-            response = await client.workflow_service.describe_task_queue(request, timeout=RPC_TIMEOUT)
+            response = await ask_again_while_busy(
+                partial(client.workflow_service.describe_task_queue, request, timeout=RPC_TIMEOUT)
+            )
         except RPCError as error:
             raise TransientError(
                 "temporal_unavailable", f"cannot describe task queue {task_queue!r}: {error}"

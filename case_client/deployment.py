@@ -29,6 +29,7 @@ from temporalio.common import VersioningBehavior, WorkerDeploymentVersion
 from temporalio.service import RPCError, RPCStatusCode
 from temporalio.worker import WorkerDeploymentConfig
 
+from case_client._busy_server import ask_again_while_busy
 from contracts.errors import ConfigurationError, TransientError
 from contracts.names import DEPLOYMENT_NAME, WORKFLOW_NAME
 
@@ -118,28 +119,18 @@ def deployment_config(version: WorkerDeploymentVersion) -> WorkerDeploymentConfi
     )
 
 
-DESCRIBE_ATTEMPTS = 5
-_PASSING_STATUSES = (RPCStatusCode.CANCELLED, RPCStatusCode.UNAVAILABLE, RPCStatusCode.DEADLINE_EXCEEDED)
-"""What a busy server answers a describe with now and then (the dev server under load: ``operation was
-canceled``): asked again, it answers."""
-
-
 async def current_build_id(client: Client, deployment_name: str = DEPLOYMENT_NAME) -> str | None:
     """The build id of the deployment's current version; None when none is current or the deployment is new.
 
-    A describe the server cancels or cannot serve just now is asked again, up to
-    :data:`DESCRIBE_ATTEMPTS` times, 0.2 s apart and doubling; any other error is raised."""
+    A describe the server cancels or cannot serve just now is asked again
+    (:func:`case_client._busy_server.ask_again_while_busy`); any other error is raised."""
     request = DescribeWorkerDeploymentRequest(namespace=client.namespace, deployment_name=deployment_name)
-    for attempt in range(1, DESCRIBE_ATTEMPTS + 1):
-        try:
-            described = await client.workflow_service.describe_worker_deployment(request)
-            break
-        except RPCError as error:
-            if error.status is RPCStatusCode.NOT_FOUND:
-                return None
-            if error.status not in _PASSING_STATUSES or attempt == DESCRIBE_ATTEMPTS:
-                raise
-        await asyncio.sleep(0.2 * 2 ** (attempt - 1))
+    try:
+        described = await ask_again_while_busy(lambda: client.workflow_service.describe_worker_deployment(request))
+    except RPCError as error:
+        if error.status is RPCStatusCode.NOT_FOUND:
+            return None
+        raise
     current = described.worker_deployment_info.routing_config.current_deployment_version
     return current.build_id or None
 

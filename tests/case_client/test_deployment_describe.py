@@ -1,4 +1,5 @@
-"""Asking the server which build is current: a describe it cancels under load is asked again."""
+"""Reads of a busy server: a describe it cancels under load (which build is current, who polls a task
+queue) is asked again."""
 
 from __future__ import annotations
 
@@ -6,10 +7,13 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
-from temporalio.api.workflowservice.v1 import DescribeWorkerDeploymentResponse
+from temporalio.api.workflowservice.v1 import DescribeTaskQueueResponse, DescribeWorkerDeploymentResponse
 from temporalio.service import RPCError, RPCStatusCode
 
-from case_client.deployment import DESCRIBE_ATTEMPTS, current_build_id
+from case_client._busy_server import DESCRIBE_ATTEMPTS
+from case_client._connection import live_poller_identities
+from case_client.deployment import current_build_id
+from contracts.errors import TransientError
 
 
 class _Service:
@@ -28,7 +32,7 @@ class _Service:
         return response
 
 
-def _client(service: _Service) -> Any:
+def _client(service: object) -> Any:
     return SimpleNamespace(namespace="default", workflow_service=service)
 
 
@@ -51,3 +55,37 @@ async def test_a_refusal_is_not_asked_again_and_a_new_deployment_has_no_current_
         await current_build_id(_client(denied), "d")
     assert denied.calls == 1
     assert await current_build_id(_client(_Service(RPCStatusCode.NOT_FOUND)), "d") is None
+
+
+class _QueueService:
+    """A workflow service whose task-queue describe is cancelled ``cancelled`` times, then names a poller."""
+
+    def __init__(self, cancelled: int) -> None:
+        self.cancelled = cancelled
+        self.calls = 0
+
+    async def describe_task_queue(self, request: Any, timeout: Any = None) -> DescribeTaskQueueResponse:
+        self.calls += 1
+        if self.cancelled:
+            self.cancelled -= 1
+            raise RPCError("operation was canceled", RPCStatusCode.CANCELLED, b"")
+        response = DescribeTaskQueueResponse()
+        poller = response.pollers.add()
+        poller.identity = f"worker-{request.task_queue_type}"
+        poller.last_access_time.GetCurrentTime()
+        return response
+
+
+async def test_a_cancelled_task_queue_describe_is_asked_again() -> None:
+    """A fresh clone's test_ask_retry failed on one 'operation was canceled' from the loaded dev server."""
+    service = _QueueService(cancelled=2)
+    identities = await live_poller_identities(_client(service), "q")
+    assert identities == ["worker-1", "worker-2"]
+    assert service.calls == 4
+
+
+async def test_a_task_queue_describe_cancelled_every_time_is_a_transient_error() -> None:
+    service = _QueueService(cancelled=2 * DESCRIBE_ATTEMPTS)
+    with pytest.raises(TransientError, match="cannot describe task queue 'q'"):
+        await live_poller_identities(_client(service), "q")
+    assert service.calls == DESCRIBE_ATTEMPTS
