@@ -43,9 +43,6 @@ DEFAULT_MAX_TOKENS: Mapping[RequestKind, int] = MappingProxyType(
 )
 """Completion-token limits per request kind: room for the largest valid reply, not for a runaway one."""
 
-LLAMA_CPP_PYTHON_STRING_SPAN = 1000
-"""The longest optional run of characters llama-cpp-python's grammar compiles (:class:`ProviderProfile`)."""
-
 _INVALID_REQUEST = re.compile(
     r"input should be|validation error|field required|invalid (request|argument|parameter|value|input|type)"
     r"|unprocessable|is not valid|not a valid|(failed|unable|could not|cannot)( to)? parse",
@@ -150,7 +147,7 @@ PROFILES: Mapping[ProfileName, ProviderProfile] = MappingProxyType(
         "ollama": ProviderProfile("ollama", structured_output="json_schema"),
         "llama.cpp": ProviderProfile("llama.cpp", structured_output="json_schema", forced_tool_choice="required"),
         "llama-cpp-python": ProviderProfile(
-            "llama-cpp-python", structured_output="json_object_with_schema", string_span=LLAMA_CPP_PYTHON_STRING_SPAN
+            "llama-cpp-python", structured_output="json_object_with_schema", string_span=1000
         ),
     }
 )

@@ -52,18 +52,7 @@ def with_string_span(schema: dict[str, Any], span: int) -> dict[str, Any]:
     """A copy of ``schema`` in which no string may run more than ``span`` characters past its
     ``minLength``: a longer ``maxLength`` is lowered, so the schema asks for less than the validator
     allows, never more."""
-    result: dict[str, Any] = _lower_max_length(schema, span)
-    return result
-
-
-def _lower_max_length(node: Any, span: int) -> Any:
-    if isinstance(node, list):
-        return [_lower_max_length(item, span) for item in node]
-    if not isinstance(node, Mapping):
-        return node
-    result = {key: _lower_max_length(value, span) for key, value in node.items()}
-    if result.get("type") == "string" and "maxLength" in result:
-        result["maxLength"] = min(result["maxLength"], result.get("minLength", 0) + span)
+    result: dict[str, Any] = _rewrite(schema, frozenset(), {}, span)
     return result
 
 
@@ -72,20 +61,23 @@ def _portable(schema: dict[str, Any], definitions: Mapping[str, Any]) -> dict[st
     return result
 
 
-def _rewrite(node: Any, dropped: frozenset[str], definitions: Mapping[str, Any]) -> Any:
-    """``node`` with each ``$ref`` replaced by its definition and the ``dropped`` keywords left out."""
+def _rewrite(node: Any, dropped: frozenset[str], definitions: Mapping[str, Any], span: int | None = None) -> Any:
+    """``node`` with each ``$ref`` replaced by its definition, the ``dropped`` keywords left out and,
+    given a ``span``, each string's ``maxLength`` lowered to at most ``minLength + span``."""
     if isinstance(node, list):
-        return [_rewrite(item, dropped, definitions) for item in node]
+        return [_rewrite(item, dropped, definitions, span) for item in node]
     if not isinstance(node, Mapping):
         return node
     if "$ref" in node:
-        return _rewrite(definitions[node["$ref"].rsplit("/", 1)[-1]], dropped, definitions)
+        return _rewrite(definitions[node["$ref"].rsplit("/", 1)[-1]], dropped, definitions, span)
     result: dict[str, Any] = {}
     for key, value in node.items():
         if key == "properties":
-            result[key] = {name: _rewrite(field, dropped, definitions) for name, field in value.items()}
+            result[key] = {name: _rewrite(field, dropped, definitions, span) for name, field in value.items()}
         elif key not in dropped:
-            result[key] = _rewrite(value, dropped, definitions)
+            result[key] = _rewrite(value, dropped, definitions, span)
+    if span is not None and result.get("type") == "string" and "maxLength" in result:
+        result["maxLength"] = min(result["maxLength"], result.get("minLength", 0) + span)
     return result
 
 
