@@ -146,7 +146,13 @@ class ParamSpec(_Frozen):
     description: str
     pattern: str | None = None
     """Anchored, and sent to the model in the tool schema: only constructs every grammar engine takes
-    (``[0-9]``, never ``\\d``, which llama.cpp mistranslates)."""
+    (``[0-9]``, never ``\\d``, which llama.cpp mistranslates), and every repetition bounded (``{1,n}``,
+    never ``+`` or ``*``), each bound no more than ``max_length`` allows, so that the pattern matches the
+    same strings of at most ``max_length`` characters as its unbounded form. A grammar engine that takes a
+    pattern drops the ``maxLength`` beside it (llama-cpp-python's and llama.cpp's converters both do), so
+    an unbounded run would be an argument without end: with ``tool_choice: auto`` llama-cpp-python 0.3.36
+    also ignores ``max_tokens``, and Gemma 3 270M wrote one tool call's arguments for over six minutes
+    (make compat's lamp-warranty case, 2026-12-05)."""
     max_length: int = MAX_ARGUMENT_CHARS
 
 
@@ -258,7 +264,7 @@ TOOLS: dict[str, ToolSpec] = {
             Product,
             FactKey.PRODUCT,
             "Read a product: name, category, warranty months.",
-            sku=ParamSpec(description="Product SKU, e.g. LAMP-02.", pattern=r"^[A-Z]+-[0-9]{2}$", max_length=12),
+            sku=ParamSpec(description="Product SKU, e.g. LAMP-02.", pattern=r"^[A-Z]{1,9}-[0-9]{2}$", max_length=12),
         ),
         _commerce_read(
             ToolName.GET_TICKET,
@@ -281,7 +287,7 @@ TOOLS: dict[str, ToolSpec] = {
             params={
                 "passage_id": ParamSpec(
                     description="A passage id such as RETURNS:p02:en:0.",
-                    pattern=r"^[A-Z_]+:p[0-9]{2}:(en|zh):[0-9]+$",
+                    pattern=r"^[A-Z_]{1,31}:p[0-9]{2}:(en|zh):[0-9]{1,31}$",
                     max_length=40,
                 )
             },
@@ -294,7 +300,7 @@ TOOLS: dict[str, ToolSpec] = {
             params={
                 "name": ParamSpec(
                     description="Skill name: refund, delivery, invoice, warranty, policy.",
-                    pattern=r"^[a-z]+$",
+                    pattern=r"^[a-z]{1,20}$",
                     max_length=20,
                 )
             },

@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import importlib
 import json
+import re
+from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from commerce_server.tokens import ALL_SCOPES, TOOL_SCOPES
 from contracts.case_facts import CaseFacts
@@ -17,6 +22,7 @@ from contracts.tools import (
     TOOLS,
     WRITE_TOOLS,
     FactKey,
+    ParamSpec,
     PassageView,
     ScoredPassage,
     ToolName,
@@ -91,3 +97,65 @@ def test_one_identity_check_accepts_only_directory_people_exactly() -> None:
 def test_the_commerce_codes_are_one_enum_with_a_class_each() -> None:
     assert set(COMMERCE_ERROR_CLASSES) == set(CommerceErrorCode)
     assert COMMERCE_ERROR_CLASSES["token_rejected"] is COMMERCE_ERROR_CLASSES[CommerceErrorCode.TOKEN_REJECTED]
+
+
+regex_parser: Any = importlib.import_module("re._parser")  # the stdlib's own regex parser, untyped
+
+PATTERNED: dict[str, ParamSpec] = {
+    f"{tool}.{name}": spec
+    for tool, tool_spec in INVESTIGATION_TOOLS.items()
+    for name, spec in tool_spec.params.items()
+    if spec.pattern
+}
+PATTERNED_PARAMS = [pytest.param(spec, id=key) for key, spec in PATTERNED.items()]
+
+
+def _repeat_bounds(parsed: Any) -> list[int]:
+    """The upper bound of every repetition in a parsed regex (``re._parser``), nested ones included."""
+    bounds: list[int] = []
+    for op, value in parsed:
+        if op in (regex_parser.MAX_REPEAT, regex_parser.MIN_REPEAT):
+            _, upper, sub = value
+            bounds += [upper, *_repeat_bounds(sub)]
+        elif op is regex_parser.SUBPATTERN:
+            bounds += _repeat_bounds(value[-1])
+        elif op is regex_parser.BRANCH:
+            bounds += [bound for branch in value[1] for bound in _repeat_bounds(branch)]
+    return bounds
+
+
+@pytest.mark.parametrize("spec", PATTERNED_PARAMS)
+def test_every_argument_pattern_is_anchored_and_each_repetition_bounded_by_the_max_length(spec: ParamSpec) -> None:
+    # A grammar engine drops maxLength beside a pattern: an unbounded run would be an argument without end.
+    assert spec.pattern is not None and spec.pattern.startswith("^") and spec.pattern.endswith("$")
+    bounds = _repeat_bounds(regex_parser.parse(spec.pattern))
+    assert bounds, "a pattern with no repetition needs no bound"
+    assert all(bound != regex_parser.MAXREPEAT and bound <= spec.max_length for bound in bounds), bounds
+    assert "\\d" not in spec.pattern
+
+
+BOUNDED_RUN = re.compile(r"\{1,[0-9]+\}")
+UNBOUNDED_FORMS = [
+    pytest.param(spec, BOUNDED_RUN.sub("+", spec.pattern), id=key)
+    for key, spec in PATTERNED.items()
+    if spec.pattern and BOUNDED_RUN.search(spec.pattern)
+]
+
+
+def test_the_patterns_with_a_run_of_any_length_are_the_sku_the_passage_id_and_the_skill_name() -> None:
+    named = [key for key, spec in PATTERNED.items() if spec.pattern and BOUNDED_RUN.search(spec.pattern)]
+    assert named == ["get_product.sku", "read_knowledge.passage_id", "load_skill.name"]
+
+
+@pytest.mark.parametrize(("spec", "unbounded"), UNBOUNDED_FORMS)
+@settings(max_examples=200, deadline=None)
+@given(data=st.data())
+def test_a_bounded_pattern_accepts_what_its_unbounded_form_does_within_the_max_length(
+    spec: ParamSpec, unbounded: str, data: st.DataObject
+) -> None:
+    # The gate checks the length first, so {1,n} and + decide the same for every argument it reaches.
+    assert spec.pattern is not None
+    value = data.draw(st.from_regex(unbounded, fullmatch=True).filter(lambda text: len(text) <= spec.max_length))
+    assert re.fullmatch(spec.pattern, value)
+    value = data.draw(st.from_regex(spec.pattern, fullmatch=True))
+    assert re.fullmatch(unbounded, value)
