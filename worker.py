@@ -34,12 +34,13 @@ from activities.case_records import CaseRecords
 from activities.commerce_http import CommerceHttpCaller
 from activities.commerce_sessions import CommerceGateway, CommerceSessionPool, TracedCommerce
 from activities.credential_activities import CredentialActivities
-from activities.metrics_runtime import metrics_endpoint, metrics_runtime
+from activities.metrics_runtime import beyond_loopback, metrics_endpoint, metrics_runtime
 from activities.model_activities import ModelActivities
 from activities.model_gateway import ModelGateway
 from activities.model_prices import ModelPrices
 from activities.model_settings import ModelSettings, load_model_settings
 from activities.preferences import LanguagePreferences
+from activities.run_origin import confirm_continued_run
 from activities.settlement import SettlementActivities
 from activities.startup_checks import (
     check_directory,
@@ -49,6 +50,7 @@ from activities.startup_checks import (
 )
 from activities.tool_activities import ToolActivities
 from case_client import TemporalTarget, connect, live_poller_identities
+from case_client._busy_server import asks_to_try_again
 from case_client.deployment import Release, current_build_id, deployment_config, make_current, release
 from case_tracing import flush_process_tracing, process_tracing, tracer_of
 from cli.exit_codes import ExitCode, exit_code_for_error
@@ -138,6 +140,7 @@ def build_worker(
         workflows=[SupportCaseWorkflow],
         activities=[
             credentials.verify_applicant,
+            confirm_continued_run,
             *ModelActivities(gateway).all(),
             tools.run_investigation_tool,
             settlement.execute_refund,
@@ -210,13 +213,19 @@ SET_CURRENT_ENV = "SUPPORT_SET_CURRENT_VERSION"
 
 async def route_new_cases(client: Client, ours: Release, *, set_current: bool) -> str:
     """Make ``ours`` current where asked (or where the deployment has no current version yet, as on a
-    fresh dev server); return the line that says which version new cases start on."""
+    fresh dev server); return the line that says which version new cases start on.
+
+    Several workers of one build may start at once (a rollout of replicas, a restart under load): the
+    server may then ask them to try again later, and each waits and asks again for up to about a minute
+    (:data:`case_client._busy_server.START_BACKOFF`) before it gives up with :class:`TransientError`
+    (exit 5); the one that makes the build current first says "made", the others "is"."""
     current = await current_build_id(client, ours.version.deployment_name)
     name, build = ours.version.deployment_name, ours.build_id
     if current == build:
         return f"worker: build {build!r} is the current version: new cases start on it"
     if set_current or current is None:
-        await make_current(client, ours.version)
+        if not await make_current(client, ours.version):  # another worker of this build was first
+            return f"worker: build {build!r} is the current version: new cases start on it"
         was = f" (was {current!r})" if current else ""
         return f"worker: build {build!r} made the current version{was}: new cases start on it"
     return (
@@ -250,6 +259,18 @@ def refused(error: SupportError) -> int:
     return int(code)
 
 
+def stopped_by(error: Exception) -> int:
+    """Print the one line of a worker stopped by ``error`` (not a :class:`SupportError`); return its exit
+    status: 5 (try again) when it is the server asking to try again later (a start-up RPC, or the SDK
+    worker's registration or polling), else 1 (a bug)."""
+    said = " ".join(str(error).split())  # one line, whatever the error's text holds
+    if asks_to_try_again(error):
+        print(f"worker: unavailable: the Temporal server asked to try again later: {said}", file=sys.stderr)
+        return int(ExitCode.UNAVAILABLE)
+    print(f"worker: stopped after a fatal worker error: {said}", file=sys.stderr)
+    return int(ExitCode.UNEXPECTED)
+
+
 async def main(argv: list[str] | None = None) -> int:
     """Check everything, then run the worker until SIGINT or SIGTERM; return the exit status.
 
@@ -268,8 +289,9 @@ async def main(argv: list[str] | None = None) -> int:
     ``SUPPORT_MODEL_PRICES`` (the operator's price table, docs/usage.md; default: nothing priced).
     Every check runs before the worker polls: a configuration error
     (a bad setting, an unknown namespace, a directory that is missing, unreachable, plain http or
-    invalid) prints one line and exits 2; an unreachable Temporal server prints one line
-    and exits 5 (try again). SIGINT or SIGTERM stops the worker and closes its commerce sessions.
+    invalid) prints one line and exits 2; an unreachable Temporal server, or one that still asks to try
+    again later after about a minute of asking again (several workers starting at once), prints one
+    line and exits 5 (try again). SIGINT or SIGTERM stops the worker and closes its commerce sessions.
     Tracing is off unless the standard OpenTelemetry variables turn it on (``OTEL_TRACES_EXPORTER``,
     ``OTEL_EXPORTER_OTLP_ENDPOINT``; see case_tracing.py and docs/tracing.md); a bad tracing setting,
     a malformed endpoint among them, is a configuration error too. Metrics are off unless
@@ -308,6 +330,8 @@ async def main(argv: list[str] | None = None) -> int:
         runtime = metrics_runtime(metrics) if metrics is not None else None
         if metrics is not None:
             print(f"worker: metrics on {metrics.url}", flush=True)
+            if (exposed := beyond_loopback(metrics)) is not None:
+                print(exposed, file=sys.stderr, flush=True)
         client = await connect(target, runtime=runtime)
         added = await ensure_search_attributes(client)
     except SupportError as error:
@@ -349,8 +373,7 @@ async def main(argv: list[str] | None = None) -> int:
     except SupportError as error:
         return refused(error)
     except Exception as error:
-        print(f"worker: stopped after a fatal worker error: {error}", file=sys.stderr)
-        return 1
+        return stopped_by(error)
     print("worker: stopped", flush=True)
     return 0
 

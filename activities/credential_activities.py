@@ -16,6 +16,7 @@ from datetime import UTC, datetime
 
 from temporalio import activity
 
+from contracts.case_start import check_first_served
 from contracts.credentials import ApplicantCheck, VerifiedApplicant, verify_applicant_token
 from contracts.errors import AuthorizationError
 from contracts.names import ActivityName, workflow_id
@@ -32,14 +33,19 @@ class CredentialActivities:
 
     @activity.defn(name=ActivityName.VERIFY_APPLICANT)
     async def verify_applicant(self, check: ApplicantCheck) -> VerifiedApplicant:
-        """The identity the applicant token proves for this case, now; refused (authorization) when
-        there is no token or it does not verify, a configuration error when the directory cannot be read."""
+        """The identity the applicant token proves for this case as of its recorded start (``started_at``,
+        :mod:`contracts.case_start`; else now); refused (authorization) when there is no token, it does
+        not verify, or the case waited unserved too long; a configuration error when the directory cannot
+        be read."""
         if not check.applicant_token:
             raise AuthorizationError("applicant_token_missing", "The case carries no applicant token.")
         if activity.info().workflow_id != workflow_id(check.case_id):
             raise AuthorizationError("token_for_another_case", "The token's case is not this workflow's case.")
         directory = self.directory.current()
         now = datetime.now(UTC)
+        if check.started_at is not None:
+            check_first_served(check.started_at, now)
+            now = check.started_at  # judged as of the case's recorded start: a queued case survives an outage
         if self.outside_issuer is not None:
             # the key set may be fetched over the network: off the event loop
             identity = await asyncio.to_thread(self.outside_issuer.verify, check.applicant_token, directory, now=now)

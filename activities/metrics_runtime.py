@@ -9,7 +9,9 @@ called once, by ``worker.py main``.
 
 Off unless ``SUPPORT_METRICS_PORT`` is set. ``SUPPORT_METRICS_HOST`` is the address to listen on,
 default ``127.0.0.1``: the counters name tenants and refusal codes, so they are published beyond the
-machine only when asked for (the compose file sets ``0.0.0.0`` for the Prometheus container).
+machine only when asked for (the compose file sets ``0.0.0.0`` for the Prometheus container), and an
+address beyond loopback is said in one line on stderr at start (:func:`beyond_loopback`), as the codec
+server and the reviewer console say theirs.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from collections.abc import Mapping
 from temporalio.runtime import PrometheusConfig, Runtime, TelemetryConfig
 
 from contracts.errors import ConfigurationError
+from contracts.listening import beyond_loopback_warning, is_loopback_host
 from contracts.metrics import MetricsEndpoint, WorkerMetric, metrics_endpoint_from
 
 METRICS_PORT_ENV = "SUPPORT_METRICS_PORT"
@@ -29,6 +32,19 @@ METRICS_HOST_ENV = "SUPPORT_METRICS_HOST"
 def metrics_endpoint(environ: Mapping[str, str] = os.environ) -> MetricsEndpoint | None:
     """The worker's endpoint (``SUPPORT_METRICS_PORT`` / ``SUPPORT_METRICS_HOST``), or None when off."""
     return metrics_endpoint_from(environ, METRICS_PORT_ENV, METRICS_HOST_ENV)
+
+
+def beyond_loopback(endpoint: MetricsEndpoint) -> str | None:
+    """The warning line the worker prints on stderr when ``endpoint`` listens beyond loopback
+    (``SUPPORT_METRICS_HOST=0.0.0.0``, say); None on a loopback address."""
+    if is_loopback_host(endpoint.host):
+        return None
+    return beyond_loopback_warning(
+        "worker",
+        endpoint.url,
+        "whoever reaches it reads the counters, which name tenants and refusal codes",
+        f"keep {METRICS_HOST_ENV} on 127.0.0.1, or let only the Prometheus scraper reach it",
+    )
 
 
 def metrics_runtime(endpoint: MetricsEndpoint) -> Runtime:

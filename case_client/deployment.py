@@ -11,7 +11,6 @@ as the ``temporal worker deployment`` commands do.
 
 from __future__ import annotations
 
-import asyncio
 import os
 import re
 import subprocess
@@ -29,7 +28,7 @@ from temporalio.common import VersioningBehavior, WorkerDeploymentVersion
 from temporalio.service import RPCError, RPCStatusCode
 from temporalio.worker import WorkerDeploymentConfig
 
-from case_client._busy_server import ask_again_while_busy
+from case_client._busy_server import START_BACKOFF, Backoff, ask_until_served
 from contracts.errors import ConfigurationError, TransientError
 from contracts.names import DEPLOYMENT_NAME, WORKFLOW_NAME
 
@@ -119,14 +118,22 @@ def deployment_config(version: WorkerDeploymentVersion) -> WorkerDeploymentConfi
     )
 
 
-async def current_build_id(client: Client, deployment_name: str = DEPLOYMENT_NAME) -> str | None:
+async def current_build_id(
+    client: Client, deployment_name: str = DEPLOYMENT_NAME, *, backoff: Backoff = START_BACKOFF
+) -> str | None:
     """The build id of the deployment's current version; None when none is current or the deployment is new.
 
-    A describe the server cancels or cannot serve just now is asked again
-    (:func:`case_client._busy_server.ask_again_while_busy`); any other error is raised."""
+    A describe the server cancels, cannot serve just now or asks to try again later (``RESOURCE_EXHAUSTED:
+    too many requests issued to Worker Deployment ...``, when several workers start at once) is asked
+    again with ``backoff`` (:func:`case_client._busy_server.ask_until_served`); past its budget that
+    raises :class:`TransientError`. Any other error is raised."""
     request = DescribeWorkerDeploymentRequest(namespace=client.namespace, deployment_name=deployment_name)
     try:
-        described = await ask_again_while_busy(lambda: client.workflow_service.describe_worker_deployment(request))
+        described = await ask_until_served(
+            lambda: client.workflow_service.describe_worker_deployment(request),
+            f"describe worker deployment {deployment_name!r}",
+            backoff,
+        )
     except RPCError as error:
         if error.status is RPCStatusCode.NOT_FOUND:
             return None
@@ -136,37 +143,46 @@ async def current_build_id(client: Client, deployment_name: str = DEPLOYMENT_NAM
 
 
 async def make_current(
-    client: Client, version: WorkerDeploymentVersion, *, wait_seconds: float = SET_CURRENT_WAIT_SECONDS
+    client: Client,
+    version: WorkerDeploymentVersion,
+    *,
+    wait_seconds: float = SET_CURRENT_WAIT_SECONDS,
+    backoff: Backoff = START_BACKOFF,
 ) -> bool:
     """Make ``version`` its deployment's current version; True if it changed, False if it already was.
 
     The server knows a version only once its workers have polled, so this retries for up to
-    ``wait_seconds`` while the deployment or the version has no pollers yet, then raises
-    :class:`TransientError`. Call it after the worker has started.
+    ``wait_seconds`` (0.2 s apart) while the deployment or the version has no pollers yet, then raises
+    :class:`TransientError`. A describe or a set-current the server asks to try again later (several
+    workers of one build starting at once all make it current) is asked again with ``backoff``
+    (:func:`case_client._busy_server.ask_until_served`), and past its budget raises
+    :class:`TransientError` too. Making a version current is idempotent: when another worker made it
+    current first, the server answers the set-current with no change (its previous version is this
+    one) and this returns False. Call it after the worker has started.
     """
-    if await current_build_id(client, version.deployment_name) == version.build_id:
+    if await current_build_id(client, version.deployment_name, backoff=backoff) == version.build_id:
         return False
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + wait_seconds
+    request = SetWorkerDeploymentCurrentVersionRequest(
+        namespace=client.namespace,
+        deployment_name=version.deployment_name,
+        build_id=version.build_id,
+        identity=client.identity,
+    )
+    what = f"make {version.deployment_name}:{version.build_id} current"
+    deadline = backoff.clock() + wait_seconds
     while True:
         try:
-            await client.workflow_service.set_worker_deployment_current_version(
-                SetWorkerDeploymentCurrentVersionRequest(
-                    namespace=client.namespace,
-                    deployment_name=version.deployment_name,
-                    build_id=version.build_id,
-                    identity=client.identity,
-                )
+            answer = await ask_until_served(
+                lambda: client.workflow_service.set_worker_deployment_current_version(request), what, backoff
             )
-            return True
         except RPCError as error:
             waiting = error.status in (RPCStatusCode.NOT_FOUND, RPCStatusCode.FAILED_PRECONDITION)
-            if not waiting or loop.time() >= deadline:
-                raise TransientError(
-                    "deployment_not_current",
-                    f"could not make {version.deployment_name}:{version.build_id} current: {error.message[:200]}",
-                ) from None
-        await asyncio.sleep(0.2)
+            if not waiting or backoff.clock() >= deadline:
+                raise TransientError("deployment_not_current", f"could not {what}: {error.message[:200]}") from None
+            await backoff.sleep(0.2)
+            continue
+        previous = answer.previous_deployment_version
+        return not (previous.deployment_name == version.deployment_name and previous.build_id == version.build_id)
 
 
 def pinned_cases_query(version: WorkerDeploymentVersion) -> str:

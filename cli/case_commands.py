@@ -44,6 +44,7 @@ from contracts.case import (
     CaseStatus,
     CaseView,
 )
+from contracts.case_start import UNSERVED_LIMIT
 from contracts.errors import TransientError
 from contracts.knowledge import Language
 from keystore.signers import KeyFileSigner
@@ -121,7 +122,11 @@ async def _start_or_find(
 def _case_kept(case_id: str, window: float, starter: str) -> str:
     """What to do about a case that was started (or found) but could not be followed to its end."""
     again = f"; the same question asked within {window:g} s of its start shows it again" if window > 0 else ""
-    return f"Case {case_id} is kept and goes on once a worker runs: {starter} status {case_id} --wait{again}"
+    hours = int(UNSERVED_LIMIT.total_seconds() // 3600)
+    return (
+        f"Case {case_id} is kept and goes on once a worker runs (within {hours} h of its start): "
+        f"{starter} status {case_id} --wait{again}"
+    )
 
 
 @app.command()

@@ -242,8 +242,10 @@ def enroll_command(
         str, typer.Option("--console", help="The reviewer console's address (its origin).")
     ] = DEFAULT_CONSOLE_URL,
 ) -> None:
-    """Print a one-time link (signed by the issuer, valid 15 minutes, used once) with which the reviewer
-    registers a passkey in the reviewer console; the console publishes its public key in the directory."""
+    """Print a one-time link (signed by the issuer, valid 15 minutes, used once, in the first browser that
+    opens it) with which the reviewer registers a passkey in the reviewer console; the console publishes
+    its public key in the directory. The link carries its token after ``#``, which browsers never send,
+    so no log on the way records it."""
     state_dir = _state_dir(ctx)
     _load(directory_location(state_dir))  # a missing or invalid directory is said as such
     try:
@@ -251,4 +253,7 @@ def enroll_command(
     except SupportError as error:
         _refuse(error.message)
     typer.echo(link)
-    typer.echo(f"valid {ENROLLMENT_TTL_SECONDS // 60} minutes, once, for {subject}", err=True)
+    typer.echo(
+        f"valid {ENROLLMENT_TTL_SECONDS // 60} minutes, once, in the first browser that opens it, for {subject}",
+        err=True,
+    )

@@ -9,7 +9,6 @@ to any other address it says so in one line on stderr.
 from __future__ import annotations
 
 import argparse
-import ipaddress
 import socket
 import sys
 from typing import NoReturn
@@ -18,6 +17,7 @@ from urllib.parse import urlsplit
 import uvicorn
 
 from codec_server.app import DEV_UI_ORIGINS, build_app
+from contracts.listening import beyond_loopback_warning, is_loopback_address
 
 DEFAULT_PORT = 8089
 PROG = "codec-server"
@@ -102,13 +102,7 @@ def bind(host: str, port: int) -> socket.socket:
 
 def is_loopback(sock: socket.socket) -> bool:
     """Whether ``sock`` listens on a loopback address only (``0.0.0.0`` and ``::`` are every address)."""
-    host = sock.getsockname()[0]
-    try:
-        address = ipaddress.ip_address(host.split("%", 1)[0])
-    except ValueError:
-        return False
-    mapped = address.ipv4_mapped if isinstance(address, ipaddress.IPv6Address) else None
-    return (mapped or address).is_loopback
+    return is_loopback_address(str(sock.getsockname()[0]))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -120,12 +114,9 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     shown = f"[{args.host}]" if ":" in args.host else args.host
     if not is_loopback(sock):
-        print(
-            f"{PROG}: warning: listening on {shown}, not only on loopback: whoever reaches it can decode "
-            "the case data in payloads; keep it on 127.0.0.1 or behind the Web UI's access control",
-            file=sys.stderr,
-            flush=True,
-        )
+        exposed = "whoever reaches it can decode the case data in payloads"
+        advice = "keep it on 127.0.0.1 or behind the Web UI's access control"
+        print(beyond_loopback_warning(PROG, shown, exposed, advice), file=sys.stderr, flush=True)
     print(
         f"{PROG}: Temporal codec server on http://{shown}:{args.port} (POST /decode, /encode); "
         f"CORS for {', '.join(args.cors_origins)}; Ctrl-C stops it",

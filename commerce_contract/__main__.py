@@ -3,8 +3,9 @@
     python -m commerce_contract --stdio "python -m commerce_server --profile alice --state-dir .state"
     COMMERCE_TOKEN_SECRET=... python -m commerce_contract --url http://127.0.0.1:8765/mcp --state-dir .state
 
-Exit status: 0 when every check passed, 1 when any failed (or the server could not be reached), 2 for
-bad arguments or key material the kit cannot use (one line on stderr).
+Exit status: 0 when no check failed (a check the fixture gives nothing to run with is ``SKIP``, named
+in the summary), 1 when any failed (or the server could not be reached), 2 for bad arguments, a bad
+fixture or key material the kit cannot use (one line on stderr).
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from typing import NoReturn
 
 from commerce_contract.context import Run
 from commerce_contract.fixture import Fixture, KitKeys, load_fixture
-from commerce_contract.runner import check_names, run_checks, summary
+from commerce_contract.runner import check_names, exit_status, run_checks, summary
 from commerce_contract.target import Target, http_target, stdio_target
 from commerce_server.tokens import TOKEN_SECRET_ENV, token_secret_from_env
 from contracts.credentials import ISSUER_KID
@@ -29,9 +30,10 @@ from keystore import load_private_key, private_key_path
 PROG = "commerce_contract"
 DESCRIPTION = (
     "The commerce contract's conformance kit (docs/commerce-contract.md): checks a commerce MCP server's "
-    "tools, error classes, identity scoping, quote exactness, idempotent refunds, approval verification and "
-    "signed receipts. WARNING: it PAYS (simulated) one refund of the fixture's refundable order on the target "
-    "server per run, on fresh case ids; run it against a test ledger."
+    "tools, error classes, identity scoping, quote exactness, idempotent refunds, approval verification (the "
+    "applicant token, the reviewer's tenant, the tenant's approval policy and closed cases included) and signed "
+    "receipts. WARNING: it PAYS (simulated) one refund of the fixture's refundable order on the target server per "
+    "run, on fresh case ids; run it against a test ledger."
 )
 
 
@@ -65,6 +67,8 @@ def prepare(args: argparse.Namespace) -> tuple[Fixture, KitKeys, Identity]:
     keys = KitKeys.load(args.state_dir, args.directory)
     customer = keys.customer(fixture.customer)
     keys.reviewers(customer.tenant, 1)
+    keys.other_customer(customer, fixture.other_customer)
+    keys.foreign_reviewer(customer.tenant, fixture.foreign_reviewer)
     load_private_key(private_key_path(args.state_dir, ISSUER_KID))
     return fixture, keys, customer
 
@@ -78,7 +82,7 @@ async def conform(
             Run(opened, fixture, keys, customer), lambda result: print(result.line(), flush=True)
         )
         print(summary(results, opened.description))
-    return 0 if all(result.passed for result in results) else 1
+    return exit_status(results)
 
 
 def main(argv: list[str] | None = None) -> int:

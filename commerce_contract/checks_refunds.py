@@ -1,5 +1,7 @@
-"""The checks that send refunds: quote exactness, every approval attack, the idempotent refund (the kit
-PAYS here, simulated), its signed receipt, and the reuse of the paid approval token.
+"""The checks that send refunds: quote exactness, every approval attack, the backstop the commerce server
+alone stands for (the applicant token, the reviewer's tenant, the tenant's approval policy, a case
+closed unpaid), the idempotent refund (the kit PAYS here, simulated), its signed receipt, and the reuse
+of the paid approval token.
 
 Every refusal is also checked to have moved nothing: the order's refunded balance and version are read
 before and after. An attack that the server pays fails its check with the receipt it returned.
@@ -11,9 +13,17 @@ from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 
 from activities.commerce_client import tool_error_from_result
-from commerce_contract.approvals import ATTACKS, Approver, Attack, proposal_of, reused
-from commerce_contract.context import CheckFailed, Payment, Run
-from contracts.commerce import RefundApproval, RefundReceipt
+from commerce_contract.approvals import ATTACKS, BACKSTOP_ATTACKS, Approver, Attack, proposal_of, reused
+from commerce_contract.context import CheckFailed, CheckSkipped, Payment, Run
+from contracts.commerce import (
+    Order,
+    ProposalClosed,
+    ProposalClosure,
+    ProposalOutcome,
+    RefundApproval,
+    RefundQuote,
+    RefundReceipt,
+)
 from contracts.credentials import CredentialRefused, key_set, verify_approval_token, verify_receipt
 from contracts.errors import CommerceErrorCode
 from contracts.tools import ToolName
@@ -24,7 +34,7 @@ Check = Callable[[Run], Awaitable[str]]
 
 
 def _approver(run: Run) -> Approver:
-    return Approver(run.keys, run.customer)
+    return Approver(run.keys, run.customer, run.fixture)
 
 
 async def _balance(run: Run, order_id: str) -> tuple[int, int]:
@@ -51,15 +61,20 @@ async def _refused_unpaid(run: Run, approval: RefundApproval, code: str, what: s
     return f"{what} refused {code} ({error.message[:90]}), nothing moved"
 
 
+async def _published_quote(run: Run, order_id: str) -> tuple[Order, RefundQuote]:
+    """``order_id`` as the server reads it now, and the published rule's quote of it."""
+    order = await run.read_order(order_id)
+    follows = run.keys.directory.policy_tenant(order.tenant)
+    quote = calculate_refund_quote(
+        order, page_versions=policy_page_versions(default_knowledge_base(), tenant=follows), policy_tenant=follows
+    )
+    return order, quote
+
+
 async def quote_exactness(run: Run) -> str:
-    knowledge = default_knowledge_base()
     reasons: list[str] = []
     for order_id in run.fixture.refundable_orders:
-        order = await run.read_order(order_id)
-        follows = run.keys.directory.policy_tenant(order.tenant)
-        quote = calculate_refund_quote(
-            order, page_versions=policy_page_versions(knowledge, tenant=follows), policy_tenant=follows
-        )
+        order, quote = await _published_quote(run, order_id)
         if quote.eligible:
             run.order, run.quote = order, quote
             break
@@ -86,6 +101,54 @@ def attack_check(attack: Attack) -> Check:
 
     check.__name__ = attack.name
     return check
+
+
+async def _four_eyes_quote(run: Run) -> tuple[Order, RefundQuote, int]:
+    """The fixture's ``four_eyes_order`` (or the first refundable order) that the rule quotes eligible
+    for an amount the tenant's policy needs two or more reviewers for, its quote and that number."""
+    named = run.fixture.four_eyes_order
+    seen: list[str] = []
+    for order_id in [named] if named is not None else run.fixture.refundable_orders:
+        order, quote = await _published_quote(run, order_id)
+        needed = run.keys.directory.approvals_required(order.tenant, quote.amount_cents)
+        if quote.eligible and needed > 1:
+            return order, quote, needed
+        seen.append(f"{order_id} {quote.amount_cents} cents" if quote.eligible else f"{order_id} {quote.reason}")
+    policy = f"the approval policy of tenant {run.customer.tenant!r} in the directory"
+    if named is not None:
+        raise CheckFailed(f"the fixture's four_eyes_order is not a refund {policy} needs two reviewers for: {seen[0]}")
+    raise CheckSkipped(
+        f"{policy} lets one reviewer approve each refundable order ({', '.join(seen)}); to check it, give the "
+        "tenant a policy (approval.two_reviewers_from_cents) that one of them reaches, two reviewers' keys, and "
+        "optionally name it four_eyes_order"
+    )
+
+
+async def approval_policy_not_met(run: Run) -> str:
+    """Real signatures of one reviewer fewer than the tenant's policy needs for the amount."""
+    order, quote, needed = await _four_eyes_quote(run)
+    approver = _approver(run)
+    proposal = proposal_of(order, quote, now=datetime.now(UTC))
+    approval = approver.approval(proposal, signers=approver.reviewers(order.tenant, needed - 1))
+    what = f"{needed - 1} reviewer's approval of {quote.amount_cents} cents on {order.order_id} (policy: {needed})"
+    return await _refused_unpaid(run, approval, CommerceErrorCode.APPROVAL_INVALID, what)
+
+
+async def approval_after_case_closed(run: Run) -> str:
+    """A valid approval, signed before its case's proposal was closed as rejected, sent after the close."""
+    order, quote = run.quoted()
+    current = await run.read_order(order.order_id)
+    proposal = proposal_of(current, quote, now=datetime.now(UTC))
+    approval = _approver(run).approval(proposal)
+    closure = ProposalClosure(proposal=proposal, digest=proposal.digest(), outcome=ProposalOutcome.REJECTED)
+    answer = await run.answer(
+        ToolName.CLOSE_REFUND_PROPOSAL, {"closure": closure.model_dump(mode="json")}, case_id=proposal.case_id
+    )
+    closed = ProposalClosed.model_validate(answer)
+    if (closed.case_id, closed.outcome) != (proposal.case_id, ProposalOutcome.REJECTED):
+        raise CheckFailed(f"closing case {proposal.case_id} as rejected answered {closed.case_id} {closed.outcome}")
+    what = "an approval of a proposal closed as rejected"
+    return await _refused_unpaid(run, approval, CommerceErrorCode.CASE_CLOSED_UNPAID, what)
 
 
 async def idempotent_refund(run: Run) -> str:
@@ -145,10 +208,13 @@ async def approval_reused(run: Run) -> str:
 
 
 def refund_checks() -> list[Check]:
-    """In order: the quote picks the order, the attacks, the payment, its receipt, its reuse."""
+    """In order: the quote picks the order, the attacks, the backstop, the payment, its receipt, its reuse."""
     return [
         quote_exactness,
         *(attack_check(attack) for attack in ATTACKS),
+        *(attack_check(attack) for attack in BACKSTOP_ATTACKS),
+        approval_policy_not_met,
+        approval_after_case_closed,
         idempotent_refund,
         signed_receipt,
         approval_reused,

@@ -3,7 +3,8 @@
 A check is an async function of a :class:`Run` that returns its pass reason or raises
 :class:`CheckFailed` with its fail reason. The refund checks build on each other (the quote check picks
 the order, the idempotency check pays it, the receipt and reuse checks read that payment); a check
-whose premise failed fails too and says which check it needed.
+whose premise failed fails too and says which check it needed. A check that the fixture gives nothing
+to run with raises :class:`CheckSkipped`.
 """
 
 from __future__ import annotations
@@ -25,6 +26,11 @@ from contracts.tools import ToolName
 
 class CheckFailed(Exception):
     """A check's one-line fail reason."""
+
+
+class CheckSkipped(Exception):
+    """A check the fixture and the directory give the kit nothing to run with: its one-line reason says
+    what a fixture must provide. Reported as not checked (``SKIP``), never as passed."""
 
 
 def fresh_case_id() -> str:

@@ -4,6 +4,13 @@ The fixture names a customer, their refundable orders (the kit pays the first th
 still quotes as eligible, so a second run pays the next one), another customer's order and an order id
 that does not exist. The default is the demo data of ``commerce_server/fixtures/commerce.json``.
 
+The backstop checks (the applicant token, the tenant's approval policy, the reviewer's tenant) need
+people and a policy that the directory states: another customer of the directory (for an applicant
+token of someone else), a reviewer of another tenant whose key the kit holds, and an order of the
+customer whose refund the customer's tenant's policy needs two reviewers for. The fixture may name
+each; what it does not name the kit looks up in the directory, and a check with nothing to look up is
+reported as not checked (``SKIP``), never as passed.
+
 The keys are the ones the target server was configured with: the directory it checks approvals and
 bearer tokens with, the issuer's private key (applicant tokens) and the tenant's reviewers' private
 keys (approval tokens), in ``<state dir>/keys`` as ``starter.py init`` writes them.
@@ -41,6 +48,18 @@ class Fixture(BaseModel):
     """An order id no one has."""
     unknown_sku: str = Field(default="ZZZZ-99")
     """A SKU of no product."""
+    other_customer: str | None = Field(default=None, min_length=1, max_length=100)
+    """Another customer of the directory, best of the same tenant: the kit sends an approval carrying an
+    applicant token the issuer signed for them (the kit needs no key of theirs). Default: the first other
+    customer of the customer's tenant the directory lists, else of any tenant."""
+    foreign_reviewer: str | None = Field(default=None, min_length=1, max_length=100)
+    """A reviewer of another tenant whose private key the kit holds: their real signature must not pay
+    this customer's refund. Default: the first such reviewer the directory lists."""
+    four_eyes_order: str | None = Field(default=None, pattern=ORDER_ID_FORMAT)
+    """An order of the customer that the published rule quotes eligible for an amount the tenant's policy
+    (the directory's ``approval.two_reviewers_from_cents``) needs two distinct reviewers for; it is never
+    paid, one reviewer's approval of it must be refused. Default: the first refundable order that
+    qualifies; named here, an order that does not qualify fails the check."""
 
 
 DEMO_FIXTURE = Fixture(
@@ -108,3 +127,41 @@ class KitKeys:
                 f"it holds {len(held)}",
             )
         return held[:count]
+
+    def other_customer(self, customer: Identity, named: str | None) -> Identity | None:
+        """The customer ``named`` (a configuration error unless another customer of the directory), or
+        the first other customer of ``customer``'s tenant, else of any tenant; None when there is none."""
+        if named is not None:
+            other = self.customer(named)
+            if other.subject == customer.subject:
+                raise ConfigurationError("fixture_invalid", f"other_customer {named!r} is the fixture's customer")
+            return other
+        others = [
+            person.identity()
+            for person in self.directory.people
+            if person.role is Role.CUSTOMER and person.subject != customer.subject
+        ]
+        same_tenant = [other for other in others if other.tenant == customer.tenant]
+        return next(iter(same_tenant or others), None)
+
+    def foreign_reviewer(self, tenant: str, named: str | None) -> tuple[Identity, str] | None:
+        """The reviewer ``named`` (a configuration error unless a reviewer of another tenant than
+        ``tenant`` whose current key the kit holds), or the first such reviewer of the directory, with
+        that key's kid; None when there is none."""
+        held = {
+            person.subject: (person.identity(), person.kids[-1])
+            for person in self.directory.people
+            if person.role is Role.REVIEWER
+            and person.tenant != tenant
+            and person.kids
+            and private_key_path(self.state_dir, person.kids[-1]).exists()
+        }
+        if named is None:
+            return next(iter(held.values()), None)
+        if named not in held:
+            raise ConfigurationError(
+                "fixture_invalid",
+                f"foreign_reviewer {named!r} is not a reviewer of another tenant than {tenant!r} whose key the kit "
+                f"holds under {keys_dir(self.state_dir)}",
+            )
+        return held[named]

@@ -24,12 +24,13 @@ from commerce_server.db import ApprovalUseRow, OrderRow, RefundRow
 from commerce_server.keys import CommerceKeys
 from commerce_server.metrics import count_refund_paid
 from commerce_server.receipts import signed_receipt
+from contracts.case_start import check_held_at_start, token_times
 from contracts.commerce import Order, RefundApproval, RefundQuote, RefundReceipt
 from contracts.credentials import (
     SETTLE_WINDOW,
     ApprovalClaims,
     check_approval,
-    verify_applicant_of_case,
+    verify_applicant_of_proposal,
     verify_approval_token,
 )
 from contracts.errors import AuthorizationError, CommerceErrorCode, error_from_code
@@ -204,22 +205,33 @@ class RefundSettlement:
             raise error_from_code(code, f"{refused.code}: {refused.message}") from None
 
     def _check_applicant(self, approval: RefundApproval) -> None:
-        """The case must be one that the issuer's applicant token stands behind, for this customer: a run
-        that skipped the applicant check (a hand-made start) never reaches a payment."""
+        """The case must be one that the issuer's applicant token stands behind, for this customer, with a
+        token that held when the case started (:mod:`contracts.case_start`): a run that skipped the
+        applicant check (a hand-made start) never reaches a payment, and a token copied from an earlier
+        case's history cannot stand behind a proposal made long after it expired."""
         if not approval.applicant_token:
             raise error_from_code(
                 CommerceErrorCode.APPLICANT_UNVERIFIED,
                 "A refund is paid only for a case an issuer-signed applicant token stands behind; none was sent.",
             )
+        proposal = approval.proposal
         try:
             outside = self._keys.applicant_issuer()
             if outside is not None:
                 applicant = outside.verify(
                     approval.applicant_token, self._keys.directory(), now=datetime.now(UTC), check_time=False
                 )
+                issued_at, expires_at = token_times(approval.applicant_token)
+                check_held_at_start(
+                    issued_at, expires_at, started_at=proposal.case_started_at, proposal_created_at=proposal.created_at
+                )
             else:
-                applicant = verify_applicant_of_case(
-                    approval.applicant_token, self._keys.directory(), case_id=approval.proposal.case_id
+                applicant = verify_applicant_of_proposal(
+                    approval.applicant_token,
+                    self._keys.directory(),
+                    case_id=proposal.case_id,
+                    started_at=proposal.case_started_at,
+                    proposal_created_at=proposal.created_at,
                 )
         except AuthorizationError as refused:
             raise error_from_code(

@@ -198,11 +198,16 @@ class RefundProposal(_Frozen):
     created_at: datetime
     expires_at: datetime
     ledger_id: str | None = None
+    case_started_at: datetime | None = None
+    """When Temporal recorded the case's start: the applicant token that pays must have held then
+    (:mod:`contracts.case_start`). Proposals of releases that did not record it carry None and are
+    digested without the field, as they were made."""
 
     def digest(self) -> str:
         fields = self.model_dump(mode="json")
-        if fields["ledger_id"] is None:
-            del fields["ledger_id"]
+        for optional in ("ledger_id", "case_started_at"):
+            if fields[optional] is None:
+                del fields[optional]
         return canonical_digest(fields)
 
 

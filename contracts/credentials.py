@@ -24,6 +24,7 @@ from contracts.approval_claims import (
     CredentialRefused,
     TimedClaims,
 )
+from contracts.case_start import CLOCK_SKEW, check_held_at_start
 from contracts.directory import COMMERCE_KID, ISSUER_KID, KEY_ALGORITHM, Directory
 from contracts.errors import AuthorizationError
 from contracts.identity import Identity, Role
@@ -49,7 +50,7 @@ __all__ = [
     "claimed_subject",
     "key_set",
     "sign",
-    "verify_applicant_of_case",
+    "verify_applicant_of_proposal",
     "verify_applicant_token",
     "verify_approval_token",
     "verify_receipt",
@@ -66,7 +67,6 @@ SETTLE_WINDOW = timedelta(minutes=30)
 """How long after a reviewer signed an approval the commerce server still pays it: a worker that
 crashed after a timely approval retries within this window and pays once, even if the proposal
 expired meanwhile; an approval signed after the proposal expired is never paid."""
-CLOCK_SKEW = timedelta(seconds=60)
 
 
 class ApplicantClaims(TimedClaims):
@@ -128,6 +128,9 @@ class ApplicantCheck(BaseModel):
 
     case_id: str
     applicant_token: str | None
+    started_at: datetime | None = None
+    """When Temporal recorded the case's start: the token is judged as of then
+    (:mod:`contracts.case_start`). None: as of the moment the check runs (a release that did not send it)."""
 
 
 class VerifiedApplicant(BaseModel):
@@ -216,16 +219,22 @@ def directory_customer(directory: Directory, subject: str, *, tenant: str, role:
     return known.identity()
 
 
-def verify_applicant_of_case(token: str, directory: Directory, *, case_id: str) -> Identity:
-    """The applicant the issuer vouched for on case ``case_id``, whenever that was: the signature and
-    the claims, not the token's lifetime (the case checked that when it started). The commerce server
-    pays only a case that some issuer-signed applicant token stands behind."""
+def verify_applicant_of_proposal(
+    token: str, directory: Directory, *, case_id: str, started_at: datetime | None, proposal_created_at: datetime
+) -> Identity:
+    """The applicant the issuer vouched for on case ``case_id``, with a token that held when the case
+    started (:func:`contracts.case_start.check_held_at_start`). The commerce server pays only a case that
+    such an issuer-signed applicant token stands behind."""
     raw = _verified(token, key_set(directory), audience=APPLICANT_AUDIENCE, allowed_kids=(ISSUER_KID,))
     try:
         claims = ApplicantClaims.model_validate(raw)
     except ValidationError:
         raise _refuse("malformed_claims", "The applicant token lacks a required claim.") from None
-    return verify_applicant_token(token, directory, case_id=case_id, now=claims.issued_at)
+    identity = verify_applicant_token(token, directory, case_id=case_id, now=claims.issued_at)
+    check_held_at_start(
+        claims.issued_at, claims.expires_at, started_at=started_at, proposal_created_at=proposal_created_at
+    )
+    return identity
 
 
 def claimed_subject(token: str) -> str | None:
@@ -299,7 +308,9 @@ def sign(claims: dict[str, Any], private_key: Any, *, kid: str) -> str:
     return jwt.encode(claims, private_key, algorithm=ALGORITHM, headers={"kid": kid})
 
 
-def applicant_claims(identity: Identity, *, case_id: str, now: datetime, jti: str) -> dict[str, Any]:
+def applicant_claims(
+    identity: Identity, *, case_id: str, now: datetime, jti: str, lifetime: timedelta = APPLICANT_TOKEN_TTL
+) -> dict[str, Any]:
     return {
         "aud": APPLICANT_AUDIENCE,
         "sub": identity.subject,
@@ -307,7 +318,7 @@ def applicant_claims(identity: Identity, *, case_id: str, now: datetime, jti: st
         "role": identity.role.value,
         "case_id": case_id,
         "iat": int(now.timestamp()),
-        "exp": int((now + APPLICANT_TOKEN_TTL).timestamp()),
+        "exp": int((now + lifetime).timestamp()),
         "jti": jti,
     }
 

@@ -30,7 +30,7 @@ from datetime import datetime
 from typing import Any
 
 import jwt
-from jwt.exceptions import PyJWKError
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer, model_validator
 
 from contracts.errors import AuthorizationError, WorkerErrorCode
@@ -123,8 +123,10 @@ class DirectoryError(ValueError):
 
 class Directory(BaseModel):
     """The whole document. Validation refuses duplicates, a person of an unknown tenant, a kid that no
-    key or two people hold, a private key, a key that is not an Ed25519 public key, a passkey
-    credential id held twice, and a passkey held by anyone but a reviewer."""
+    key or two people hold, a private key, a key that is not an Ed25519 public key (an RSA, EC or Ed448
+    key, or one that cannot be read, is named and refused, never raised), a key whose ``alg`` is not
+    :data:`KEY_ALGORITHM` (``none`` included), a passkey credential id held twice, and a passkey held by
+    anyone but a reviewer."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -262,10 +264,16 @@ def _key_problem(entry: dict[str, Any]) -> str | None:
         return "a key has no kid"
     if "d" in entry:
         return f"key {kid[:64]!r} is a private key; the directory publishes public keys only"
+    if "alg" in entry and entry["alg"] != KEY_ALGORITHM:
+        shown = str(entry["alg"])[:20]
+        return f"key {kid[:64]!r} is for algorithm {shown!r}; the directory's keys are {KEY_ALGORITHM} only"
     try:
-        jwt.PyJWK.from_dict(entry, algorithm=KEY_ALGORITHM)
-    except PyJWKError as error:
-        return f"key {kid[:64]!r} is not an Ed25519 public key ({error})"
+        key = jwt.PyJWK.from_dict(entry, algorithm=KEY_ALGORITHM).key
+    except Exception as error:  # any entry a publisher can write is refused by name, never raised
+        detail = " ".join(str(error).split())[:80] or type(error).__name__
+        return f"key {kid[:64]!r} is not an Ed25519 public key ({detail})"
+    if not isinstance(key, Ed25519PublicKey):
+        return f"key {kid[:64]!r} is not an Ed25519 public key ({type(key).__name__[:40]})"
     return None
 
 

@@ -25,6 +25,7 @@ REVIEW = "review"
 
 class ActivityName(StrEnum):
     VERIFY_APPLICANT = "verify_applicant"
+    CONFIRM_CONTINUED_RUN = "confirm_continued_run"
     PLAN_CASE = "plan_case"
     INVESTIGATE_TURN = "investigate_turn"
     COMPOSE_ANSWER = "compose_answer"
@@ -161,10 +162,14 @@ class CaseInputRefusal(StrEnum):
     CARRIED_STATE_NOT_CONTINUED = "carried_state_not_continued"
     """A client started a run with a waiting case's carried state: only continue-as-new may carry it."""
     CARRIED_STATE_OF_ANOTHER_CASE = "carried_state_of_another_case"
+    CRON_SCHEDULE = "cron_schedule_refused"
+    """A case is one request, never a schedule: a run with a cron schedule refuses any input."""
 
 
 CASE_INPUT_REFUSED = "case_input_refused"
 """The ``ApplicationError`` type of a run that refused its start input."""
+CASE_RESUMING = "case_resuming"
+"""A query or review that reached a run before Temporal confirmed the state it resumes: ask again."""
 
 
 RequestKind = Literal["plan", "investigate", "compose", "review"]

@@ -1,58 +1,120 @@
 """Reading and writing the support directory document (:class:`contracts.directory.Directory`).
 
 ``load_directory`` reads a file path or an https URL and refuses a bad document with one line that
-names its first problem. :class:`DirectorySource` is what a long-running process holds: it reloads a
-file when the file changes and an https URL after :data:`URL_CACHE_SECONDS`, so a reviewer added,
-removed or re-keyed with ``starter.py directory`` counts from the next check on, without a restart.
+names its first problem. Neither is read whole before it is judged: a file must be a regular file
+(``directory_not_a_file``: ``/dev/zero``, a FIFO, a folder are refused before a byte is read) of at most
+:data:`MAX_DIRECTORY_BYTES` (``directory_too_large``, from its size, and from reading at most one byte
+past the cap, so a file that grows while it is read is caught too); a URL is fetched with one deadline
+for the whole request, :data:`URL_DEADLINE_SECONDS` (``directory_too_slow``), and streamed to the same
+cap (``directory_too_large``, whatever ``Content-Length`` says).
+
+:class:`DirectorySource` is what a long-running process holds: it reloads a file when the file changes
+and an https URL after :data:`URL_CACHE_SECONDS`, so a reviewer added, removed or re-keyed with
+``starter.py directory`` counts from the next check on, without a restart.
 """
 
 from __future__ import annotations
 
+import http.client
 import os
+import stat
 import threading
 import time
-import urllib.request
 from pathlib import Path
 
 from pydantic import ValidationError
 
 from contracts.directory import Directory
 from contracts.errors import ConfigurationError
+from keystore.bounded_fetch import FetchTooLarge, FetchTooSlow, fetch_bounded
 
 DIRECTORY_ENV = "SUPPORT_DIRECTORY"
 DIRECTORY_FILE = "directory.json"
 URL_CACHE_SECONDS = 60.0
 """How long a directory read from an https URL is used before it is fetched again."""
 MAX_DIRECTORY_BYTES = 8 * 1024 * 1024
+"""8 MiB: the most of a directory file or URL that is read (``directory_too_large`` past it)."""
+URL_DEADLINE_SECONDS = 10.0
+"""The whole fetch of a directory URL, connect to last byte (``directory_too_slow`` past it)."""
+_FILE_KINDS = (
+    (stat.S_ISDIR, "a folder"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISFIFO, "a FIFO"),
+    (stat.S_ISSOCK, "a socket"),
+)
 
 
-def load_directory(location: str) -> Directory:
-    """The directory at a file path or an https URL; a missing, unreadable or invalid one is a
-    :class:`ConfigurationError` whose message names the location and the first problem."""
+def _too_large(location: str) -> ConfigurationError:
+    return ConfigurationError(
+        "directory_too_large", f"The directory at {location} is over the {MAX_DIRECTORY_BYTES}-byte limit."
+    )
+
+
+def load_directory(location: str, *, url_deadline_seconds: float = URL_DEADLINE_SECONDS) -> Directory:
+    """The directory at a file path or an https URL; a missing, unreadable, oversized or invalid one is
+    a :class:`ConfigurationError` whose message names the location and the first problem (the module
+    docs list the codes)."""
     try:
         if location.startswith("https://"):
-            with urllib.request.urlopen(location, timeout=10) as response:
-                raw = response.read(MAX_DIRECTORY_BYTES + 1)
+            raw = _fetch(location, url_deadline_seconds)
         elif location.startswith("http://"):
             raise ConfigurationError("directory_insecure", f"The directory {location} must be a file or an https URL.")
         else:
-            raw = Path(location).read_bytes()
+            raw = _read_file(location)
     except FileNotFoundError:
         raise ConfigurationError(
             "directory_missing", f"No directory at {location}; run `starter.py init` for the demo directory."
         ) from None
-    except OSError as error:
-        raise ConfigurationError("directory_unreadable", f"Cannot read the directory at {location}: {error}.") from None
-    if len(raw) > MAX_DIRECTORY_BYTES:
+    except (OSError, http.client.HTTPException) as error:
+        detail = str(error).replace("\n", " ")[:200] or type(error).__name__
         raise ConfigurationError(
-            "directory_invalid", f"The directory at {location} is over {MAX_DIRECTORY_BYTES} bytes."
-        )
+            "directory_unreadable", f"Cannot read the directory at {location}: {detail}."
+        ) from None
+    if len(raw) > MAX_DIRECTORY_BYTES:  # _read_file and _fetch stop one byte past the cap
+        raise _too_large(location)
     try:
         return Directory.model_validate_json(raw)
     except ValidationError as error:
         raise ConfigurationError(
             "directory_invalid", f"The directory at {location} is invalid: {first_problem(error)}."
         ) from None
+
+
+def _fetch(location: str, deadline_seconds: float) -> bytes:
+    try:
+        return fetch_bounded(location, deadline_seconds=deadline_seconds, max_bytes=MAX_DIRECTORY_BYTES)
+    except FetchTooSlow as refused:
+        raise ConfigurationError("directory_too_slow", f"The directory at {location} is too slow: {refused}.") from None
+    except FetchTooLarge:
+        raise _too_large(location) from None
+
+
+def _read_file(location: str) -> bytes:
+    """The file's bytes, at most one past the cap. Opened without blocking (a FIFO with no writer would
+    block a plain open) and judged by ``fstat`` of what was opened, before anything is read."""
+    descriptor = os.open(location, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))
+    try:
+        info = os.fstat(descriptor)
+        if not stat.S_ISREG(info.st_mode):
+            kind = next((name for test, name in _FILE_KINDS if test(info.st_mode)), "not a regular file")
+            raise ConfigurationError(
+                "directory_not_a_file",
+                f"The directory at {location} is {kind}, not a regular file; give the path of the directory JSON file.",
+            )
+        if info.st_size > MAX_DIRECTORY_BYTES:
+            raise _too_large(location)
+        chunks: list[bytes] = []
+        left = MAX_DIRECTORY_BYTES + 1
+        while left > 0:
+            chunk = os.read(descriptor, min(left, 1024 * 1024))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            left -= len(chunk)
+        return b"".join(chunks)
+    finally:
+        os.close(descriptor)
 
 
 def first_problem(error: ValidationError) -> str:

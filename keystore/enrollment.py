@@ -4,7 +4,8 @@ passkey published in the directory.
 A link carries a token signed with the built-in issuer's private key (kid ``issuer``, as the applicant
 tokens of :mod:`keystore.signers`), audience ``support-enroll``, for one reviewer of the directory, valid
 :data:`ENROLLMENT_TTL`. This module checks the signature, the audience, the subject and the time; that a
-token is used once is the reviewer console's job (its store keeps every used ``jti``).
+token is used once, and only by the browser session that opened the link first, is the reviewer
+console's job (its store keeps every claimed and used ``jti``).
 """
 
 from __future__ import annotations
@@ -53,8 +54,12 @@ def enrolling_reviewer(directory: Directory, subject: str) -> Person:
 
 
 def mint_enrollment_link(state_dir: Path, subject: str, *, console_url: str, now: datetime) -> str:
-    """``<console_url>/enroll?token=...`` for reviewer ``subject`` of the state dir's directory, signed
-    with the state dir's issuer key; refused (:class:`CredentialRefused`) for anyone but a reviewer."""
+    """``<console_url>/enroll#token=...`` for reviewer ``subject`` of the state dir's directory, signed
+    with the state dir's issuer key; refused (:class:`CredentialRefused`) for anyone but a reviewer.
+
+    The token is in the fragment, which a browser never sends: no request line, access log, proxy log or
+    Referer holds it. The console's page reads it there and posts it (the console refuses a token in a
+    query string, and cancels that link)."""
     directory = load_directory(directory_location(Path(state_dir)))
     enrolling_reviewer(directory, subject)
     issued = int(now.timestamp())
@@ -67,7 +72,7 @@ def mint_enrollment_link(state_dir: Path, subject: str, *, console_url: str, now
     }
     key = load_private_key(private_key_path(Path(state_dir), ISSUER_KID))
     token = jwt.encode(claims, key, algorithm=ALGORITHM, headers={"kid": ISSUER_KID})
-    return f"{console_url.rstrip('/')}{ENROLL_PATH}?{urlencode({'token': token})}"
+    return f"{console_url.rstrip('/')}{ENROLL_PATH}#{urlencode({'token': token})}"
 
 
 def verify_enrollment_token(token: str, directory: Directory, *, now: datetime) -> EnrollmentClaims:

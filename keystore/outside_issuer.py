@@ -14,16 +14,26 @@ provider's token lifetime is the window. Nor does it prove anything once the pro
 a key removed from the key set stops verifying within ``jwks_cache_seconds`` (no per-key cache that
 outlives the key set is kept).
 
+The key set is fetched with one deadline for the whole request (:data:`JWKS_DEADLINE_SECONDS`, 10 s)
+and read to at most :data:`MAX_JWKS_BYTES` (1 MiB), streamed, whatever ``Content-Length`` says
+(:mod:`keystore.bounded_fetch`): a provider that trickles its key set, or sends a huge one, cannot hold
+a verification or the process's memory.
+
 Nothing here raises anything but :class:`~contracts.credentials.CredentialRefused` (a token that does not
 prove what it claims, however it was crafted), :class:`~contracts.errors.TransientError`
-(``applicant_jwks_unavailable``: the key set could not be fetched or read; retry) and
-:class:`~contracts.errors.ConfigurationError` (``applicant_issuer_invalid``: a bad setting).
+(``applicant_jwks_unavailable``: the key set could not be fetched or read; ``applicant_jwks_too_slow``:
+it did not arrive within the deadline; ``applicant_jwks_too_large``: it is over the byte cap; each
+retryable) and :class:`~contracts.errors.ConfigurationError` (``applicant_issuer_invalid``: a bad setting).
 """
 
 from __future__ import annotations
 
+import http.client
+import json
 import math
 import os
+import time
+import urllib.error
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
@@ -54,6 +64,7 @@ from contracts.credentials import APPLICANT_AUDIENCE, CLOCK_SKEW, CredentialRefu
 from contracts.directory import Directory
 from contracts.errors import ConfigurationError, TransientError
 from contracts.identity import Identity
+from keystore.bounded_fetch import FetchTooLarge, FetchTooSlow, fetch_bounded
 
 __all__ = [
     "ALGORITHMS_ENV",
@@ -61,7 +72,9 @@ __all__ = [
     "AUDIENCE_ENV",
     "ISSUER_ENV",
     "JWKS_CACHE_SECONDS_ENV",
+    "JWKS_DEADLINE_SECONDS",
     "JWKS_URL_ENV",
+    "MAX_JWKS_BYTES",
     "ROLE_CLAIM_ENV",
     "SUPPORTED_ALGORITHMS",
     "TENANT_CLAIM_ENV",
@@ -95,7 +108,12 @@ MAX_CLAIM_NAME_CHARS = 100
 MAX_CACHE_SECONDS = 86_400
 MAX_OUTSIDE_TOKEN_CHARS = 16_000
 """Provider ID tokens carry more claims than the built-in issuer's, but are still a few kilobytes."""
-JWKS_TIMEOUT_SECONDS = 10.0
+JWKS_DEADLINE_SECONDS = 10.0
+"""The whole key set request (connect, TLS, headers, body), not each read: past it, ``applicant_jwks_too_slow``."""
+MAX_JWKS_DEADLINE_SECONDS = 120.0
+MAX_JWKS_BYTES = 1024 * 1024
+"""A key set of a few keys is a few kilobytes; one over 1 MiB is ``applicant_jwks_too_large``, never read whole."""
+MAX_JWKS_BYTES_LIMIT = 16 * 1024 * 1024
 PUBLIC_KEY_TYPES = (RSAPublicKey, EllipticCurvePublicKey, Ed25519PublicKey, Ed448PublicKey)
 _ENV_FOR_FIELD = {
     "issuer": ISSUER_ENV,
@@ -120,6 +138,43 @@ def _keys_unavailable(detail: str) -> TransientError:
     return TransientError("applicant_jwks_unavailable", f"The identity provider's key set is unavailable: {detail}")
 
 
+def _keys_refused(refused: FetchTooSlow | FetchTooLarge) -> TransientError:
+    """The key set fetch that was stopped at its deadline or its byte cap, as one line with its own code."""
+    if isinstance(refused, FetchTooSlow):
+        return TransientError("applicant_jwks_too_slow", f"The identity provider's key set is too slow: {refused}.")
+    return TransientError("applicant_jwks_too_large", f"The identity provider's key set is too large: {refused}.")
+
+
+class _BoundedJWKClient(jwt.PyJWKClient):
+    """PyJWT's key set client, fetching with a total deadline and a byte cap (:func:`fetch_bounded`)
+    instead of ``urlopen`` with a per-read timeout and an unbounded ``json.load``. Everything else (the
+    key set cache, the refresh cooldown, the key lookup) is PyJWT's."""
+
+    def __init__(self, uri: str, *, deadline_seconds: float, max_bytes: int, lifespan: float) -> None:
+        super().__init__(uri, cache_keys=False, lifespan=lifespan, timeout=deadline_seconds)
+        self._deadline_seconds = deadline_seconds
+        self._max_bytes = max_bytes
+
+    def fetch_data(self) -> Any:
+        try:
+            body = fetch_bounded(
+                self.uri,
+                deadline_seconds=self._deadline_seconds,
+                max_bytes=self._max_bytes,
+                headers=self.headers,
+                follow_redirects=False,
+            )
+        except (urllib.error.URLError, TimeoutError, http.client.HTTPException) as error:
+            if isinstance(error, urllib.error.HTTPError):
+                error.close()
+            raise PyJWKClientConnectionError(f'Fail to fetch data from the url, err: "{error}"') from error
+        jwk_set = self._as_jwk_set_payload(json.loads(body))
+        if self.jwk_set_cache is not None:
+            self.jwk_set_cache.put(jwk_set)
+        self._last_successful_fetch = time.monotonic()
+        return jwk_set
+
+
 @dataclass(frozen=True)
 class OutsideIssuer:
     """An outside identity provider whose applicant tokens the service accepts (see the module docs)."""
@@ -133,6 +188,10 @@ class OutsideIssuer:
     """The claim that states the applicant's role; empty: the token states none (the directory's role
     must still be customer)."""
     jwks_cache_seconds: int = 300
+    jwks_deadline_seconds: float = JWKS_DEADLINE_SECONDS
+    """The whole key set request, connect to last byte (tests shorten it; not an environment setting)."""
+    jwks_max_bytes: int = MAX_JWKS_BYTES
+    """The most of the key set that is read."""
 
     def __post_init__(self) -> None:
         problem = _first_problem(self.__dict__)
@@ -175,8 +234,11 @@ class OutsideIssuer:
     def _client(self) -> jwt.PyJWKClient:
         """One key set client per issuer, so the key set is fetched once per cache lifetime. No per-kid
         cache (``cache_keys``): PyJWT's never expires, and a key the provider withdrew must stop working."""
-        return jwt.PyJWKClient(
-            self.jwks_url, cache_keys=False, lifespan=self.jwks_cache_seconds, timeout=JWKS_TIMEOUT_SECONDS
+        return _BoundedJWKClient(
+            self.jwks_url,
+            deadline_seconds=self.jwks_deadline_seconds,
+            max_bytes=self.jwks_max_bytes,
+            lifespan=self.jwks_cache_seconds,
         )
 
     def verify(self, token: str, directory: Directory, *, now: datetime, check_time: bool = True) -> Identity:
@@ -211,12 +273,16 @@ class OutsideIssuer:
         """The provider's public key ``kid``, for ``algorithm`` only."""
         try:
             self._client.get_signing_keys()  # the cached key set, fetched when missing or stale
+        except (FetchTooSlow, FetchTooLarge) as refused:
+            raise _keys_refused(refused) from None
         except PyJWKClientConnectionError as error:
             raise _keys_unavailable(str(error)[:200]) from None
         except Exception as error:  # a key set that is no JSON object, holds no usable key, ...
             raise _keys_unavailable(f"{type(error).__name__}: {str(error)[:160]}") from None
         try:
             jwk = self._client.get_signing_key(kid)  # refreshes once for a new kid, after a cooldown
+        except (FetchTooSlow, FetchTooLarge) as refused:
+            raise _keys_refused(refused) from None
         except PyJWKClientConnectionError as error:
             raise _keys_unavailable(str(error)[:200]) from None
         except (PyJWKClientError, PyJWKSetError):
@@ -305,6 +371,17 @@ def _first_problem(fields: Mapping[str, Any]) -> tuple[str, str] | None:
     seconds = fields.get("jwks_cache_seconds", 300)
     if isinstance(seconds, bool) or not isinstance(seconds, int) or not 1 <= seconds <= MAX_CACHE_SECONDS:
         return "jwks_cache_seconds", f"must be between 1 and {MAX_CACHE_SECONDS} seconds"
+    deadline = fields.get("jwks_deadline_seconds", JWKS_DEADLINE_SECONDS)
+    if (
+        isinstance(deadline, bool)
+        or not isinstance(deadline, int | float)
+        or not math.isfinite(deadline)
+        or not 0 < deadline <= MAX_JWKS_DEADLINE_SECONDS
+    ):
+        return "jwks_deadline_seconds", f"must be more than 0 and at most {MAX_JWKS_DEADLINE_SECONDS:g} seconds"
+    cap = fields.get("jwks_max_bytes", MAX_JWKS_BYTES)
+    if isinstance(cap, bool) or not isinstance(cap, int) or not 1 <= cap <= MAX_JWKS_BYTES_LIMIT:
+        return "jwks_max_bytes", f"must be between 1 and {MAX_JWKS_BYTES_LIMIT} bytes"
     return None
 
 

@@ -5,7 +5,7 @@ device) and by tests; never by the worker, which holds no private key."""
 from __future__ import annotations
 
 import uuid
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from contracts.credentials import ISSUER_KID, SignedReview, applicant_claims, approval_claims, sign
@@ -20,9 +20,18 @@ class KeyFileSigner:
     def __init__(self, state_dir: Path) -> None:
         self.state_dir = Path(state_dir)
 
-    def applicant_token(self, identity: Identity, case_id: str, *, now: datetime | None = None) -> str:
-        """The login service's word that ``identity`` asks ``case_id`` (signed with the issuer key)."""
-        claims = applicant_claims(identity, case_id=case_id, now=now or datetime.now(UTC), jti=uuid.uuid4().hex)
+    def applicant_token(
+        self, identity: Identity, case_id: str, *, now: datetime | None = None, lifetime: timedelta | None = None
+    ) -> str:
+        """The login service's word that ``identity`` asks ``case_id`` (signed with the issuer key), valid
+        for ``lifetime`` (default :data:`contracts.credentials.APPLICANT_TOKEN_TTL`)."""
+        claims = applicant_claims(
+            identity,
+            case_id=case_id,
+            now=now or datetime.now(UTC),
+            jti=uuid.uuid4().hex,
+            **({"lifetime": lifetime} if lifetime is not None else {}),
+        )
         return sign(claims, load_private_key(private_key_path(self.state_dir, ISSUER_KID)), kid=ISSUER_KID)
 
     def reviewer_key_id(self, reviewer: Identity) -> str:

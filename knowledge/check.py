@@ -7,6 +7,10 @@ its version and effective dates, well-formed pages numbered p01, p02, ... each w
 ``## zh``) and for what only the whole directory can show (a skill or a refund rule citing a page that
 does not exist, or exists at another version or for another tenant). The loaders still run as a last
 check on every file that passed, so nothing they would refuse is ever reported clean.
+
+A document or skill that cannot be read as UTF-8 text, or that holds a NUL byte anywhere (front-matter or
+page text), is one problem on the line of its first NUL and is read no further: a NUL is never text a
+customer or a model should see, and it would pass every line rule below.
 """
 
 from __future__ import annotations
@@ -104,10 +108,8 @@ def require_valid_knowledge(environ: Mapping[str, str] = os.environ) -> Knowledg
 def _check_document(path: Path, problems: list[Problem]) -> dict[str, PageInfo]:
     """Check one document; return its pages (by page id) when its header is valid."""
     start = len(problems)
-    try:
-        text = path.read_text(encoding="utf-8-sig")
-    except (OSError, UnicodeDecodeError) as exc:
-        problems.append(Problem(path, 1, f"cannot be read as UTF-8 text: {type(exc).__name__}"))
+    text = _read_text(path, problems)
+    if text is None:
         return {}
     lines = text.splitlines()
     if not lines or lines[0].strip() != "---":
@@ -127,6 +129,22 @@ def _check_document(path: Path, problems: list[Problem]) -> dict[str, PageInfo]:
         except ContractError as exc:
             problems.append(Problem(path, 1, exc.message))
     return {f"{header.id}:{page_no}": PageInfo(header, path, line) for page_no, line in page_lines.items()}
+
+
+def _read_text(path: Path, problems: list[Problem]) -> str | None:
+    """The text of a document or skill, or None after one problem: unreadable, not UTF-8, or holding a
+    NUL byte (reported on the line of the first one)."""
+    try:
+        text = path.read_text(encoding="utf-8-sig")
+    except (OSError, UnicodeDecodeError) as exc:
+        problems.append(Problem(path, 1, f"cannot be read as UTF-8 text: {type(exc).__name__}"))
+        return None
+    nul = text.find("\x00")
+    if nul >= 0:
+        line = len((text[:nul] + "x").splitlines())
+        problems.append(Problem(path, line, "holds a NUL byte (U+0000); a knowledge file is plain text"))
+        return None
+    return text
 
 
 def _check_header(path: Path, header_lines: list[str], problems: list[Problem]) -> DocumentHeader | None:
@@ -268,7 +286,9 @@ def _paragraphs(lines: list[tuple[int, str]]) -> list[tuple[int, str]]:
 def _check_skill(path: Path, pages: Mapping[str, PageInfo], broken: set[str], problems: list[Problem]) -> None:
     """The skill parses, is named for its folder, and every page id it mentions exists (a page of a
     document already refused is not reported again)."""
-    text = path.read_text(encoding="utf-8-sig")
+    text = _read_text(path, problems)
+    if text is None:
+        return
     lines = text.replace("\r\n", "\n").split("\n")
     try:
         skill = parse_skill(text, source=f"{path.parent.name}/SKILL.md")

@@ -1,12 +1,14 @@
 """The console's POST endpoints (JSON in, JSON out, each behind the CSRF check): the two halves of the
-enrollment, sign-in and review ceremonies. Each answer is ``{"ok": ..., "message": one sentence}``
-plus what the next step needs; a refusal never carries a stack trace.
+enrollment, sign-in and review ceremonies, and the enrollment page's claim of its link. Each answer is
+``{"ok": ..., "message": one sentence}`` plus what the next step needs; a refusal never carries a stack
+trace.
 """
 
 from __future__ import annotations
 
 import json
 import re
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -33,6 +35,12 @@ if TYPE_CHECKING:
     from reviewer_console.app import Console
 
 LINK_USED = "This enrollment link was already used; ask for a new one (starter.py directory enroll)."
+LINK_ELSEWHERE = (
+    "This enrollment link was already opened in another browser session, and only that session may use it; "
+    "nothing was enrolled. If that was not you, tell your support lead and ask for a new link "
+    "(starter.py directory enroll)."
+)
+ELSEWHERE_CODE = "enrollment_elsewhere"
 SIGNED_OUT = "Your session has ended; sign in again."
 CEREMONY_GONE = "This passkey request expired or was already used; start again."
 NO_SUCH_CASE = "No such case."
@@ -85,26 +93,51 @@ def publish_passkey(location: str, subject: str, passkey: Passkey) -> Directory:
     return edited
 
 
-def _enrollment(console: Console, body: dict[str, Any]) -> EnrollmentClaims:
+def _enrollment(console: Console, request: Request, body: dict[str, Any]) -> EnrollmentClaims:
+    """The claims of the link whose token ``body`` carries, unused, and claimed by this request's browser
+    session: the first session that presents a link claims it, any other is refused
+    (:data:`LINK_ELSEWHERE`), so a copy of the link enrolls nothing."""
     token = body.get("token")
-    claims = verify_enrollment_token(
-        token if isinstance(token, str) else "", console.directory.current(), now=now_utc()
-    )
+    now = now_utc()
+    claims = verify_enrollment_token(token if isinstance(token, str) else "", console.directory.current(), now=now)
     if console.store.enrollment_used(claims.jti):
         raise CredentialRefused("enrollment_used", LINK_USED)
+    expires_at = datetime.fromtimestamp(claims.exp, UTC)
+    session_hash = session_of(request).session_hash
+    if not console.store.claim_enrollment(claims.jti, session_hash=session_hash, expires_at=expires_at, now=now):
+        raise CredentialRefused(ELSEWHERE_CODE, LINK_ELSEWHERE)
     return claims
+
+
+def _enrollment_refused(error: SupportError) -> Response:
+    """A refused enrollment step: 403 when another browser session holds the link, 400 otherwise."""
+    return _answer(error.message, status_code=403 if error.code == ELSEWHERE_CODE else 400)
+
+
+@csrf_protected
+async def enroll_claim_endpoint(request: Request) -> Response:
+    """The enrollment page's first POST: its script sends the token from the link's fragment (never in
+    a URL), and this browser session claims the link; the answer names the reviewer it enrolls."""
+    console = _console(request)
+    try:
+        claims = _enrollment(console, request, await _body(request))
+    except SupportError as error:
+        return _enrollment_refused(error)
+    if published_at_url(console.directory.location):
+        return _answer(directory_not_writable(console.directory.location), status_code=409)
+    return _answer(f"This link enrolls a passkey for {claims.sub}.", ok=True, subject=claims.sub)
 
 
 @csrf_protected
 async def enroll_options_endpoint(request: Request) -> Response:
     console = _console(request)
     try:
-        claims = _enrollment(console, await _body(request))
+        claims = _enrollment(console, request, await _body(request))
         if published_at_url(console.directory.location):
             return _answer(directory_not_writable(console.directory.location), status_code=409)
         person = enrolling_reviewer(console.directory.current(), claims.sub)
     except SupportError as error:
-        return _answer(error.message, status_code=400)
+        return _enrollment_refused(error)
     options, challenge = ceremonies.registration_options(console.config, person)
     ceremony = console.store.put_ceremony(
         "enroll",
@@ -122,9 +155,9 @@ async def enroll_finish_endpoint(request: Request) -> Response:
     body = await _body(request)
     now = now_utc()
     try:
-        claims = _enrollment(console, body)
+        claims = _enrollment(console, request, body)
     except SupportError as error:
-        return _answer(error.message, status_code=400)
+        return _enrollment_refused(error)
     ceremony = console.store.take_ceremony(
         body.get("ceremony"), kind="enroll", session_hash=session_of(request).session_hash, now=now
     )

@@ -41,6 +41,10 @@ from reviewer_console.web import (
 
 HERE = Path(__file__).parent
 NO_SUCH_CASE = "No such case."
+OLD_LINK = (
+    "This enrollment link is of an old form that puts its secret in the address, where server and proxy logs "
+    "keep it, so it has been cancelled; nothing was enrolled. Ask for a new link (starter.py directory enroll)."
+)
 INBOX_REFRESH_SECONDS = 10
 
 
@@ -148,17 +152,28 @@ async def signout(request: Request) -> Response:
 
 
 async def enroll_page(request: Request) -> Response:
+    """The enrollment page. A link (``starter.py directory enroll``) is ``/enroll#token=...``: the token
+    is in the fragment, which a browser never sends, so no server, proxy or log on the way sees it; the
+    page's script posts it to ``/enroll/claim``, which claims the link for this browser session. A link
+    of the old form, ``/enroll?token=...``, has put its token in the request line, where logs keep it:
+    it is refused and, unless already used, cancelled (marked used), so a copy from a log enrolls nobody."""
     console = _console(request)
-    token = request.query_params.get("token", "")
-    try:
-        claims = verify_enrollment_token(token, console.directory.current(), now=now_utc())
-    except SupportError as error:
-        return console.message(request, f"This enrollment link cannot be used: {error.message}", status_code=400)
-    if console.store.enrollment_used(claims.jti):
-        return console.message(request, actions.LINK_USED, status_code=400)
+    if "token" in request.query_params:
+        return _old_link(console, request, request.query_params["token"])
     if actions.published_at_url(console.directory.location):
         return console.message(request, actions.directory_not_writable(console.directory.location), status_code=400)
-    return console.page(request, "enroll.html", subject=claims.sub, token=token)
+    return console.page(request, "enroll.html")
+
+
+def _old_link(console: Console, request: Request, token: str) -> Response:
+    now = now_utc()
+    try:
+        claims = verify_enrollment_token(token, console.directory.current(), now=now)
+    except SupportError as error:
+        return console.message(request, f"This enrollment link cannot be used: {error.message}", status_code=400)
+    if not console.store.use_enrollment(claims.jti, claims.sub, now=now):
+        return console.message(request, actions.LINK_USED, status_code=400)
+    return console.message(request, OLD_LINK, status_code=400)
 
 
 def build_app(
@@ -192,6 +207,7 @@ def build_app(
         Route("/signin/finish", actions.signin_finish_endpoint, methods=["POST"]),
         Route("/signout", signout, methods=["POST"]),
         Route("/enroll", enroll_page),
+        Route("/enroll/claim", actions.enroll_claim_endpoint, methods=["POST"]),
         Route("/enroll/options", actions.enroll_options_endpoint, methods=["POST"]),
         Route("/enroll/finish", actions.enroll_finish_endpoint, methods=["POST"]),
         Mount("/static", StaticFiles(directory=HERE / "static"), name="static"),

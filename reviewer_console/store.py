@@ -6,6 +6,9 @@ holder ask the console for ceremonies; every decision still needs the reviewer's
   in. Each session carries its CSRF token. A visitor gets an anonymous session on the first page (its
   CSRF token protects the sign-in and enrollment POSTs); signing in replaces it with a new one.
 - A ceremony is the challenge the server chose, kept here (never trusted from the browser), taken once.
+- An enrollment link's ``jti`` is claimed by the first browser session that opens it (or asks for its
+  ceremony): only that session may enroll with it, so a copy of the link used in another browser
+  enrolls nothing. The claim is kept until the link expires.
 - An enrollment link's ``jti`` is written when the link is used; a second use finds it.
 """
 
@@ -61,7 +64,23 @@ class UsedEnrollment(SQLModel, table=True):
     used_at: datetime
 
 
-TABLES = [ConsoleSession.__table__, PendingCeremony.__table__, UsedEnrollment.__table__]  # type: ignore[attr-defined]
+class ClaimedEnrollment(SQLModel, table=True):
+    __tablename__ = "console_claimed_enrollment"
+
+    jti: str = Field(primary_key=True)
+    session_hash: str
+    """The browser session that opened the link first: the only one that may enroll with it."""
+    claimed_at: datetime
+    expires_at: datetime
+    """The link's own expiry: after it the claim is removed (the link verifies no more)."""
+
+
+TABLES = [
+    ConsoleSession.__table__,  # type: ignore[attr-defined]
+    PendingCeremony.__table__,  # type: ignore[attr-defined]
+    UsedEnrollment.__table__,  # type: ignore[attr-defined]
+    ClaimedEnrollment.__table__,  # type: ignore[attr-defined]
+]
 
 
 def hashed(session_id: str) -> str:
@@ -114,14 +133,15 @@ class ConsoleStore:
     # --- sessions ------------------------------------------------------------------------------------
 
     def create_session(self, subject: str | None, *, now: datetime) -> NewSession:
-        """A new session (anonymous when ``subject`` is None). Expired sessions and ceremonies are removed
-        here, so visitors who never come back (every first request makes a session) leave no rows."""
+        """A new session (anonymous when ``subject`` is None). Expired sessions, ceremonies and enrollment
+        claims are removed here, so visitors who never come back (every first request makes a session) leave no rows."""
         session_id = secrets.token_urlsafe(32)
         csrf = secrets.token_urlsafe(32)
         row = ConsoleSession(id_hash=hashed(session_id), subject=subject, csrf_token=csrf, expires_at=now + SESSION_TTL)
         with Session(self.engine) as db:
             db.exec(delete(ConsoleSession).where(ConsoleSession.expires_at <= now))  # type: ignore[arg-type]
             db.exec(delete(PendingCeremony).where(PendingCeremony.expires_at <= now))  # type: ignore[arg-type]
+            db.exec(delete(ClaimedEnrollment).where(ClaimedEnrollment.expires_at <= now))  # type: ignore[arg-type]
             db.add(row)
             db.commit()
         return NewSession(session_id, csrf, subject)
@@ -195,4 +215,18 @@ class ConsoleStore:
                 db.commit()
         except IntegrityError:
             return False
+        return True
+
+    def claim_enrollment(self, jti: str, *, session_hash: str, expires_at: datetime, now: datetime) -> bool:
+        """Claim the link ``jti`` for the session ``session_hash`` unless another session claimed it
+        first: True when this session holds the claim (now or already), False when another one does
+        (the primary key decides a race)."""
+        try:
+            with Session(self.engine) as db:
+                db.add(ClaimedEnrollment(jti=jti, session_hash=session_hash, claimed_at=now, expires_at=expires_at))
+                db.commit()
+        except IntegrityError:
+            with Session(self.engine) as db:
+                row = db.get(ClaimedEnrollment, jti)
+            return row is not None and row.session_hash == session_hash
         return True

@@ -3,6 +3,9 @@
 The dev server and the codec server run in sessions of their own, so that a terminal's Ctrl-C reaches
 only the script, which stops them. A SIGTERM that arrives before both answer must not kill the script
 and leave them running: it stops both once they are up.
+
+Every test here moves every port the script opens (TEMPORAL_PORT, TEMPORAL_UI_PORT, CODEC_PORT and
+CONSOLE_PORT) to a free one: none depends on a default port (7233, 8233, 8089, 8090) being free.
 """
 
 from __future__ import annotations
@@ -34,21 +37,25 @@ def _listening(port: int) -> bool:
 
 
 def test_a_sigterm_during_start_up_stops_both_servers(tmp_path: Path) -> None:
-    port, ui_port, codec_port = free_port(), free_port(), free_port()
+    port, ui_port, codec_port, console_port = free_port(), free_port(), free_port(), free_port()
     command = [sys.executable, "temporal_dev.py", "--port", str(port), "--ui-port", str(ui_port)]
-    command += ["--codec-port", str(codec_port), "--state-dir", str(tmp_path / "state")]
+    command += ["--codec-port", str(codec_port), "--console-port", str(console_port)]
+    command += ["--state-dir", str(tmp_path / "state")]
     script = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     started: set[int] = set()
     try:
-        _signal_during_start_up(script, started, port, codec_port)
+        _signal_during_start_up(script, started, port, codec_port, console_port)
     finally:  # whatever a failed run left behind
+        servers = ("codec_server", "reviewer_console", "temporal")
         for pid in started:
-            if alive(pid) and any("codec_server" in part or "temporal" in part for part in cmdline(pid)):
+            if alive(pid) and any(name in part for name in servers for part in cmdline(pid)):
                 with contextlib.suppress(ProcessLookupError):
                     os.kill(pid, signal.SIGKILL)
 
 
-def _signal_during_start_up(script: subprocess.Popen, started: set[int], port: int, codec_port: int) -> None:
+def _signal_during_start_up(
+    script: subprocess.Popen, started: set[int], port: int, codec_port: int, console_port: int
+) -> None:
     deadline = time.monotonic() + 60
     while not started:  # the codec server has been spawned; the dev server is not up yet
         assert script.poll() is None and time.monotonic() < deadline, script.communicate()[0]
@@ -65,7 +72,7 @@ def _signal_during_start_up(script: subprocess.Popen, started: set[int], port: i
     assert "Temporal dev server on" in output  # it finished starting, then stopped
     assert len(started) >= 2, started  # the codec server and the dev server (with its children)
     assert not [pid for pid in started if alive(pid)]
-    assert not _listening(port) and not _listening(codec_port)
+    assert not _listening(port) and not _listening(codec_port) and not _listening(console_port)
 
 
 def _processes_naming(text: str) -> list[int]:
@@ -88,7 +95,7 @@ def test_a_port_another_temporal_server_answers_on_is_refused_with_the_bind_erro
     try:
         port = int(other.address.rsplit(":", 1)[1])
         command = [sys.executable, "temporal_dev.py", "--port", str(port), "--ui-port", str(free_port())]
-        command += ["--codec-port", "0", "--state-dir", str(tmp_path / "mine")]
+        command += ["--codec-port", "0", "--console-port", str(free_port()), "--state-dir", str(tmp_path / "mine")]
         done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=120)
     finally:
         other.stop()
@@ -105,7 +112,8 @@ def test_a_taken_codec_port_is_refused_in_one_line_and_nothing_is_left_running(t
     port = free_port()
     with _held_port() as codec_port:
         command = [sys.executable, "temporal_dev.py", "--port", str(port), "--ui-port", str(free_port())]
-        command += ["--codec-port", str(codec_port), "--state-dir", str(tmp_path / "state")]
+        command += ["--codec-port", str(codec_port), "--console-port", str(free_port())]
+        command += ["--state-dir", str(tmp_path / "state")]
         done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert done.returncode == 2, done
     [line] = done.stderr.splitlines()

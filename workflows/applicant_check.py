@@ -1,4 +1,5 @@
-"""The first step of every case: its applicant token is verified, by an activity.
+"""The first step of every case: its applicant token is verified, by an activity, as of the moment
+Temporal recorded the case's start (a case queued through a worker outage goes on when one returns).
 
 Workflow code (it schedules a local activity), kept apart from
 the workflow class so that the class reads as the case's lifecycle. Nothing is read for a case whose
@@ -27,7 +28,8 @@ with workflow.unsafe.imports_passed_through():
 async def verify_applicant(s: CaseState, record: Callable[[EventKind, str], None]) -> None:
     """Verify the case's applicant token, or stop the case ``failed`` (``applicant_unverified``)."""
     case = s.case
-    check = ApplicantCheck(case_id=case.case_id, applicant_token=case.applicant_token)
+    started_at = workflow.info().workflow_start_time  # recorded by Temporal: the token is judged as of then
+    check = ApplicantCheck(case_id=case.case_id, applicant_token=case.applicant_token, started_at=started_at)
     summary = f"verify applicant token ({markdown_text(case.applicant.subject, limit=40)})"
     try:
         verified = await execute_short_step(

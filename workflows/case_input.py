@@ -4,10 +4,15 @@ Anything a Temporal client can send is untrusted, the start input included. The 
 that an input the workflow cannot use ends the run ``failed`` with the reason at once instead of
 failing every workflow task (a payload that does not decode as a case, a case id outside its pattern).
 The state a waiting case carries into its next run (``CaseInput.carried``) is accepted only in a run
-that Temporal itself continued from an earlier run of the same workflow id; a client that starts a
-workflow with a hand-made ``carried`` state would otherwise skip the applicant check and show its
-reviewer a proposal no verified applicant asked for. Pure: the workflow passes in what Temporal says
-about the run.
+that this workflow's own continue-as-new started; a client that starts a workflow with a hand-made
+``carried`` state would otherwise skip the applicant check and show its reviewer a proposal no verified
+applicant asked for. Temporal sets ``continued_run_id`` for more than continue-as-new (every later run
+of a cron schedule, every retry of a run, and a continue-as-new from a workflow of another type or
+task queue, all of which a client chooses), so this module refuses at once what the run's own info
+shows (any cron schedule, a carried state on a retry attempt), and the workflow then asks Temporal,
+through the ``confirm_continued_run`` activity, that the run it continued was a case of this task
+queue that closed by continuing as new (:mod:`activities.run_origin`). Pure: the workflow passes in
+what Temporal says about the run.
 """
 
 from __future__ import annotations
@@ -40,16 +45,25 @@ class AdmittedInput:
 
 
 def admit_case_input(
-    converter: PayloadConverter, payload: Payload, *, run_workflow_id: str, continued_run_id: str | None
+    converter: PayloadConverter,
+    payload: Payload,
+    *,
+    run_workflow_id: str,
+    continued_run_id: str | None,
+    cron_schedule: str | None = None,
+    attempt: int = 1,
 ) -> AdmittedInput:
     """Decode the start input and check that this run may use it (see the module docstring)."""
     try:
         case = converter.from_payload(payload, CaseInput)
     except Exception as error:  # whatever a client sent: a refusal of the input, never a failed task
         return AdmittedInput(None, CaseInputRefusal.MALFORMED, describe_input_problem(error, len(payload.data)))
+    if cron_schedule:
+        detail = "a case is one customer's request, never a schedule: a run with a cron schedule reads nothing"
+        return AdmittedInput(case, CaseInputRefusal.CRON_SCHEDULE, detail)
     if case.carried is None:
         return AdmittedInput(case)
-    if not continued_run_id:
+    if not continued_run_id or attempt > 1:
         detail = "a run started by a client may not resume a case's state; only Temporal's continue-as-new does"
         return AdmittedInput(case, CaseInputRefusal.CARRIED_STATE_NOT_CONTINUED, detail)
     if run_workflow_id != workflow_id(case.case_id):

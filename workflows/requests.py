@@ -97,8 +97,9 @@ def review_request(s: CaseState, candidate: ComposedAnswer) -> ReviewRequest:
     )
 
 
-def refund_proposal(s: CaseState, now: datetime) -> RefundProposal:
-    """The exact proposal a reviewer approves: every figure from the commerce server's quote."""
+def refund_proposal(s: CaseState, now: datetime, *, case_started_at: datetime) -> RefundProposal:
+    """The exact proposal a reviewer approves: every figure from the commerce server's quote, and the
+    case's recorded start, which the commerce server checks the applicant token against."""
     assert s.quote is not None
     return RefundProposal(
         case_id=s.case.case_id,
@@ -113,6 +114,7 @@ def refund_proposal(s: CaseState, now: datetime) -> RefundProposal:
         created_at=now,
         expires_at=now + timedelta(seconds=s.case.options.approval_ttl_seconds),
         ledger_id=s.quote.ledger_id,
+        case_started_at=case_started_at,
     )
 
 

@@ -34,9 +34,11 @@ with workflow.unsafe.imports_passed_through():
     from contracts.effect_card import ProposalForReview, proposal_memo
     from contracts.names import (
         CASE_INPUT_REFUSED,
+        CASE_RESUMING,
         REVIEW,
         WORKFLOW_NAME,
         ActivityName,
+        CaseInputRefusal,
         EventKind,
         QueryName,
         ReviewRefusal,
@@ -52,8 +54,9 @@ with workflow.unsafe.imports_passed_through():
         refused_review_error,
         waiting_for_more,
     )
-    from workflows.case_input import admit_case_input
+    from workflows.case_input import AdmittedInput, admit_case_input
     from workflows.case_state import CaseState
+    from workflows.continued_run import confirm_continued_run
     from workflows.deliver_gate import decide_delivery
     from workflows.drafting import draft_and_review
     from workflows.evidence import transcript_content
@@ -77,9 +80,13 @@ class SupportCaseWorkflow:
             start.payload,
             run_workflow_id=info.workflow_id,
             continued_run_id=info.continued_run_id,
+            cron_schedule=info.cron_schedule,
+            attempt=info.attempt,
         )
         self._state: CaseState | None = None
         case = self._input.case
+        self._resuming = case is not None and case.carried is not None
+        """A carried state is neither shown nor decided on until Temporal confirms where it came from."""
         if case is not None:
             self._state = CaseState(case) if case.carried is None else CaseState.from_carried(case, case.carried)
             self._tools = ToolCalls(self._state, self._event, self._upsert_attributes)
@@ -95,6 +102,8 @@ class SupportCaseWorkflow:
     @workflow.run
     async def run(self, start: RawValue) -> CaseView:
         self._admit_input()
+        if self._resuming:
+            await self._confirm_continued_run()
         case = self._s.case
         try:
             self._show()
@@ -174,7 +183,8 @@ class SupportCaseWorkflow:
         if decision.outcome is not None:
             raise CaseStopped(decision.outcome, decision.code, decision.detail)
         assert s.quote is not None
-        s.proposal = requests.refund_proposal(s, workflow.now())
+        started = workflow.info().workflow_start_time  # proposals are made only in a case's first run
+        s.proposal = requests.refund_proposal(s, workflow.now(), case_started_at=started)
         s.digest = s.proposal.digest()
         self._move(Phase.WAITING_APPROVAL)
         self._event(
@@ -236,6 +246,9 @@ class SupportCaseWorkflow:
         """
         if self._input.refusal is not None:
             return  # the run refused its input and is ending: there is nothing to decide
+        if self._resuming:
+            self._event(EventKind.REVIEW_REFUSED, f"signal while the case was resuming: {CASE_RESUMING}")
+            return
         decision = self._decode_review(payload, via="signal")
         if decision is not None:
             self._review(decision, via="signal")
@@ -249,6 +262,8 @@ class SupportCaseWorkflow:
         """
         if self._input.refusal is not None:
             raise refused_review_error(CASE_INPUT_REFUSED)
+        if self._resuming:
+            raise refused_review_error(CASE_RESUMING)
         decision = self._decode_review(payload, via="update")
         if decision is None:
             raise refused_review_error(ReviewRefusal.MALFORMED_REVIEW.value)
@@ -349,6 +364,19 @@ class SupportCaseWorkflow:
         if self._input.refusal is not None:
             reason = f"{CASE_INPUT_REFUSED}: this run refused its start input and shows nothing ({self._input.reason})"
             raise ApplicationError(reason, type=CASE_INPUT_REFUSED, non_retryable=True)
+        if self._resuming:
+            reason = f"{CASE_RESUMING}: the case is confirming the state it continued with; ask again in a moment"
+            raise ApplicationError(reason, type=CASE_RESUMING, non_retryable=True)
+
+    async def _confirm_continued_run(self) -> None:
+        """Resume the carried state only once Temporal confirms where this run came from; otherwise end
+        the run failed at once, like a refused input (:mod:`workflows.continued_run`)."""
+        refused = await confirm_continued_run()
+        if refused:
+            case = self._input.case
+            self._input = AdmittedInput(case, CaseInputRefusal.CARRIED_STATE_NOT_CONTINUED, refused)
+            self._admit_input()
+        self._resuming = False
 
     # --- state helpers ---------------------------------------------------------------------------
 

@@ -99,13 +99,43 @@ async function ceremony(start, finish, startBody, make) {
   return post(finish, { ...startBody, ceremony: begun.ceremony, credential });
 }
 
-async function enroll(button) {
-  const token = button.dataset.token;
+// An enrollment link is /enroll#token=...: the fragment never leaves the browser (no request line, no
+// log, no Referer), so the token reaches the console only in these POST bodies. The first POST claims
+// the link for this browser session; another browser that opens a copy of it is refused.
+function enrollmentToken() {
+  return new URLSearchParams(window.location.hash.slice(1)).get("token") || "";
+}
+
+function refuseEnrollment(button, text) {
+  const place = document.getElementById("enroll-refused");
+  place.textContent = text;
+  place.hidden = false;
+  button.hidden = true;
+}
+
+async function openEnrollment(button) {
+  const token = enrollmentToken();
+  if (!token) {
+    refuseEnrollment(button, "This enrollment link carries no token; ask for a new one (starter.py directory enroll).");
+    return;
+  }
+  const claimed = await post("/enroll/claim", { token });
+  if (!claimed.ok) {
+    refuseEnrollment(button, claimed.message);
+    return;
+  }
+  document.getElementById("enroll-heading").textContent = "Enroll a passkey for " + claimed.subject;
+  button.addEventListener("click", () => enroll(button, token));
+  button.disabled = false;
+}
+
+async function enroll(button, token) {
+  button.disabled = true;
   const answer = await ceremony("/enroll/options", "/enroll/finish", { token }, async (options) =>
     registrationJSON(await navigator.credentials.create({ publicKey: creationOptions(options) })),
   );
   say(answer.message);
-  if (answer.ok) button.disabled = true;
+  if (!answer.ok) button.disabled = false;
 }
 
 async function signIn() {
@@ -157,7 +187,7 @@ function followCase(status) {
 
 document.addEventListener("DOMContentLoaded", () => {
   const enrollButton = document.getElementById("enroll");
-  if (enrollButton) enrollButton.addEventListener("click", () => enroll(enrollButton));
+  if (enrollButton) openEnrollment(enrollButton);
   const signinButton = document.getElementById("signin");
   if (signinButton) signinButton.addEventListener("click", signIn);
   const section = document.querySelector("section.decide");

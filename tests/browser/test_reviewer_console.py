@@ -5,7 +5,8 @@ the DevTools protocol; the real worker, dev server and commerce server (``devsta
 whose state dir holds the directory and keys); the console served in-process by uvicorn at
 ``http://localhost:PORT`` (a secure context, so WebAuthn works over http).
 
-chen enrolls from the link ``mint_enrollment_link`` makes, signs in, finds alice's QH-1001 refund in the
+chen enrolls from the link ``mint_enrollment_link`` makes (its token in the fragment, which the page's
+script posts: the browser never sends it in a request line), signs in, finds alice's QH-1001 refund in the
 inbox (12,900 cents, its time left), opens it; an approval made while the authenticator does not
 verify the user is refused with the user-verification sentence and recorded; the approval made with
 the passkey completes the case with a receipt, the console shows who approved and the receipt, and
@@ -134,7 +135,8 @@ async def virtual_authenticator(page: Page) -> tuple[CDPSession, str]:
 async def enroll_and_sign_in(page: Page, stack: RehearsalStack, origin: str, subject: str, name: str) -> str:
     """``subject`` enrolls a passkey from a fresh link and signs in with it; returns the link."""
     link = mint_enrollment_link(stack.state_dir, subject, console_url=origin, now=datetime.now(UTC))
-    await page.goto(link)
+    assert link.startswith(f"{origin}/enroll#token="), link
+    await page.goto(link)  # the page's script claims the link for this browser, then enables the button
     await page.get_by_role("button", name="Create a passkey").click()
     await expect(page.get_by_role("status")).to_have_text(f"Passkey enrolled for {subject}. Sign in with it.")
     await page.goto(f"{origin}/signin")

@@ -1,5 +1,6 @@
 """Reads of a busy server: a describe it cancels under load (which build is current, who polls a task
-queue) is asked again."""
+queue) is asked again. (The deployment describe's back-off, budget and try-again answers:
+test_busy_server_backoff.py.)"""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import pytest
 from temporalio.api.workflowservice.v1 import DescribeTaskQueueResponse, DescribeWorkerDeploymentResponse
 from temporalio.service import RPCError, RPCStatusCode
 
-from case_client._busy_server import DESCRIBE_ATTEMPTS
+from case_client._busy_server import DESCRIBE_ATTEMPTS, Backoff
 from case_client._connection import live_poller_identities
 from case_client.deployment import current_build_id
 from contracts.errors import TransientError
@@ -36,17 +37,35 @@ def _client(service: object) -> Any:
     return SimpleNamespace(namespace="default", workflow_service=service)
 
 
+class _Clock:
+    """Time that passes only when slept: no real waiting."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def time(self) -> float:
+        return self.now
+
+    async def sleep(self, seconds: float) -> None:
+        self.now += seconds
+
+
+def _backoff(clock: _Clock) -> Backoff:
+    return Backoff(budget_seconds=10.0, draw=lambda: 0.5, sleep=clock.sleep, clock=clock.time)
+
+
 async def test_a_cancelled_describe_is_asked_again() -> None:
     service = _Service(RPCStatusCode.CANCELLED, RPCStatusCode.UNAVAILABLE)
-    assert await current_build_id(_client(service), "d") == "b1"
+    assert await current_build_id(_client(service), "d", backoff=_backoff(_Clock())) == "b1"
     assert service.calls == 3
 
 
-async def test_a_describe_cancelled_every_time_is_raised_after_the_last_attempt() -> None:
-    service = _Service(*[RPCStatusCode.CANCELLED] * DESCRIBE_ATTEMPTS)
-    with pytest.raises(RPCError):
-        await current_build_id(_client(service), "d")
-    assert service.calls == DESCRIBE_ATTEMPTS
+async def test_a_describe_cancelled_every_time_is_a_transient_error_once_the_budget_is_spent() -> None:
+    clock = _Clock()
+    service = _Service(*[RPCStatusCode.CANCELLED] * 100)
+    with pytest.raises(TransientError, match="still asked to try again"):
+        await current_build_id(_client(service), "d", backoff=_backoff(clock))
+    assert clock.now == 10.0 and 2 < service.calls < 100
 
 
 async def test_a_refusal_is_not_asked_again_and_a_new_deployment_has_no_current_build() -> None:

@@ -4,10 +4,16 @@ against our commerce server over stdio and over Streamable HTTP, and against bro
 Each server gets its own state dir holding what ``starter.py init`` writes: the seeded database, the
 demo directory and the demo keys; the kit is given the same state dir, so it signs with the keys the
 server trusts. The session's own key variables are removed, so the server reads its state dir's keys.
+The demo directory gives no tenant a four-eyes policy, so there the kit reports the policy check as not
+checked; a state dir edited as a merchant would (a second reviewer and a policy) checks it too.
+
+The backstop's wrong servers (``wrong_server.py``) are our server with one check patched away in its
+own process: the applicant token's, the approval policy's, the reviewer's tenant's.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -23,7 +29,20 @@ from commerce_server import database_url, make_engine, seed_fixture
 from commerce_server.tokens import DATABASE_URL_ENV, SIGNING_KEY_ENV, TOKEN_SECRET_ENV
 from commerce_server.tokens import DIRECTORY_ENV as COMMERCE_DIRECTORY_ENV
 from contracts.credentials import COMMERCE_KID
-from keystore import DIRECTORY_ENV, create_demo_directory, directory_location, private_key_path
+from contracts.identity import Role
+from keystore import (
+    DIRECTORY_ENV,
+    DIRECTORY_FILE,
+    create_demo_directory,
+    create_key_pair,
+    directory_location,
+    keys_dir,
+    load_directory,
+    private_key_path,
+    reviewer_kid,
+    write_directory,
+)
+from keystore.directory_edit import add_person, set_policy
 from tests.commerce_service import PROJECT_ROOT, start_http_commerce
 
 KEY_VARIABLES = (DIRECTORY_ENV, COMMERCE_DIRECTORY_ENV, SIGNING_KEY_ENV, DATABASE_URL_ENV)
@@ -64,6 +83,16 @@ def initialised(state_dir: Path) -> Path:
     return state_dir
 
 
+def with_four_eyes(state_dir: Path, *, from_cents: int) -> Path:
+    """What a merchant's test directory adds for the policy check: a second reviewer of the customer's
+    tenant (dana, with her key) and a policy that needs two reviewers from ``from_cents`` cents."""
+    path = keys_dir(state_dir) / DIRECTORY_FILE
+    jwk, _ = create_key_pair(state_dir, reviewer_kid("dana"))
+    directory = add_person(load_directory(str(path)), "dana", "qinghe", Role.REVIEWER, "Dana", jwk)
+    write_directory(path, set_policy(directory, "qinghe", from_cents))
+    return state_dir
+
+
 def clean_environment(**extra: str) -> dict[str, str]:
     environ = {name: value for name, value in os.environ.items() if name not in KEY_VARIABLES}
     return {**environ, **extra}
@@ -80,14 +109,27 @@ def run_kit(*arguments: str, env: dict[str, str] | None = None) -> subprocess.Co
     )
 
 
-def stdio_server(state_dir: Path, script: Path | None = None) -> str:
+def stdio_server(state_dir: Path, script: Path | None = None, *, wrong: str | None = None) -> str:
     entry = str(script) if script is not None else "-m commerce_server"
+    if wrong is not None:
+        entry = f"-m tests.commerce_contract.wrong_server {wrong}"
     return f"{sys.executable} {entry} --profile alice --state-dir {state_dir}"
 
 
 def verdicts(output: str) -> dict[str, str]:
-    """Each check's verdict (PASS/FAIL) by name, from the kit's one line per check."""
-    return dict((name, verdict) for verdict, name in re.findall(r"^(PASS|FAIL) (\w+):", output, re.MULTILINE))
+    """Each check's verdict (PASS/FAIL/SKIP) by name, from the kit's one line per check."""
+    return dict((name, verdict) for verdict, name in re.findall(r"^(PASS|FAIL|SKIP) (\w+):", output, re.MULTILINE))
+
+
+ALL = len(check_names())
+BACKSTOP = (
+    "applicant_token_missing",
+    "applicant_token_of_another_customer",
+    "applicant_token_of_another_case",
+    "approval_reviewer_of_another_tenant",
+    "approval_policy_not_met",
+    "approval_after_case_closed",
+)
 
 
 def test_the_kit_passes_against_our_server_over_stdio_and_each_run_pays_the_next_order(tmp_path: Path) -> None:
@@ -97,8 +139,11 @@ def test_the_kit_passes_against_our_server_over_stdio_and_each_run_pays_the_next
     second = run_kit("--stdio", stdio_server(state), "--state-dir", str(state))
 
     assert first.returncode == 0, first.stdout + first.stderr
-    assert verdicts(first.stdout) == dict.fromkeys(check_names(), "PASS")
-    assert "13 of 13 checks passed" in first.stdout
+    assert verdicts(first.stdout) == dict.fromkeys(check_names(), "PASS") | {"approval_policy_not_met": "SKIP"}
+    assert set(BACKSTOP) <= set(check_names())
+    assert f"{ALL - 1} of {ALL} checks passed" in first.stdout
+    assert "; conforms; not checked (the fixture cannot show them): approval_policy_not_met" in first.stdout
+    assert "SKIP approval_policy_not_met: not checked: the approval policy of tenant 'qinghe'" in first.stdout
     assert second.returncode == 0, second.stdout + second.stderr
     assert "PAID (simulated) 12900 cents on QH-1001 once" in first.stdout
     assert "PAID (simulated) 17900 cents on QH-1002 once" in second.stdout
@@ -125,8 +170,65 @@ def test_the_kit_passes_against_our_server_over_http(tmp_path: Path) -> None:
         commerce.process.wait(timeout=30)
 
     assert result.returncode == 0, result.stdout + result.stderr
-    assert verdicts(result.stdout) == dict.fromkeys(check_names(), "PASS")
+    assert verdicts(result.stdout) == dict.fromkeys(check_names(), "PASS") | {"approval_policy_not_met": "SKIP"}
     assert f"against Streamable HTTP: {commerce.url}; conforms" in result.stdout
+
+
+def test_the_kit_checks_the_four_eyes_policy_where_the_fixture_provides_one(tmp_path: Path) -> None:
+    # Every refund of qinghe needs two reviewers: the kit also pays with two (chen and dana).
+    state = with_four_eyes(initialised(tmp_path / "state"), from_cents=100)
+    fixture = tmp_path / "fixture.json"
+    fixture.write_text(
+        json.dumps(
+            {
+                "customer": "alice",
+                "refundable_orders": ["QH-1001", "QH-1002"],
+                "foreign_order": "QH-2001",
+                "other_customer": "lin",
+                "foreign_reviewer": "mei",
+                "four_eyes_order": "QH-1002",
+            }
+        ),
+        encoding="utf-8",
+    )
+
+    result = run_kit("--stdio", stdio_server(state), "--state-dir", str(state), "--fixture", str(fixture))
+
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert verdicts(result.stdout) == dict.fromkeys(check_names(), "PASS")
+    assert f"{ALL} of {ALL} checks passed" in result.stdout
+    assert result.stdout.rstrip().endswith("; conforms")
+    assert "PASS approval_policy_not_met: 1 reviewer's approval of 17900 cents on QH-1002 (policy: 2)" in result.stdout
+    assert "PAID (simulated) 12900 cents on QH-1001 once" in result.stdout
+
+
+@pytest.mark.parametrize(
+    ("wrong", "check", "four_eyes_from"),
+    [
+        ("no-applicant-check", "applicant_token_missing", None),
+        ("no-policy-check", "approval_policy_not_met", 15000),
+        ("no-reviewer-tenant-check", "approval_reviewer_of_another_tenant", None),
+    ],
+)
+def test_the_kit_fails_a_server_without_a_backstop_check_and_names_it(
+    tmp_path: Path, wrong: str, check: str, four_eyes_from: int | None
+) -> None:
+    state = initialised(tmp_path / "state")
+    if four_eyes_from is not None:  # QH-1002 (17900 cents) needs two reviewers, QH-1001 (12900) one
+        with_four_eyes(state, from_cents=four_eyes_from)
+
+    result = run_kit("--stdio", stdio_server(state, wrong=wrong), "--state-dir", str(state))
+
+    assert result.returncode == 1, result.stdout + result.stderr
+    seen = verdicts(result.stdout)
+    failed = [name for name, verdict in seen.items() if verdict == "FAIL"]
+    assert failed[0] == check, result.stdout
+    assert re.search(rf"^FAIL {check}: PAID .* \(receipt SIM-", result.stdout, re.MULTILINE), result.stdout
+    assert f"failed: {check}" in result.stdout
+    names = check_names()
+    assert all(seen[name] == "PASS" for name in names[: names.index(check)]), result.stdout
+    if wrong == "no-policy-check":  # the unpaid QH-1001 is still paid once, correctly: nothing else fails
+        assert failed == [check], result.stdout
 
 
 def test_the_kit_fails_a_server_that_ignores_the_digest_and_names_the_check(tmp_path: Path) -> None:

@@ -234,11 +234,17 @@ def test_a_proposal_quoted_on_another_ledger_or_none_is_refused(
 def test_a_proposal_without_a_ledger_keeps_the_digest_it_was_approved_with(
     refund_approval: MakeApproval, alice
 ) -> None:
-    """Cases waiting before ledgers were bound replay with the digest their reviewer saw."""
+    """Cases waiting before ledgers were bound (or, before release 0.7, case starts recorded) replay with
+    the digest their reviewer saw."""
     unbound = refund_approval(alice.get_order("QH-1001"), ledger_id=None).proposal
-    without_field = {k: v for k, v in unbound.model_dump(mode="json").items() if k != "ledger_id"}
+    assert unbound.case_started_at is None
+    without_field = {
+        k: v for k, v in unbound.model_dump(mode="json").items() if k not in ("ledger_id", "case_started_at")
+    }
     from contracts.commerce import canonical_digest
 
     assert unbound.digest() == canonical_digest(without_field)
     bound = unbound.model_copy(update={"ledger_id": "L-0123456789abcdef"})
     assert bound.digest() != unbound.digest()
+    started = bound.model_copy(update={"case_started_at": bound.created_at})
+    assert started.digest() != bound.digest()

@@ -47,7 +47,9 @@ async def _workflow_ids(client: Client, query: str, *, at_least: int = 0) -> lis
 
 
 def _kept_case(stderr: str) -> str:
-    found = re.search(r"Case (\S+) is kept and goes on once a worker runs: .* status \1 --wait", stderr)
+    found = re.search(
+        r"Case (\S+) is kept and goes on once a worker runs \(within 24 h of its start\): .* status \1 --wait", stderr
+    )
     assert found, stderr
     return found.group(1)
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import base64
 import json
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -25,12 +26,14 @@ from keystore.outside_issuer import (
     AUDIENCE_ENV,
     ISSUER_ENV,
     JWKS_CACHE_SECONDS_ENV,
+    JWKS_DEADLINE_SECONDS,
     JWKS_URL_ENV,
+    MAX_JWKS_BYTES,
     ROLE_CLAIM_ENV,
     TENANT_CLAIM_ENV,
     OutsideIssuer,
 )
-from tests.jwks_support import JwksServer, serve_jwks
+from tests.jwks_support import JwksServer, http_head, serve_jwks, serve_raw
 
 ISSUER = "https://idp.example.test/"
 NOW = datetime(2026, 3, 1, 9, 0, tzinfo=UTC)
@@ -233,6 +236,108 @@ def test_a_key_set_that_cannot_be_fetched_is_a_transient_error(
         issuer_for(jwks_server.url).verify(mint(keys), directory, now=NOW)
     assert caught.value.code == "applicant_jwks_unavailable"
     assert caught.value.retryable
+
+
+# --- a key set that trickles or floods (issue 44) -----------------------------------------------------------
+
+TRICKLE_PAUSE = 0.05
+"""Seconds between the trickled bytes: the whole answer takes several seconds, the deadline 0.5 s."""
+SHORT_DEADLINE = 0.5
+FLOOD_BYTES = 64 * 1024 * 1024
+FLOOD_CHUNK = 64 * 1024
+
+
+def eddsa_jwks_body(keys: Keys, padding: int = 0) -> bytes:
+    """The EdDSA key alone (a short body), with ``padding`` spaces before its closing brace (still JSON)."""
+    listed = [jwk for jwk in keys.jwks["keys"] if jwk["alg"] == "EdDSA"]
+    return json.dumps({"keys": listed}).encode()[:-1] + b" " * padding + b"}"
+
+
+def transient_code(issuer: OutsideIssuer, token: str, directory: Directory) -> str:
+    with pytest.raises(TransientError) as caught:
+        issuer.verify(token, directory, now=NOW)
+    assert caught.value.retryable
+    assert "\n" not in caught.value.message
+    return caught.value.code
+
+
+@fetches_key_set
+@pytest.mark.parametrize("trickled", ["headers", "body"])
+def test_a_trickled_key_set_is_refused_at_the_deadline(keys: Keys, directory: Directory, trickled: str) -> None:
+    """A byte every 50 ms never trips a per-read timeout; the whole request's deadline stops it, in the
+    headers as in the body, long before the provider would have finished (issue 44: a byte every 1.5 s
+    held verification for over 90 s)."""
+    body = eddsa_jwks_body(keys)
+    answer = http_head(content_length=len(body)) + body
+    head = b"" if trickled == "headers" else http_head(content_length=len(body))
+    chunks = ([head] if head else []) + [answer[index : index + 1] for index in range(len(head), len(answer))]
+    with serve_raw(chunks, pause=TRICKLE_PAUSE) as server:
+        issuer = issuer_for(server.url, algorithms=ALL_ALGORITHMS, jwks_deadline_seconds=SHORT_DEADLINE)
+        started = time.monotonic()
+        code = transient_code(issuer, mint(keys, "EdDSA"), directory)
+        waited = time.monotonic() - started
+        assert code == "applicant_jwks_too_slow"
+        assert server.finished.wait(10), "the refused fetch still holds the connection"
+        assert server.sent[0] < server.total, "the provider got to send its whole answer"
+    assert waited < (len(answer) - len(head)) * TRICKLE_PAUSE / 2
+
+
+@fetches_key_set
+@pytest.mark.parametrize("framing", ["no length", "chunked", "honest length", "length 1 byte under the cap"])
+def test_a_key_set_over_the_cap_is_refused_without_reading_it_all(
+    keys: Keys, directory: Directory, framing: str
+) -> None:
+    """64 MiB of key set (valid JSON: the key, then spaces) against the 1 MiB cap, whatever the length
+    header says: the fetch stops at the cap and hangs up, so most of it is never even sent. A length
+    that lies low is believed: only that much is read, and the cut-off JSON is unreadable."""
+    body = eddsa_jwks_body(keys, padding=FLOOD_BYTES)
+    pieces = [body[start : start + FLOOD_CHUNK] for start in range(0, len(body), FLOOD_CHUNK)]
+    if framing == "chunked":
+        head = http_head(chunked=True)
+        pieces = [b"%x\r\n%s\r\n" % (len(piece), piece) for piece in pieces] + [b"0\r\n\r\n"]
+    elif framing == "honest length":
+        head = http_head(content_length=len(body))
+    elif framing == "no length":
+        head = http_head()
+    else:
+        head = http_head(content_length=MAX_JWKS_BYTES - 1)
+    with serve_raw([head, *pieces]) as server:
+        code = transient_code(issuer_for(server.url, algorithms=ALL_ALGORITHMS), mint(keys, "EdDSA"), directory)
+        assert server.finished.wait(30), "the refused fetch still holds the connection"
+        assert server.sent[0] < server.total // 2
+    assert code == ("applicant_jwks_unavailable" if framing.startswith("length") else "applicant_jwks_too_large")
+
+
+@fetches_key_set
+def test_a_key_set_at_the_cap_is_read(keys: Keys, directory: Directory) -> None:
+    body = eddsa_jwks_body(keys)
+    body = body[:-1] + b" " * (MAX_JWKS_BYTES - len(body)) + b"}"
+    assert len(body) == MAX_JWKS_BYTES
+    with serve_raw([http_head(), body]) as server:
+        issuer = issuer_for(server.url, algorithms=ALL_ALGORITHMS)
+        assert issuer.verify(mint(keys, "EdDSA"), directory, now=NOW).subject == "alice"
+
+
+def test_the_key_set_fetch_has_a_deadline_and_a_cap_by_default() -> None:
+    issuer = issuer_for("https://idp.example.test/jwks")
+    assert (issuer.jwks_deadline_seconds, issuer.jwks_max_bytes) == (JWKS_DEADLINE_SECONDS, MAX_JWKS_BYTES)
+    assert (JWKS_DEADLINE_SECONDS, MAX_JWKS_BYTES) == (10.0, 1024 * 1024)
+
+
+@pytest.mark.parametrize(
+    ("setting", "value"),
+    [
+        ("jwks_deadline_seconds", 0),
+        ("jwks_deadline_seconds", float("inf")),
+        ("jwks_deadline_seconds", 1000),
+        ("jwks_max_bytes", 0),
+        ("jwks_max_bytes", 1 << 30),
+    ],
+)
+def test_a_bad_deadline_or_cap_is_a_configuration_error(setting: str, value: float) -> None:
+    with pytest.raises(ConfigurationError) as caught:
+        issuer_for("https://idp.example.test/jwks", **{setting: value})
+    assert caught.value.message.startswith(f"{setting}:")
 
 
 # --- refused before any key is fetched (no socket) -------------------------------------------------------

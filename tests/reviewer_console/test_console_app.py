@@ -86,9 +86,12 @@ async def client(app: Starlette) -> AsyncIterator[httpx2.AsyncClient]:
 
 async def enroll(browser: Browser, state_dir: Path, subject: str) -> tuple[SoftwareAuthenticator, str]:
     link = mint_enrollment_link(state_dir, subject, console_url=ORIGIN, now=datetime.now(UTC))
-    token = link.split("token=", 1)[1]
-    page = await browser.get(f"/enroll?token={token}")
+    path, token = link.removeprefix(ORIGIN).split("#token=", 1)
+    page = await browser.get(path)  # what a browser requests: the fragment stays behind
     assert page.status_code == 200, page.text
+    assert token not in page.text
+    claimed = (await browser.post("/enroll/claim", {"token": token})).json()
+    assert claimed == {"ok": True, "message": f"This link enrolls a passkey for {subject}.", "subject": subject}
     begun = (await browser.post("/enroll/options", {"token": token})).json()
     assert begun["ok"], begun
     options = begun["options"]
@@ -163,8 +166,8 @@ async def test_enrollment_publishes_the_passkey_and_the_link_works_once(
     chen = load_directory(directory_location(state_dir)).person("chen")
     assert chen is not None and [p.credential_id for p in chen.passkeys] == [authenticator.credential_id_b64]
     assert chen.passkeys[0].rp_id == "localhost" and chen.passkeys[0].origin == ORIGIN
-    again = await browser.get(f"/enroll?token={token}")
-    assert again.status_code == 400 and "already used" in again.text
+    again = await browser.post("/enroll/claim", {"token": token})
+    assert again.status_code == 400 and "already used" in again.json()["message"]
     refused = await browser.post("/enroll/options", {"token": token})
     assert refused.status_code == 400 and "already used" in refused.json()["message"]
 

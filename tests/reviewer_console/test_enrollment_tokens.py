@@ -1,5 +1,6 @@
 """keystore.enrollment: a link is signed by the issuer for one reviewer, 15 minutes, audience
-support-enroll; anything else is refused with a typed refusal. ``directory enroll`` prints it."""
+support-enroll, its token in the fragment (``/enroll#token=...``, never sent by a browser, so never in
+a log); anything else is refused with a typed refusal. ``directory enroll`` prints it."""
 
 from __future__ import annotations
 
@@ -36,12 +37,15 @@ def state_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def token_of(link: str) -> str:
-    return parse_qs(urlsplit(link).query)["token"][0]
+    """The token of a link: in its fragment, never in its query (which a browser sends and logs record)."""
+    parts = urlsplit(link)
+    assert parts.query == "", link
+    return parse_qs(parts.fragment)["token"][0]
 
 
 def test_a_link_names_the_console_and_verifies_for_the_reviewer_within_15_minutes(state_dir: Path) -> None:
     link = mint_enrollment_link(state_dir, "chen", console_url="http://localhost:8090/", now=NOW)
-    assert link.startswith("http://localhost:8090/enroll?token=")
+    assert link.startswith("http://localhost:8090/enroll#token=")
     directory = load_directory(directory_location(state_dir))
     claims = verify_enrollment_token(token_of(link), directory, now=NOW + timedelta(minutes=14))
     assert claims.sub == "chen"
@@ -92,10 +96,12 @@ def _enroll(state_dir: Path, *args: str) -> tuple[int, str, str]:
 
 
 def test_directory_enroll_prints_the_link_on_one_line(state_dir: Path) -> None:
-    code, out, _ = _enroll(state_dir, "chen", "--console", "https://console.example")
+    code, out, err = _enroll(state_dir, "chen", "--console", "https://console.example")
     assert code == 0
     [line] = out.splitlines()
-    assert line.startswith("https://console.example/enroll?token=")
+    assert line.startswith("https://console.example/enroll#token=")
+    assert "?" not in line  # nothing a browser sends in its request line, so nothing a log records
+    assert "in the first browser that opens it" in err
     directory = load_directory(directory_location(state_dir))
     assert verify_enrollment_token(token_of(line), directory, now=datetime.now(UTC)).sub == "chen"
 
