@@ -140,6 +140,7 @@ def build_worker(
         workflows=[SupportCaseWorkflow],
         activities=[
             credentials.verify_applicant,
+            credentials.read_case_directory,
             confirm_continued_run,
             *ModelActivities(gateway).all(),
             tools.run_investigation_tool,

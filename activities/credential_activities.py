@@ -17,8 +17,9 @@ from datetime import UTC, datetime
 from temporalio import activity
 
 from contracts.case_start import check_first_served
-from contracts.credentials import ApplicantCheck, VerifiedApplicant, verify_applicant_token
-from contracts.errors import AuthorizationError
+from contracts.credentials import ApplicantCheck, CaseDirectoryRequest, VerifiedApplicant, verify_applicant_token
+from contracts.directory import Directory, DirectoryError
+from contracts.errors import AuthorizationError, ConfigurationError
 from contracts.names import ActivityName, workflow_id
 from keystore.directory_file import DirectorySource
 from keystore.outside_issuer import OutsideIssuer
@@ -54,3 +55,14 @@ class CredentialActivities:
             identity = verify_applicant_token(check.applicant_token, directory, case_id=check.case_id, now=now)
             issuer = BUILT_IN_ISSUER
         return VerifiedApplicant(identity=identity, directory=directory.for_case(identity.subject), issuer=issuer[:200])
+
+    @activity.defn(name=ActivityName.READ_CASE_DIRECTORY)
+    async def read_case_directory(self, request: CaseDirectoryRequest) -> Directory:
+        """The slice of the directory as it is now that can decide a case of ``request.applicant``: a
+        review is judged against it when it arrives, so a passkey enrolled or a key rotated since the
+        case started works, and a removed reviewer or a revoked key does not. A configuration error when
+        the directory cannot be read, or no longer lists the applicant."""
+        try:
+            return self.directory.current().for_case(request.applicant)
+        except DirectoryError as missing:
+            raise ConfigurationError("directory_applicant_missing", str(missing)[:200]) from None

@@ -39,6 +39,7 @@ __all__ = [
     "RECEIPT_AUDIENCE",
     "ApplicantCheck",
     "ApprovalClaims",
+    "CaseDirectoryRequest",
     "CredentialRefused",
     "PublicKeys",
     "ReceiptClaims",
@@ -131,6 +132,15 @@ class ApplicantCheck(BaseModel):
     started_at: datetime | None = None
     """When Temporal recorded the case's start: the token is judged as of then
     (:mod:`contracts.case_start`). None: as of the moment the check runs (a release that did not send it)."""
+
+
+class CaseDirectoryRequest(BaseModel):
+    """What the ``read_case_directory`` activity is asked: the slice of the directory, as it is now, that
+    can decide a case of ``applicant`` (:meth:`contracts.directory.Directory.for_case`)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    applicant: str
 
 
 class VerifiedApplicant(BaseModel):

@@ -26,6 +26,7 @@ REVIEW = "review"
 class ActivityName(StrEnum):
     VERIFY_APPLICANT = "verify_applicant"
     CONFIRM_CONTINUED_RUN = "confirm_continued_run"
+    READ_CASE_DIRECTORY = "read_case_directory"
     PLAN_CASE = "plan_case"
     INVESTIGATE_TURN = "investigate_turn"
     COMPOSE_ANSWER = "compose_answer"
@@ -66,6 +67,7 @@ class EventKind(StrEnum):
     REVIEWED = "reviewed"
     DELIVER_GATE = "deliver_gate"
     PROPOSAL_CREATED = "proposal_created"
+    DIRECTORY_READ = "directory_read"
     REVIEW_REFUSED = "review_refused"
     REVIEW_ACCEPTED = "review_accepted"
     CONTINUED_AS_NEW = "continued_as_new"
@@ -149,6 +151,8 @@ class ReviewRefusal(StrEnum):
     """An approval token already presented to this case."""
     REVIEWER_ALREADY_APPROVED = "reviewer_already_approved"
     """A second approval by a reviewer whose approval the case already holds (four-eyes needs two people)."""
+    DIRECTORY_UNAVAILABLE = "directory_unavailable"
+    """The directory could not be read when the review arrived, so nothing could judge it."""
 
 
 REVIEW_REFUSED = "review_refused"

@@ -5,10 +5,11 @@ a code (:class:`contracts.names.ReviewRefusal`, or the failed check of a credent
 records it and changes nothing.
 
 A case is decided only by approval tokens signed by reviewers' own keys, verified against the slice of
-the directory recorded when its applicant was verified; a review that merely names a reviewer is
-refused. Where the tenant's policy needs two reviewers (four-eyes), a first approval is kept and the
-case waits for a second from another reviewer; the same reviewer approving again is refused, and a
-rejection by any reviewer of the tenant, before or after a first approval, decides the case rejected.
+the directory read when the review arrived (:func:`adopt_directory`, recorded in the history); a
+review that merely names a reviewer is refused. Where the tenant's policy needs two reviewers
+(four-eyes), a first approval is kept and the case waits for a second from another reviewer; the same
+reviewer approving again is refused, and a rejection by any reviewer of the tenant, before or after a
+first approval, decides the case rejected.
 """
 
 from __future__ import annotations
@@ -29,7 +30,9 @@ from contracts.credentials import (
     claimed_subject,
     verify_approval_token,
 )
+from contracts.directory import Directory
 from contracts.errors import bounded
+from contracts.identity import Role
 from contracts.names import REVIEW_REFUSED, ReviewRefusal
 from contracts.payload_codec import undecodable_reason
 from contracts.refusals import refusal_message
@@ -54,14 +57,19 @@ class ReviewVerdict:
     token_id: str | None = None
 
 
-def judge_review(review: ReviewDecision | SignedReview, state: CaseState, *, now: datetime) -> ReviewVerdict:
-    """Accept or refuse one review of the case in ``state`` at ``now`` (nothing is changed here)."""
+def judge_review(
+    review: ReviewDecision | SignedReview, state: CaseState, *, now: datetime, refusal: ReviewRefusal | None = None
+) -> ReviewVerdict:
+    """Accept or refuse one review of the case in ``state`` at ``now`` (nothing is changed here);
+    ``refusal`` refuses a signed review before it is judged (the directory could not be read)."""
     status = state.lifecycle.status
     if isinstance(review, ReviewDecision):
         name = review.reviewer[:40]
         return ReviewVerdict(f"{name} (claimed)", name, refusal=ReviewRefusal.SIGNATURE_REQUIRED.value)
     subject = (claimed_subject(review.approval_token) or "?")[:40]
     claimed = f"{subject} (claimed)"
+    if refusal is not None:
+        return ReviewVerdict(claimed, subject, refusal=refusal.value)
     if status is not CaseStatus.WAITING_APPROVAL or state.proposal is None or state.digest is None:
         return ReviewVerdict(claimed, subject, refusal=ReviewRefusal.CASE_NOT_WAITING_FOR_REVIEW.value)
     if state.decision is not None:
@@ -123,6 +131,56 @@ def accept_review(state: CaseState, verdict: ReviewVerdict, *, now: datetime, vi
     state.decision, state.decided_at, state.decided_via = decision, now, via
     state.approval_token = state.approvals[0].approval_token if state.approvals else verdict.approval_token
     return text
+
+
+def adopt_directory(state: CaseState, fresh: Directory, *, now: datetime, via: str) -> list[str]:
+    """Judge from ``fresh`` (the directory as it is when a review arrived) from now on, and return what
+    changed, as event texts. An approval kept earlier still counts only while ``fresh`` lists its
+    reviewer, as a reviewer of the tenant, with the key that signed it; the policy is ``fresh``'s, so a
+    raised threshold asks for a further approval and a lowered one decides the case on the approvals it
+    holds."""
+    if fresh == state.directory:
+        return []
+    state.directory = fresh
+    changes: list[str] = []
+    kept: list[AcceptedApproval] = []
+    for approval in state.approvals:
+        if _still_counts(approval, state):
+            kept.append(approval)
+        else:
+            changes.append(
+                f"the approval of {approval.reviewer} no longer counts: "
+                "the directory no longer lists them as a reviewer, or that key"
+            )
+    state.approvals = kept
+    required = state.approvals_required()
+    reviewers = len(fresh.reviewers(state.case.applicant.tenant))
+    changes.insert(0, f"directory read for a review: {reviewers} reviewer(s), {required} approval(s) needed")
+    if state.decision is None and state.approvals and len(state.approvals) >= required:
+        first = state.approvals[0]
+        state.decision = ReviewDecision(reviewer=first.reviewer, digest=state.digest or "", decision=Decision.APPROVE)
+        state.decided_at, state.decided_via = now, via
+        state.approval_token = first.approval_token
+        changes.append(f"the policy now needs {required} approval(s): the {len(state.approvals)} held decide the case")
+    return changes
+
+
+def _still_counts(approval: AcceptedApproval, state: CaseState) -> bool:
+    """The kept approval's signature still verifies against the current directory, by a reviewer of the
+    applicant's tenant (the time rules were met when it was accepted)."""
+    assert state.directory is not None
+    try:
+        claims = verify_approval_token(approval.approval_token, state.directory)
+    except Exception:  # a key revoked or a person removed since: it no longer counts
+        return False
+    person = state.directory.person(claims.sub)
+    applicant = state.case.applicant
+    return (
+        person is not None
+        and person.role is Role.REVIEWER
+        and person.tenant == applicant.tenant
+        and person.subject != applicant.subject
+    )
 
 
 def waiting_for_more(state: CaseState) -> str | None:

@@ -22,10 +22,11 @@ from dataclasses import dataclass
 from pydantic import ValidationError
 from temporalio.api.common.v1 import Payload
 from temporalio.converter import PayloadConverter
+from temporalio.exceptions import ApplicationError
 
 from contracts.case import CaseInput
 from contracts.errors import bounded
-from contracts.names import CaseInputRefusal, workflow_id
+from contracts.names import CASE_INPUT_REFUSED, CASE_RESUMING, CaseInputRefusal, workflow_id
 
 
 @dataclass(frozen=True)
@@ -42,6 +43,31 @@ class AdmittedInput:
         if self.refusal is None:
             return ""
         return f"{self.refusal.value}: {self.detail}" if self.detail else self.refusal.value
+
+    def failure(self) -> ApplicationError:
+        """The run's failure when it refused its input: ``case_input_refused``, never retried."""
+        assert self.refusal is not None
+        return ApplicationError(self.reason, {"code": self.refusal.value}, type=CASE_INPUT_REFUSED, non_retryable=True)
+
+
+def review_closed(admitted: AdmittedInput, *, resuming: bool) -> str | None:
+    """Why a review reaches nothing in this run: its input was refused, or the carried state it resumes is
+    not confirmed yet (send it again in a moment); None when the run takes reviews."""
+    if admitted.refusal is not None:
+        return CASE_INPUT_REFUSED
+    return CASE_RESUMING if resuming else None
+
+
+def query_refusal(admitted: AdmittedInput, *, resuming: bool) -> ApplicationError | None:
+    """The failure a query answers with while the run shows nothing (see :func:`review_closed`)."""
+    closed = review_closed(admitted, resuming=resuming)
+    if closed == CASE_INPUT_REFUSED:
+        reason = f"{CASE_INPUT_REFUSED}: this run refused its start input and shows nothing ({admitted.reason})"
+    elif closed == CASE_RESUMING:
+        reason = f"{CASE_RESUMING}: the case is confirming the state it continued with; ask again in a moment"
+    else:
+        return None
+    return ApplicationError(reason, type=closed, non_retryable=True)
 
 
 def admit_case_input(

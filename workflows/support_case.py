@@ -13,7 +13,6 @@ from datetime import timedelta
 
 from temporalio import workflow
 from temporalio.common import RawValue
-from temporalio.exceptions import ApplicationError
 
 with workflow.unsafe.imports_passed_through():
     from contracts.case import (
@@ -33,7 +32,6 @@ with workflow.unsafe.imports_passed_through():
     from contracts.credentials import SignedReview
     from contracts.effect_card import ProposalForReview, proposal_memo
     from contracts.names import (
-        CASE_INPUT_REFUSED,
         CASE_RESUMING,
         REVIEW,
         WORKFLOW_NAME,
@@ -54,7 +52,7 @@ with workflow.unsafe.imports_passed_through():
         refused_review_error,
         waiting_for_more,
     )
-    from workflows.case_input import AdmittedInput, admit_case_input
+    from workflows.case_input import AdmittedInput, admit_case_input, query_refusal, review_closed
     from workflows.case_state import CaseState
     from workflows.continued_run import confirm_continued_run
     from workflows.deliver_gate import decide_delivery
@@ -64,6 +62,7 @@ with workflow.unsafe.imports_passed_through():
     from workflows.outcomes import CaseStopped
     from workflows.proposal_closure import close_proposal
     from workflows.refund_settlement import execute_refund, write_case_record
+    from workflows.review_directory import read_for_review
     from workflows.tool_calls import ToolCalls
     from workflows.turn_admission import SeenCalls
 
@@ -238,36 +237,37 @@ class SupportCaseWorkflow:
     # --- approval --------------------------------------------------------------------------------
 
     @workflow.signal(name=REVIEW, description=case_details.REVIEW_SIGNAL_HELP)
-    def review_signal(self, payload: RawValue) -> None:
+    async def review_signal(self, payload: RawValue) -> None:
         """Approve or reject by signal (Temporal CLI `workflow signal`, Web UI).
 
         The payload arrives raw so that a malformed one is recorded as a refusal instead of being
         dropped by payload decoding where nobody sees it.
         """
-        if self._input.refusal is not None:
-            return  # the run refused its input and is ending: there is nothing to decide
-        if self._resuming:
-            self._event(EventKind.REVIEW_REFUSED, f"signal while the case was resuming: {CASE_RESUMING}")
+        closed = review_closed(self._input, resuming=self._resuming)
+        if closed is not None:  # an ending run records nothing; a resuming one records the refusal
+            if closed == CASE_RESUMING:
+                self._event(EventKind.REVIEW_REFUSED, f"signal while the case was resuming: {CASE_RESUMING}")
             return
         decision = self._decode_review(payload, via="signal")
         if decision is not None:
-            self._review(decision, via="signal")
+            unread = await read_for_review(self._s, decision, self._event, via="signal")
+            self._review(decision, via="signal", refusal=unread)
 
     @workflow.update(name=REVIEW, description=case_details.REVIEW_UPDATE_HELP)
-    def review_update(self, payload: RawValue) -> ReviewOutcome:
+    async def review_update(self, payload: RawValue) -> ReviewOutcome:
         """Approve or reject with a synchronous answer (starter.py review, `workflow update execute`).
 
         A refused or malformed attempt is recorded in the case events and fails the update, so the
         caller sees a failure (a non-zero exit, a failed update in the Web UI), never "successful".
         """
-        if self._input.refusal is not None:
-            raise refused_review_error(CASE_INPUT_REFUSED)
-        if self._resuming:
-            raise refused_review_error(CASE_RESUMING)
+        closed = review_closed(self._input, resuming=self._resuming)
+        if closed is not None:
+            raise refused_review_error(closed)
         decision = self._decode_review(payload, via="update")
         if decision is None:
             raise refused_review_error(ReviewRefusal.MALFORMED_REVIEW.value)
-        outcome, subject = self._review(decision, via="update")
+        unread = await read_for_review(self._s, decision, self._event, via="update")
+        outcome, subject = self._review(decision, via="update", refusal=unread)
         if not outcome.accepted:
             raise refused_review_error(outcome.reason, reviewer=subject)
         return outcome
@@ -281,11 +281,14 @@ class SupportCaseWorkflow:
             return None
         return review
 
-    def _review(self, review: ReviewDecision | SignedReview, *, via: str) -> tuple[ReviewOutcome, str]:
-        """The outcome of one review attempt, and the reviewer's name as it claimed (or proved) it."""
+    def _review(
+        self, review: ReviewDecision | SignedReview, *, via: str, refusal: ReviewRefusal | None = None
+    ) -> tuple[ReviewOutcome, str]:
+        """The outcome of one review attempt (``refusal``: refused before it is judged), and the
+        reviewer's name as it claimed (or proved) it."""
         s = self._s
         status = s.lifecycle.status
-        verdict = judge_review(review, s, now=workflow.now())
+        verdict = judge_review(review, s, now=workflow.now(), refusal=refusal)
         if verdict.decision is None:
             self._event(EventKind.REVIEW_REFUSED, f"{verdict.who} via {via}: {verdict.refusal}")
             case_metrics.approval_refused(s, str(verdict.refusal))
@@ -352,21 +355,14 @@ class SupportCaseWorkflow:
     def _admit_input(self) -> None:
         """End the run failed, at once, when it refuses its input (:mod:`workflows.case_input`); it then
         reads nothing, shows nothing to a reviewer and pays nothing."""
-        admitted = self._input
-        if admitted.refusal is None:
-            return
-        workflow.set_current_details(case_details.refused_input_details(admitted.reason))
-        raise ApplicationError(
-            admitted.reason, {"code": admitted.refusal.value}, type=CASE_INPUT_REFUSED, non_retryable=True
-        )
+        if self._input.refusal is not None:
+            workflow.set_current_details(case_details.refused_input_details(self._input.reason))
+            raise self._input.failure()
 
     def _refuse_query(self) -> None:
-        if self._input.refusal is not None:
-            reason = f"{CASE_INPUT_REFUSED}: this run refused its start input and shows nothing ({self._input.reason})"
-            raise ApplicationError(reason, type=CASE_INPUT_REFUSED, non_retryable=True)
-        if self._resuming:
-            reason = f"{CASE_RESUMING}: the case is confirming the state it continued with; ask again in a moment"
-            raise ApplicationError(reason, type=CASE_RESUMING, non_retryable=True)
+        refused = query_refusal(self._input, resuming=self._resuming)
+        if refused is not None:
+            raise refused
 
     async def _confirm_continued_run(self) -> None:
         """Resume the carried state only once Temporal confirms where this run came from; otherwise end
