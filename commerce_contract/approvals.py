@@ -8,8 +8,8 @@ attacker controls, and names the code a conforming server refuses it with.
 
 :data:`ATTACKS` misuse the reviewer's approval token; :data:`BACKSTOP_ATTACKS` are what the commerce
 server alone must refuse even when every reviewer signature is real (docs/threat-model.md): an approval
-with no applicant token, or with another customer's or another case's, and one signed by a reviewer
-of another tenant.
+with no applicant token, or with another customer's or another case's, or with one that had expired
+when the case started, and one signed by a reviewer of another tenant.
 """
 
 from __future__ import annotations
@@ -230,6 +230,15 @@ def _applicant_another_case(approver: Approver, order: Order, quote: RefundQuote
     return approver.approval(proposal, applicant_token=approver.applicant_token(proposal, case_id=fresh_case_id()))
 
 
+def _applicant_older_than_case(approver: Approver, order: Order, quote: RefundQuote) -> RefundApproval:
+    """The customer's own token for this case, copied from an earlier run: it had expired when the case
+    the proposal names (``case_started_at``) started, ten minutes after it was issued."""
+    now = datetime.now(UTC)
+    proposal = proposal_of(order, quote, now=now, case_started_at=now)
+    stale = approver.applicant_token(proposal, issued_at=now - timedelta(minutes=10))
+    return approver.approval(proposal, applicant_token=stale)
+
+
 def _reviewer_of_another_tenant(approver: Approver, order: Order, quote: RefundQuote) -> RefundApproval:
     """A real signature of a reviewer of another tenant (with the tenant's own reviewers for any further
     approval its policy needs): every signature verifies, but the first signer may not approve here."""
@@ -243,10 +252,12 @@ BACKSTOP_ATTACKS: tuple[Attack, ...] = (
     Attack("applicant_token_missing", _applicant_missing, CommerceErrorCode.APPLICANT_UNVERIFIED),
     Attack("applicant_token_of_another_customer", _applicant_another_customer, CommerceErrorCode.APPLICANT_UNVERIFIED),
     Attack("applicant_token_of_another_case", _applicant_another_case, CommerceErrorCode.APPLICANT_UNVERIFIED),
+    Attack("applicant_token_older_than_case", _applicant_older_than_case, CommerceErrorCode.APPLICANT_UNVERIFIED),
     Attack("approval_reviewer_of_another_tenant", _reviewer_of_another_tenant, CommerceErrorCode.APPROVAL_INVALID),
 )
 """What only the commerce server stands against when every reviewer signature is real: the applicant
-token (none, another customer's, another case's) and the reviewer's tenant. The tenant's approval
+token (none, another customer's, another case's, one that had expired when the case started) and the
+reviewer's tenant. The tenant's approval
 policy and a closed case are checks of their own (:mod:`commerce_contract.checks_refunds`)."""
 
 

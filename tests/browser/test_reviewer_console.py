@@ -5,16 +5,17 @@ the DevTools protocol; the real worker, dev server and commerce server (``devsta
 whose state dir holds the directory and keys); the console served in-process by uvicorn at
 ``http://localhost:PORT`` (a secure context, so WebAuthn works over http).
 
-chen enrolls from the link ``mint_enrollment_link`` makes (its token in the fragment, which the page's
-script posts: the browser never sends it in a request line), signs in, finds alice's QH-1001 refund in the
-inbox (12,900 cents, its time left), opens it; an approval made while the authenticator does not
-verify the user is refused with the user-verification sentence and recorded; the approval made with
-the passkey completes the case with a receipt, the console shows who approved and the receipt, and
-``starter.py verify`` checks the chain. That very assertion, taken from the history and replayed, is
-refused by another waiting case (``token_for_another_case``, recorded there) and decides nothing on its
-own, decided case. mei (south) enrolls too and sees no qinghe case, reads "No such case." at its URL, and a forged POST
-to its review endpoints is refused; a POST without the CSRF token is refused (403); the enrollment
-link used twice is refused. QH-1001 is paid exactly once, QH-1002 never.
+alice's QH-1001 refund waits before chen has a passkey; chen then enrolls from the link
+``mint_enrollment_link`` makes (its token in the fragment, which the page's script posts: the browser
+never sends it in a request line), signs in, finds the refund in the inbox (12,900 cents, its time left)
+and, without a reload, a second one that starts meanwhile, opens the first; an approval made while the
+authenticator does not verify the user is refused with the user-verification sentence and recorded; the
+approval made with the passkey completes the case with a receipt, the console shows who approved and the
+receipt, and ``starter.py verify`` checks the chain. That very assertion, taken from the history and
+replayed, is refused by another waiting case (``token_for_another_case``, recorded there) and decides
+nothing on its own, decided case. mei (south) enrolls too and sees no qinghe case, reads "No such case."
+at its URL, and a forged POST to its review endpoints is refused; a POST without the CSRF token is
+refused (403); the enrollment link used twice is refused. QH-1001 is paid exactly once, QH-1002 never.
 
 Screenshots of the inbox and the case page go to ``$SUPPORT_SCREENSHOTS`` (``docs/images`` to
 regenerate the committed ones), else to the test's temporary directory.
@@ -190,26 +191,29 @@ async def test_a_reviewer_approves_a_refund_with_a_passkey(tmp_path: Path, monke
     ):
         chen_cdp, chen_key = await virtual_authenticator(chen)
         await virtual_authenticator(mei)
-        # Enrolled before the case starts: a case decides from the directory slice it records at its start.
+        # The refund waits before chen has a passkey (a support lead's first day): a review is judged
+        # against the directory as it is when it arrives, so the passkey chen enrolls now approves it.
+        case = await stack.cases.start(demo_identity("alice"), QUESTION, ttl_seconds=900)
+        view = await case.settled(timeout=90, poll_seconds=0.2)
+        assert view.status is CaseStatus.WAITING_APPROVAL, (view.status, view.reason)
         link = await enroll_and_sign_in(chen, stack, origin, "chen", "Chen")
         await enroll_and_sign_in(mei, stack, origin, "mei", "Mei")
         await mei.goto(link)
         await expect(mei.get_by_role("alert")).to_contain_text("This enrollment link was already used")
 
+        # chen's inbox lists the case with its amount, order, customer, time left and four-eyes state,
+        # and a case that starts while it is open without a reload (console.js fetches the rows every 10 s).
         await chen.goto(origin)
-        await expect(chen.get_by_text("Nothing waits for your approval.")).to_be_visible()
-        case = await stack.cases.start(demo_identity("alice"), QUESTION, ttl_seconds=900)
-        view = await case.settled(timeout=90, poll_seconds=0.2)
-        assert view.status is CaseStatus.WAITING_APPROVAL, (view.status, view.reason)
-
-        # chen's open inbox lists the case without a reload (console.js fetches the rows every 10 s),
-        # with its amount, order, customer, time left and four-eyes state.
         row = chen.get_by_role("row").filter(has_text=case.case_id)
-        await expect(row).to_contain_text("12900 cents", timeout=REFRESH_TIMEOUT_MS)
+        await expect(row).to_contain_text("12900 cents")
         await expect(row).to_contain_text("QH-1001")
         await expect(row).to_contain_text("alice")
         await expect(row).to_contain_text(" left")
         await expect(row).to_contain_text("0 of 1")
+        other = await stack.cases.start(demo_identity("alice"), "Please refund QH-1002", ttl_seconds=900)
+        assert (await other.settled(timeout=90, poll_seconds=0.2)).status is CaseStatus.WAITING_APPROVAL
+        other_row = chen.get_by_role("row").filter(has_text=other.case_id)
+        await expect(other_row).to_contain_text("17900 cents", timeout=REFRESH_TIMEOUT_MS)
         await chen.screenshot(path=str(shots / "console-inbox.png"), full_page=True)
 
         # mei (south) lists no qinghe case, reads "No such case." at its URL, and a forged POST is refused.
@@ -276,8 +280,6 @@ async def test_a_reviewer_approves_a_refund_with_a_passkey(tmp_path: Path, monke
         # recorded there; to its own case (decided) it decides nothing; nothing more is paid.
         approval = await last_review_sent(stack, case.case_id)
         assert approval.approval_token.startswith("passkey1.")
-        other = await stack.cases.start(demo_identity("alice"), "Please refund QH-1002", ttl_seconds=900)
-        assert (await other.settled(timeout=90, poll_seconds=0.2)).status is CaseStatus.WAITING_APPROVAL
         with pytest.raises(AuthorizationError) as elsewhere:
             await other.review(approval)
         assert elsewhere.value.message.startswith("token_for_another_case: "), elsewhere.value
