@@ -22,11 +22,15 @@ from cryptography.hazmat.primitives.asymmetric import rsa
 from jwt.algorithms import RSAAlgorithm
 from temporalio.client import Client
 
+from activities.commerce_client import open_stdio_client
 from case_client import CaseClient
 from contracts.case import CaseStatus, CaseView
+from contracts.commerce import RefundApproval
 from contracts.credentials import APPLICANT_AUDIENCE
+from contracts.errors import SupportError
 from contracts.identity import Identity
 from contracts.names import ActivityName
+from contracts.tools import ToolName
 from keystore.outside_issuer import ISSUER_ENV, JWKS_URL_ENV
 from keystore.signers import KeyFileSigner
 from tests.case_world import scheduled_activity_types
@@ -45,8 +49,10 @@ class LoginService:
     key: rsa.RSAPrivateKey
     jwks: JwksServer
 
-    def token(self, subject: str, tenant: str, *, issuer: str = ISSUER, key: Any = None) -> str:
-        now = datetime.now(UTC)
+    def token(
+        self, subject: str, tenant: str, *, issuer: str = ISSUER, key: Any = None, issued: datetime | None = None
+    ) -> str:
+        now = issued or datetime.now(UTC)
         claims = {
             "iss": issuer,
             "aud": APPLICANT_AUDIENCE,
@@ -141,3 +147,46 @@ async def test_a_token_the_login_service_did_not_issue_for_this_customer_reads_n
 def _built_in_token(outside: OutsideMerchant, subject: str) -> str:
     """The demo issuer's EdDSA token: once an outside issuer is set, the worker accepts only its tokens."""
     return KeyFileSigner(outside.shop.state_dir).applicant_token(outside.shop.identity(subject), uuid.uuid4().hex[:12])
+
+
+async def test_an_id_token_that_had_expired_when_the_case_started_pays_nothing(outside: OutsideMerchant) -> None:
+    """A proposal sent straight to the commerce server with chen's real approval: an ID token issued 39
+    days before the case started is refused there (never "accepted whatever its age"), and the same
+    approval with a token that held at the start pays, once."""
+    view = await outside.ask("alice", outside.login.token("alice", "qinghe"))
+    assert view.proposal is not None, (view.status, view.reason)
+    now = datetime.now(UTC)
+    proposal = view.proposal.model_copy(
+        update={
+            "case_id": f"fresh{uuid.uuid4().hex[:10]}",
+            "case_started_at": now,
+            "created_at": now,
+            "expires_at": now + timedelta(minutes=15),
+        }
+    )
+    shop = outside.shop
+    approval_token = KeyFileSigner(shop.state_dir).approval_token(
+        shop.identity("chen"), case_id=proposal.case_id, digest=proposal.digest(), decision="approve"
+    )
+
+    def approval(applicant_token: str) -> dict[str, Any]:
+        return RefundApproval(
+            approval_id=f"direct-{uuid.uuid4().hex[:12]}",
+            proposal=proposal,
+            digest=proposal.digest(),
+            reviewer="chen",
+            approved_at=now,
+            approval_token=approval_token,
+            applicant_token=applicant_token,
+        ).model_dump(mode="json")
+
+    expired = outside.login.token("alice", "qinghe", issued=now - timedelta(days=39))
+    async with open_stdio_client("alice", shop.state_dir) as commerce:
+        with pytest.raises(SupportError) as refused:
+            await commerce.call(ToolName.EXECUTE_REFUND, {"approval": approval(expired)})
+        assert refused.value.code == "applicant_unverified", refused.value
+        assert "token_expired_at_case_start" in refused.value.message, refused.value.message
+        assert shop.refunds() == []
+        held = outside.login.token("alice", "qinghe", issued=now - timedelta(minutes=1))
+        await commerce.call(ToolName.EXECUTE_REFUND, {"approval": approval(held)})
+    assert [(row.case_id, row.amount_cents) for row in shop.refunds()] == [(proposal.case_id, 12900)]
