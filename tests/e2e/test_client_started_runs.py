@@ -44,7 +44,7 @@ from tests.credentials_support import signed_review, use_test_keys
 from tests.e2e.test_forged_runs import (
     approval_of,
     assert_read_and_showed_nothing,
-    hand_made_carried,
+    forged_case_of,
     pay_straight,
     started_input,
     waiting_refund,
@@ -97,23 +97,6 @@ async def cron_run_failure(handle: WorkflowHandle, *, within: float) -> Failure:
     async for event in handle.fetch_history_events(event_filter_type=WorkflowHistoryEventFilterType.CLOSE_EVENT):
         return event.workflow_execution_continued_as_new_event_attributes.failure
     raise AssertionError("the cron run has no close event")
-
-
-async def forged_case_of(world: CaseWorld, *, profile: str = "bob") -> tuple[CaseInput, CaseView]:
-    """Bob's real waiting refund, and a hand-made carried state of it under a fresh case id, as a namespace
-    writer who read the case's history can write."""
-    _, bobs = await waiting_refund(world, "Please refund QH-2001", profile=profile)
-    assert bobs.proposal is not None
-    forged_id = f"forged{uuid.uuid4().hex[:8]}"
-    proposal = bobs.proposal.model_copy(update={"case_id": forged_id})
-    forged = CaseInput(
-        case_id=forged_id,
-        question="Please refund QH-2001",
-        language=bobs.language,
-        applicant=BOB,
-        carried=hand_made_carried(bobs, proposal),
-    )
-    return forged, bobs
 
 
 @pytest.fixture

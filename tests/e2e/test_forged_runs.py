@@ -169,7 +169,9 @@ async def verify(world: CaseWorld, temporal_server: Any, case_id: str) -> subpro
 # --- A1: a hand-made carried state ---------------------------------------------------------------
 
 
-async def test_a_start_with_a_hand_made_carried_state_is_refused_at_once_and_pays_nothing(world: CaseWorld) -> None:
+async def forged_case_of(world: CaseWorld) -> tuple[CaseInput, CaseView]:
+    """Bob's real waiting refund, and a hand-made carried state of it under a fresh case id, as a namespace
+    writer who read the case's history can write."""
     _, bobs = await waiting_refund(world, "Please refund QH-2001", profile="bob")
     assert bobs.proposal is not None
     forged_id = f"forged{uuid.uuid4().hex[:8]}"
@@ -181,6 +183,13 @@ async def test_a_start_with_a_hand_made_carried_state_is_refused_at_once_and_pay
         applicant=BOB,
         carried=hand_made_carried(bobs, proposal),
     )
+    return forged, bobs
+
+
+async def test_a_start_with_a_hand_made_carried_state_is_refused_at_once_and_pays_nothing(world: CaseWorld) -> None:
+    forged, bobs = await forged_case_of(world)
+    assert forged.carried is not None and forged.carried.proposal is not None
+    forged_id, proposal = forged.case_id, forged.carried.proposal
     handle = await start_by_hand(world, forged, workflow_id(forged_id))
 
     cause = await refused_at_once(handle)
