@@ -16,6 +16,7 @@ from datetime import UTC, datetime
 
 from temporalio import activity
 
+from activities.run_origin import refuse_an_earlier_use
 from contracts.case_start import check_first_served
 from contracts.credentials import ApplicantCheck, CaseDirectoryRequest, VerifiedApplicant, verify_applicant_token
 from contracts.directory import Directory, DirectoryError
@@ -36,8 +37,9 @@ class CredentialActivities:
     async def verify_applicant(self, check: ApplicantCheck) -> VerifiedApplicant:
         """The identity the applicant token proves for this case as of its recorded start (``started_at``,
         :mod:`contracts.case_start`; else now); refused (authorization) when there is no token, it does
-        not verify, or the case waited unserved too long; a configuration error when the directory cannot
-        be read."""
+        not verify, the case waited unserved too long, or its case id had an earlier run
+        (:func:`activities.run_origin.refuse_an_earlier_use`); a configuration error when the directory
+        cannot be read."""
         if not check.applicant_token:
             raise AuthorizationError("applicant_token_missing", "The case carries no applicant token.")
         if activity.info().workflow_id != workflow_id(check.case_id):
@@ -54,6 +56,8 @@ class CredentialActivities:
         else:
             identity = verify_applicant_token(check.applicant_token, directory, case_id=check.case_id, now=now)
             issuer = BUILT_IN_ISSUER
+        if check.first_run_id:
+            await refuse_an_earlier_use(workflow_id(check.case_id), check.first_run_id)
         return VerifiedApplicant(identity=identity, directory=directory.for_case(identity.subject), issuer=issuer[:200])
 
     @activity.defn(name=ActivityName.READ_CASE_DIRECTORY)

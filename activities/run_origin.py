@@ -11,6 +11,8 @@ state it verified itself.
 
 from __future__ import annotations
 
+from datetime import UTC
+
 from temporalio import activity
 from temporalio.api.enums.v1 import ContinueAsNewInitiator
 from temporalio.client import WorkflowExecutionStatus, WorkflowHandle, WorkflowHistoryEventFilterType
@@ -73,3 +75,24 @@ async def _continued_by_itself(handle: WorkflowHandle) -> bool:
             "temporal_unavailable", f"could not read the earlier run's close: {bounded(error.message, 160)}"
         ) from None
     return False
+
+
+async def refuse_an_earlier_use(workflow_id: str, first_run_id: str) -> None:
+    """Refuse (authorization, ``case_id_reused``) a case whose workflow id had a run before this case's
+    first run: a case id is used once, so an applicant token bound to it, read from the earlier case's
+    history, cannot start another run of it (a retry or reset of this very case shares its first run and
+    passes). A server that cannot answer is a transient error."""
+    client = activity.client()
+    try:
+        first = await client.get_workflow_handle(workflow_id, run_id=first_run_id).describe()
+        started = first.start_time.astimezone(UTC).isoformat().replace("+00:00", "Z")
+        query = f'WorkflowId = "{workflow_id}" AND StartTime < "{started}"'
+        async for _ in client.list_workflows(query, limit=1):
+            raise AuthorizationError(
+                "case_id_reused",
+                "This case id was used by an earlier case; its applicant token cannot start another one.",
+            )
+    except RPCError as error:
+        raise TransientError(
+            "temporal_unavailable", f"could not list the earlier runs of this case: {bounded(error.message, 160)}"
+        ) from None

@@ -132,6 +132,9 @@ class ApplicantCheck(BaseModel):
     started_at: datetime | None = None
     """When Temporal recorded the case's start: the token is judged as of then
     (:mod:`contracts.case_start`). None: as of the moment the check runs (a release that did not send it)."""
+    first_run_id: str | None = Field(default=None, max_length=100)
+    """The case's first run (``workflow.info().first_execution_run_id``): a workflow id that had a run
+    before it is a reused case id, refused. None: not checked (a release that did not send it)."""
 
 
 class CaseDirectoryRequest(BaseModel):

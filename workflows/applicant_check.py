@@ -28,8 +28,13 @@ with workflow.unsafe.imports_passed_through():
 async def verify_applicant(s: CaseState, record: Callable[[EventKind, str], None]) -> None:
     """Verify the case's applicant token, or stop the case ``failed`` (``applicant_unverified``)."""
     case = s.case
-    started_at = workflow.info().workflow_start_time  # recorded by Temporal: the token is judged as of then
-    check = ApplicantCheck(case_id=case.case_id, applicant_token=case.applicant_token, started_at=started_at)
+    info = workflow.info()  # recorded by Temporal: the token is judged as of the start, once per case id
+    check = ApplicantCheck(
+        case_id=case.case_id,
+        applicant_token=case.applicant_token,
+        started_at=info.workflow_start_time,
+        first_run_id=info.first_execution_run_id,
+    )
     summary = f"verify applicant token ({markdown_text(case.applicant.subject, limit=40)})"
     try:
         verified = await execute_short_step(

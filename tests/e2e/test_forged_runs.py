@@ -287,7 +287,7 @@ async def test_a_new_run_of_a_paid_case_is_refused_flagged_by_verify_and_pays_no
     assert world.order("QH-1002").refunded_cents == 0 and len(world.refund_records()) == 1
 
 
-async def test_a_replayed_applicant_token_is_named_by_verify_and_its_proposal_is_never_paid(
+async def test_a_replayed_applicant_token_starts_nothing_and_is_named_by_verify(
     world: CaseWorld, temporal_server: Any
 ) -> None:
     handle, view = await waiting_refund(world, "Please refund QH-1001 and explain the amount and the policy")
@@ -297,22 +297,18 @@ async def test_a_replayed_applicant_token_is_named_by_verify_and_its_proposal_is
     first_run = (await handle.describe()).run_id
     case = await started_input(handle)
 
-    # Within the token's 5 minutes, a fresh run of the same workflow id with the captured token: the
-    # applicant check passes (the threat model's replay bound), the run reaches a proposal...
+    # Within the token's 5 minutes, a fresh run of the same workflow id with the captured token: the case
+    # id had an earlier run, so the applicant check refuses it and the run reads nothing.
     replay = await start_by_hand(
         world, case.model_copy(update={"question": "Please refund QH-1002"}), workflow_id(view.case_id)
     )
-    replayed = await world.settled(replay)
-    assert replayed.status is CaseStatus.WAITING_APPROVAL and replayed.proposal is not None
+    replayed: CaseView = await replay.result()
+    assert (replayed.status, replayed.reason) == (CaseStatus.FAILED, "applicant_unverified:case_id_reused")
+    assert (replayed.order_id, replayed.quote, replayed.proposal) == (None, None, None)
 
-    # ...which verify names as a replay of the first run's token, and which is never paid.
     broken = await verify(world, temporal_server, view.case_id)
     assert broken.returncode == ExitCode.CHAIN_BROKEN, broken.stdout + broken.stderr
     assert f"replayed: the applicant token was issued for run {first_run}" in broken.stderr
-    assert replayed.digest is not None
-    await replay.execute_update("review", signed_review("chen", view.case_id, replayed.digest))
-    ended: CaseView = await replay.result()
-    assert ended.status is CaseStatus.NEEDS_HUMAN and ended.reason == "settlement_refused:case_already_paid"
     assert world.order("QH-1002").refunded_cents == 0 and len(world.refund_records()) == 1
 
 
