@@ -173,7 +173,7 @@ class CaseInputRefusal(StrEnum):
 CASE_INPUT_REFUSED = "case_input_refused"
 """The ``ApplicationError`` type of a run that refused its start input."""
 CASE_RESUMING = "case_resuming"
-"""A query or review that reached a run before Temporal confirmed the state it resumes: ask again."""
+"""A query that reached a run before Temporal confirmed the state it resumes: ask again (a review waits)."""
 
 
 RequestKind = Literal["plan", "investigate", "compose", "review"]

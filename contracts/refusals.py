@@ -8,7 +8,7 @@ is shown so the reviewer can see which key was expected, never trusted.
 
 from __future__ import annotations
 
-from contracts.names import CASE_INPUT_REFUSED, CASE_RESUMING, ReviewRefusal
+from contracts.names import CASE_INPUT_REFUSED, ReviewRefusal
 
 _SENTENCES: dict[str, str] = {
     ReviewRefusal.MALFORMED_REVIEW: (
@@ -33,7 +33,6 @@ _SENTENCES: dict[str, str] = {
     ReviewRefusal.DIRECTORY_UNAVAILABLE: (
         "the support directory could not be read to check the approval just now; nothing changed, send it again"
     ),
-    CASE_RESUMING: "the case is resuming after a pause and takes reviews again in a moment; send it again",
     "malformed_token": "the approval token is not a signed token",
     "wrong_algorithm": "the approval token is not signed with EdDSA (Ed25519)",
     "wrong_signer": "the approval token is signed with another key than reviewer {reviewer}'s",

@@ -50,20 +50,14 @@ class AdmittedInput:
         return ApplicationError(self.reason, {"code": self.refusal.value}, type=CASE_INPUT_REFUSED, non_retryable=True)
 
 
-def review_closed(admitted: AdmittedInput, *, resuming: bool) -> str | None:
-    """Why a review reaches nothing in this run: its input was refused, or the carried state it resumes is
-    not confirmed yet (send it again in a moment); None when the run takes reviews."""
-    if admitted.refusal is not None:
-        return CASE_INPUT_REFUSED
-    return CASE_RESUMING if resuming else None
-
-
 def query_refusal(admitted: AdmittedInput, *, resuming: bool) -> ApplicationError | None:
-    """The failure a query answers with while the run shows nothing (see :func:`review_closed`)."""
-    closed = review_closed(admitted, resuming=resuming)
-    if closed == CASE_INPUT_REFUSED:
+    """The failure a query answers with while the run shows nothing: its input was refused, or the carried
+    state it resumes is not confirmed yet (ask again in a moment); None when it shows the case."""
+    if admitted.refusal is not None:
+        closed = CASE_INPUT_REFUSED
         reason = f"{CASE_INPUT_REFUSED}: this run refused its start input and shows nothing ({admitted.reason})"
-    elif closed == CASE_RESUMING:
+    elif resuming:
+        closed = CASE_RESUMING
         reason = f"{CASE_RESUMING}: the case is confirming the state it continued with; ask again in a moment"
     else:
         return None

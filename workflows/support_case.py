@@ -32,7 +32,7 @@ with workflow.unsafe.imports_passed_through():
     from contracts.credentials import SignedReview
     from contracts.effect_card import ProposalForReview, proposal_memo
     from contracts.names import (
-        CASE_RESUMING,
+        CASE_INPUT_REFUSED,
         REVIEW,
         WORKFLOW_NAME,
         ActivityName,
@@ -52,7 +52,7 @@ with workflow.unsafe.imports_passed_through():
         refused_review_error,
         waiting_for_more,
     )
-    from workflows.case_input import AdmittedInput, admit_case_input, query_refusal, review_closed
+    from workflows.case_input import AdmittedInput, admit_case_input, query_refusal
     from workflows.case_state import CaseState
     from workflows.continued_run import confirm_continued_run
     from workflows.deliver_gate import decide_delivery
@@ -243,11 +243,8 @@ class SupportCaseWorkflow:
         The payload arrives raw so that a malformed one is recorded as a refusal instead of being
         dropped by payload decoding where nobody sees it.
         """
-        closed = review_closed(self._input, resuming=self._resuming)
-        if closed is not None:  # an ending run records nothing; a resuming one records the refusal
-            if closed == CASE_RESUMING:
-                self._event(EventKind.REVIEW_REFUSED, f"signal while the case was resuming: {CASE_RESUMING}")
-            return
+        if not await self._takes_reviews():
+            return  # the run refused its input and is ending: there is nothing to decide
         decision = self._decode_review(payload, via="signal")
         if decision is not None:
             unread = await read_for_review(self._s, decision, self._event, via="signal")
@@ -260,9 +257,8 @@ class SupportCaseWorkflow:
         A refused or malformed attempt is recorded in the case events and fails the update, so the
         caller sees a failure (a non-zero exit, a failed update in the Web UI), never "successful".
         """
-        closed = review_closed(self._input, resuming=self._resuming)
-        if closed is not None:
-            raise refused_review_error(closed)
+        if not await self._takes_reviews():
+            raise refused_review_error(CASE_INPUT_REFUSED)
         decision = self._decode_review(payload, via="update")
         if decision is None:
             raise refused_review_error(ReviewRefusal.MALFORMED_REVIEW.value)
@@ -271,6 +267,13 @@ class SupportCaseWorkflow:
         if not outcome.accepted:
             raise refused_review_error(outcome.reason, reviewer=subject)
         return outcome
+
+    async def _takes_reviews(self) -> bool:
+        """False when the run refused its input; a run resuming a carried state first waits until Temporal
+        has confirmed where it came from, so a review sent meanwhile is judged then, never lost."""
+        if self._resuming:
+            await workflow.wait_condition(lambda: not self._resuming or self._input.refusal is not None)
+        return self._input.refusal is None
 
     def _decode_review(self, payload: RawValue, *, via: str) -> ReviewDecision | SignedReview | None:
         """The review payload, or None after recording why it is not one."""
