@@ -22,6 +22,7 @@ from temporalio import activity
 from temporalio.client import Client, WorkflowHandle
 from temporalio.worker import Worker
 
+from activities.run_origin import confirm_continued_run
 from contracts.case import (
     Budgets,
     CaseEvent,
@@ -53,7 +54,8 @@ from contracts.case import (
     Verdict,
 )
 from contracts.commerce import RefundQuote, RefundReceipt, canonical_json
-from contracts.credentials import ApplicantCheck, VerifiedApplicant, verify_applicant_token
+from contracts.credentials import ApplicantCheck, CaseDirectoryRequest, VerifiedApplicant, verify_applicant_token
+from contracts.directory import Directory
 from contracts.errors import (
     AuthorizationError,
     BusinessError,
@@ -223,8 +225,14 @@ def verify_applicant(check: ApplicantCheck, attempt: int) -> VerifiedApplicant:
     return VerifiedApplicant(identity=identity, directory=directory.for_case(identity.subject))
 
 
+def read_case_directory(request: CaseDirectoryRequest, attempt: int) -> Directory:
+    """The production read, with the test keys: the applicant's slice of the directory as it is now."""
+    return load_directory(directory_location(use_test_keys().state_dir, {})).for_case(request.applicant)
+
+
 DEFAULTS: dict[ActivityName, Behaviour] = {
     ActivityName.VERIFY_APPLICANT: verify_applicant,
+    ActivityName.READ_CASE_DIRECTORY: read_case_directory,
     ActivityName.PLAN_CASE: plan_refund,
     ActivityName.INVESTIGATE_TURN: quote_then_stop,
     ActivityName.COMPOSE_ANSWER: draft_refund,
@@ -266,6 +274,10 @@ class MockActivities:
     async def verify_applicant(self, check: ApplicantCheck) -> VerifiedApplicant:
         return self._answer(ActivityName.VERIFY_APPLICANT, check)
 
+    @activity.defn(name=ActivityName.READ_CASE_DIRECTORY.value)
+    async def read_case_directory(self, request: CaseDirectoryRequest) -> Directory:
+        return self._answer(ActivityName.READ_CASE_DIRECTORY, request)
+
     @activity.defn(name=ActivityName.PLAN_CASE.value)
     async def plan_case(self, request: PlanRequest) -> PlanResult:
         return self._answer(ActivityName.PLAN_CASE, request)
@@ -297,6 +309,8 @@ class MockActivities:
     def all(self) -> list[Callable[..., Awaitable[Any]]]:
         return [
             self.verify_applicant,
+            self.read_case_directory,
+            confirm_continued_run,  # the production activity: it asks the test's own dev server
             self.plan_case,
             self.investigate_turn,
             self.compose_answer,
