@@ -56,8 +56,8 @@ class CredentialActivities:
         else:
             identity = verify_applicant_token(check.applicant_token, directory, case_id=check.case_id, now=now)
             issuer = BUILT_IN_ISSUER
-        if check.first_run_id:
-            await refuse_an_earlier_use(workflow_id(check.case_id), check.first_run_id)
+        if check.first_run_id and check.started_at is not None:
+            await refuse_an_earlier_use(workflow_id(check.case_id), check.first_run_id, check.started_at)
         return VerifiedApplicant(identity=identity, directory=directory.for_case(identity.subject), issuer=issuer[:200])
 
     @activity.defn(name=ActivityName.READ_CASE_DIRECTORY)

@@ -11,7 +11,7 @@ state it verified itself.
 
 from __future__ import annotations
 
-from datetime import UTC
+from datetime import UTC, datetime
 
 from temporalio import activity
 from temporalio.api.enums.v1 import ContinueAsNewInitiator
@@ -77,15 +77,17 @@ async def _continued_by_itself(handle: WorkflowHandle) -> bool:
     return False
 
 
-async def refuse_an_earlier_use(workflow_id: str, first_run_id: str) -> None:
+async def refuse_an_earlier_use(workflow_id: str, first_run_id: str, started_at: datetime) -> None:
     """Refuse (authorization, ``case_id_reused``) a case whose workflow id had a run before this case's
     first run: a case id is used once, so an applicant token bound to it, read from the earlier case's
     history, cannot start another run of it (a retry or reset of this very case shares its first run and
-    passes). A server that cannot answer is a transient error."""
+    passes). ``started_at`` is this run's recorded start, which is the first run's unless this run is a
+    retry or a reset: only then is the first run described. A server that cannot answer is transient."""
     client = activity.client()
     try:
-        first = await client.get_workflow_handle(workflow_id, run_id=first_run_id).describe()
-        started = first.start_time.astimezone(UTC).isoformat().replace("+00:00", "Z")
+        if activity.info().workflow_run_id != first_run_id:
+            started_at = (await client.get_workflow_handle(workflow_id, run_id=first_run_id).describe()).start_time
+        started = started_at.astimezone(UTC).isoformat().replace("+00:00", "Z")
         query = f'WorkflowId = "{workflow_id}" AND StartTime < "{started}"'
         async for _ in client.list_workflows(query, limit=1):
             raise AuthorizationError(

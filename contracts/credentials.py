@@ -210,12 +210,21 @@ def _check_time(claims: TimedClaims, now: datetime) -> None:
 def verify_applicant_token(token: str, directory: Directory, *, case_id: str, now: datetime) -> Identity:
     """The applicant the built-in issuer's token proves, for this case, now, as the directory lists
     them; else :class:`CredentialRefused`."""
+    claims = _applicant_claims(token, directory)
+    _check_time(claims, now)
+    return _applicant_of_case(claims, directory, case_id=case_id)
+
+
+def _applicant_claims(token: str, directory: Directory) -> ApplicantClaims:
+    """The claims of an applicant token signed with the issuer key the directory publishes."""
     raw = _verified(token, key_set(directory), audience=APPLICANT_AUDIENCE, allowed_kids=(ISSUER_KID,))
     try:
-        claims = ApplicantClaims.model_validate(raw)
+        return ApplicantClaims.model_validate(raw)
     except ValidationError:
         raise _refuse("malformed_claims", "The applicant token lacks a required claim.") from None
-    _check_time(claims, now)
+
+
+def _applicant_of_case(claims: ApplicantClaims, directory: Directory, *, case_id: str) -> Identity:
     if claims.case_id != case_id:
         raise _refuse("token_for_another_case", "The applicant token was issued for another case.")
     return directory_customer(directory, claims.sub, tenant=claims.tenant, role=claims.role)
@@ -238,12 +247,8 @@ def verify_applicant_of_proposal(
     """The applicant the issuer vouched for on case ``case_id``, with a token that held when the case
     started (:func:`contracts.case_start.check_held_at_start`). The commerce server pays only a case that
     such an issuer-signed applicant token stands behind."""
-    raw = _verified(token, key_set(directory), audience=APPLICANT_AUDIENCE, allowed_kids=(ISSUER_KID,))
-    try:
-        claims = ApplicantClaims.model_validate(raw)
-    except ValidationError:
-        raise _refuse("malformed_claims", "The applicant token lacks a required claim.") from None
-    identity = verify_applicant_token(token, directory, case_id=case_id, now=claims.issued_at)
+    claims = _applicant_claims(token, directory)
+    identity = _applicant_of_case(claims, directory, case_id=case_id)
     check_held_at_start(
         claims.issued_at, claims.expires_at, started_at=started_at, proposal_created_at=proposal_created_at
     )

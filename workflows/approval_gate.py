@@ -128,9 +128,14 @@ def accept_review(state: CaseState, verdict: ReviewVerdict, *, now: datetime, vi
             text += f", {len(state.approvals)} of {required} approvals"
         if len(state.approvals) < required:
             return text
-    state.decision, state.decided_at, state.decided_via = decision, now, via
-    state.approval_token = state.approvals[0].approval_token if state.approvals else verdict.approval_token
+    _decide(state, decision, now=now, via=via, token=verdict.approval_token)
     return text
+
+
+def _decide(state: CaseState, decision: ReviewDecision, *, now: datetime, via: str, token: str | None) -> None:
+    """Record the case's decision; the first kept approval's token is the one settlement presents."""
+    state.decision, state.decided_at, state.decided_via = decision, now, via
+    state.approval_token = state.approvals[0].approval_token if state.approvals else token
 
 
 def adopt_directory(state: CaseState, fresh: Directory, *, now: datetime, via: str) -> list[str]:
@@ -158,9 +163,8 @@ def adopt_directory(state: CaseState, fresh: Directory, *, now: datetime, via: s
     changes.insert(0, f"directory read for a review: {reviewers} reviewer(s), {required} approval(s) needed")
     if state.decision is None and state.approvals and len(state.approvals) >= required:
         first = state.approvals[0]
-        state.decision = ReviewDecision(reviewer=first.reviewer, digest=state.digest or "", decision=Decision.APPROVE)
-        state.decided_at, state.decided_via = now, via
-        state.approval_token = first.approval_token
+        decision = ReviewDecision(reviewer=first.reviewer, digest=state.digest or "", decision=Decision.APPROVE)
+        _decide(state, decision, now=now, via=via, token=first.approval_token)
         changes.append(f"the policy now needs {required} approval(s): the {len(state.approvals)} held decide the case")
     return changes
 

@@ -11,17 +11,22 @@ import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TypeVar
 
 from sqlmodel import Session, select
 from temporalio.client import Client
 
+from activities.commerce_client import open_stdio_client
 from case_client import CaseClient
 from case_client.deployment import release
 from commerce_server.db import CoApprovalUseRow, RefundRow, make_engine
 from contracts.case import CaseView
+from contracts.commerce import RefundApproval
+from contracts.errors import SupportError
 from contracts.identity import Identity
+from contracts.tools import ToolName
 from keystore import directory_location, load_directory
 from keystore.signers import KeyFileSigner
 from tests.case_world import RoutedWorker, stress_options
@@ -86,6 +91,27 @@ class Merchant:
 
     async def view(self, case_id: str, timeout: float = 60) -> CaseView:
         return await self.cases().open(f"case-{case_id}").settled(timeout=timeout, poll_seconds=0.2)
+
+    async def refused_straight(self, view: CaseView, approval_token: str, *, applicant: str = "alice") -> SupportError:
+        """The commerce server's refusal of ``view``'s proposal approved by ``approval_token``, sent straight
+        to it (stdio, as ``applicant``) with the issuer's applicant token, as a settlement would; a
+        payment fails the test."""
+        assert view.proposal is not None and view.digest is not None
+        approval = RefundApproval(
+            approval_id=f"direct-{uuid.uuid4().hex[:12]}",
+            proposal=view.proposal,
+            digest=view.digest,
+            reviewer="chen",
+            approved_at=datetime.now(UTC),
+            approval_token=approval_token,
+            applicant_token=KeyFileSigner(self.state_dir).applicant_token(self.identity(applicant), view.case_id),
+        )
+        async with open_stdio_client(applicant, self.state_dir) as commerce:
+            try:
+                receipt = await commerce.call(ToolName.EXECUTE_REFUND, {"approval": approval.model_dump(mode="json")})
+            except SupportError as refused:
+                return refused
+        raise AssertionError(f"the commerce server paid {receipt}")
 
     async def events(self, case_id: str) -> list[str]:
         events = await self.client.get_workflow_handle(f"case-{case_id}").query("events")

@@ -13,7 +13,6 @@ few seconds (the issuer's lifetime, not the clock, is shortened).
 from __future__ import annotations
 
 import asyncio
-import time
 import uuid
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
@@ -49,6 +48,7 @@ from tests.e2e.test_forged_runs import (
     started_input,
     waiting_refund,
 )
+from tests.faults.fault_support import wait_until
 from worker import Cleanup
 
 BOB = demo_identity("bob")
@@ -63,14 +63,6 @@ def short_lived_issuer(lifetime: timedelta):
         return use_test_keys().applicant_token(identity, case_id, lifetime=lifetime)
 
     return issue
-
-
-async def wait_until(condition, *, timeout: float, every: float = 0.2, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while not await condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"{what}: not within {timeout} s")
-        await asyncio.sleep(every)
 
 
 async def run_refused(
@@ -93,7 +85,7 @@ async def cron_run_failure(handle: WorkflowHandle, *, within: float) -> Failure:
     async def closed() -> bool:
         return (await handle.describe()).status is not WorkflowExecutionStatus.RUNNING
 
-    await wait_until(closed, timeout=within, what="the cron schedule's run")
+    await wait_until(closed, "the cron schedule's run", timeout=within)
     async for event in handle.fetch_history_events(event_filter_type=WorkflowHistoryEventFilterType.CLOSE_EVENT):
         return event.workflow_execution_continued_as_new_event_attributes.failure
     raise AssertionError("the cron run has no close event")
@@ -176,7 +168,7 @@ async def test_a_continue_as_new_from_another_workflow_type_is_refused_and_shows
         async def relayed() -> bool:
             return (await world.client.get_workflow_handle(relay.id).describe()).run_id != relay.result_run_id
 
-        await wait_until(relayed, timeout=30, what="the relay's continue-as-new")
+        await wait_until(relayed, "the relay's continue-as-new", timeout=30)
     case_run = (await world.client.get_workflow_handle(relay.id).describe()).run_id
     case = world.client.get_workflow_handle(relay.id, run_id=case_run, result_type=CaseView)
     cause = await run_refused(case, "carried_state_not_continued: ")
@@ -210,7 +202,7 @@ async def test_a_retry_of_a_run_never_resumes_a_carried_state(
     async def retried() -> bool:
         return (await idle.client.get_workflow_handle(handle.id).describe()).run_id != first_run
 
-    await wait_until(retried, timeout=60, what="the retry of the timed-out first attempt")
+    await wait_until(retried, "the retry of the timed-out first attempt", timeout=60)
     second_run = (await idle.client.get_workflow_handle(handle.id).describe()).run_id
     async with worker:
         second = idle.client.get_workflow_handle(handle.id, run_id=second_run, result_type=CaseView)
@@ -240,7 +232,7 @@ async def test_an_applicant_token_copied_from_an_earlier_case_pays_no_later_run(
     async def expired() -> bool:
         return datetime.now(UTC) > expires + timedelta(seconds=1)
 
-    await wait_until(expired, timeout=30, what="the copied token's expiry")
+    await wait_until(expired, "the copied token's expiry", timeout=30)
     again = await world.client.start_workflow(
         WORKFLOW_NAME,
         case.model_copy(update={"question": "Please refund QH-2001"}),
@@ -288,7 +280,7 @@ async def test_cases_started_while_no_worker_runs_go_on_when_one_returns(
     async def outlived() -> bool:
         return datetime.now(UTC) > latest + timedelta(seconds=1)
 
-    await wait_until(outlived, timeout=30, what="the tokens' expiry during the outage")
+    await wait_until(outlived, "the tokens' expiry during the outage", timeout=30)
     async with worker:
         views = [await handle.settled(timeout=90, poll_seconds=0.2) for handle in (first, second)]
         for view in views:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import inspect
 import json
 import os
 import signal
@@ -67,10 +68,13 @@ def approval(reviewer: str, case_id: str, digest: str, decision: Decision = Deci
 
 
 async def wait_until(predicate: Callable[[], Any], what: str, timeout: float = 60.0, interval: float = 0.1) -> Any:
-    """Poll ``predicate`` until it returns something truthy; fail the test with ``what`` on timeout."""
+    """Poll ``predicate`` (plain or async) until it returns something truthy; fail the test with ``what``
+    on timeout."""
     deadline = time.monotonic() + timeout
     while True:
         value = predicate()
+        if inspect.isawaitable(value):
+            value = await value
         if value:
             return value
         if time.monotonic() > deadline:

@@ -21,7 +21,7 @@ from starlette.applications import Starlette
 from contracts.errors import ConfigurationError
 from contracts.passkey import decode_passkey_approval, verify_passkey_approval
 from devstack.software_authenticator import SoftwareAuthenticator
-from keystore import DIRECTORY_ENV, create_demo_directory, directory_location, load_directory
+from keystore import directory_location, load_directory
 from keystore.directory_file import DirectorySource
 from keystore.enrollment import mint_enrollment_link
 from reviewer_console import ConsoleConfig, ConsoleStore, build_app
@@ -54,13 +54,6 @@ class Browser:
     async def post(self, path: str, body: dict[str, Any], *, csrf: bool = True) -> httpx2.Response:
         headers = {"X-CSRF-Token": self.csrf} if csrf else {}
         return await self.client.post(path, json=body, headers=headers)
-
-
-@pytest.fixture
-def state_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.delenv(DIRECTORY_ENV, raising=False)
-    create_demo_directory(tmp_path)
-    return tmp_path
 
 
 @pytest.fixture

@@ -19,7 +19,6 @@ from typer.testing import CliRunner
 
 import reviewer_console.__main__ as console_main
 from devstack.servers import free_port
-from keystore import DIRECTORY_ENV, create_demo_directory
 from keystore.enrollment import mint_enrollment_link
 from reviewer_console import ConsoleConfig
 from tests.reviewer_console.console_double import CaseSourceDouble, waiting_view
@@ -33,13 +32,6 @@ class Lines(logging.Handler):
 
     def emit(self, record: logging.LogRecord) -> None:
         self.lines.append(record.getMessage())
-
-
-@pytest.fixture
-def state_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.delenv(DIRECTORY_ENV, raising=False)
-    create_demo_directory(tmp_path)
-    return tmp_path
 
 
 async def test_the_access_log_of_an_enrollment_holds_no_token(state_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -16,7 +16,7 @@ import pytest
 from starlette.applications import Starlette
 
 from devstack.software_authenticator import SoftwareAuthenticator
-from keystore import DIRECTORY_ENV, create_demo_directory, directory_location, load_directory
+from keystore import directory_location, load_directory
 from keystore.directory_file import DirectorySource
 from keystore.enrollment import mint_enrollment_link
 from reviewer_console import ConsoleConfig, ConsoleStore, build_app
@@ -27,13 +27,6 @@ from tests.reviewer_console.test_console_app import ORIGIN, Browser, unb64
 NOW = datetime(2026, 12, 3, 10, 0, tzinfo=UTC)
 ELSEWHERE = "This enrollment link was already opened in another browser session, and only that session may use it"
 OLD_FORM = "This enrollment link is of an old form that puts its secret in the address"
-
-
-@pytest.fixture
-def state_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.delenv(DIRECTORY_ENV, raising=False)
-    create_demo_directory(tmp_path)
-    return tmp_path
 
 
 @pytest.fixture

@@ -16,8 +16,6 @@ from typer.testing import CliRunner
 from cli.directory_commands import directory_app
 from contracts.credentials import CredentialRefused
 from keystore import (
-    DIRECTORY_ENV,
-    create_demo_directory,
     directory_location,
     load_directory,
     load_private_key,
@@ -27,13 +25,6 @@ from keystore import (
 from keystore.enrollment import ENROLLMENT_AUDIENCE, mint_enrollment_link, verify_enrollment_token
 
 NOW = datetime(2026, 12, 3, 10, 0, tzinfo=UTC)
-
-
-@pytest.fixture
-def state_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.delenv(DIRECTORY_ENV, raising=False)
-    create_demo_directory(tmp_path)
-    return tmp_path
 
 
 def token_of(link: str) -> str:
