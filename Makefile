@@ -6,7 +6,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STATE_DIR ?= .state/demo
 
-.PHONY: install browser check test replay-stress conformance lint typecheck demo dev-server codec-server clean compat
+.PHONY: install browser promtool check test replay-stress conformance lint typecheck demo dev-server codec-server clean compat
 
 $(BIN)/.installed: pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Python 3.11 or newer is required (set PYTHON=...)")'
@@ -25,15 +25,35 @@ typecheck: install
 	$(BIN)/mypy
 
 # Debian's chromium for the Web UI test (tests/browser), which Playwright drives headless; Playwright
-# downloads no browser of its own. Installed with apt-get (root) when /usr/bin/chromium is missing.
+# downloads no browser of its own. With it a Chinese font (fonts-wqy-zenhei), so that the console's
+# Chinese pages and their screenshots show characters. Installed with apt-get (root) when missing.
+CJK_FONT := /usr/share/fonts/truetype/wqy/wqy-zenhei.ttc
 browser:
-	@test -x /usr/bin/chromium || { \
+	@{ test -x /usr/bin/chromium && test -f $(CJK_FONT); } || { \
 		{ [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; } || \
-			{ echo "browser: /usr/bin/chromium is missing and apt-get needs root here: run 'sudo make browser' (or sudo apt-get install chromium)"; exit 1; }; \
-		echo "browser: installing Debian's chromium (apt-get install chromium) for the Web UI test in tests/browser"; \
+			{ echo "browser: /usr/bin/chromium or a Chinese font is missing and apt-get needs root here: run 'sudo make browser' (or sudo apt-get install chromium fonts-wqy-zenhei)"; exit 1; }; \
+		echo "browser: installing Debian's chromium and fonts-wqy-zenhei (apt-get install) for the browser tests in tests/browser"; \
 		export DEBIAN_FRONTEND=noninteractive; \
-		apt-get install -y -qq --no-install-recommends chromium >/dev/null 2>&1 || \
-			{ apt-get update -qq && apt-get install -y -qq --no-install-recommends chromium >/dev/null; }; \
+		apt-get install -y -qq --no-install-recommends chromium fonts-wqy-zenhei >/dev/null 2>&1 || \
+			{ apt-get update -qq && apt-get install -y -qq --no-install-recommends chromium fonts-wqy-zenhei >/dev/null; }; \
+	}
+
+# Debian's promtool (package prometheus, 2.42) for the alert rule tests (tests/prometheus: `promtool test
+# rules` on deploy/prometheus/tests). Installed with apt-get (root) when promtool is missing; policy-rc.d
+# keeps the package's prometheus service from starting on :9090 (a test box runs no Prometheus of its own).
+promtool:
+	@command -v promtool >/dev/null || { \
+		{ [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; } || \
+			{ echo "promtool: promtool is missing and apt-get needs root here: run 'sudo make promtool' (or sudo apt-get install --no-install-recommends prometheus)"; exit 1; }; \
+		echo "promtool: installing Debian's prometheus package (apt-get install prometheus) for the alert rule tests in tests/prometheus"; \
+		export DEBIAN_FRONTEND=noninteractive; \
+		rc=/usr/sbin/policy-rc.d; added=; \
+		if [ ! -e $$rc ]; then printf '#!/bin/sh\nexit 101\n' >$$rc && chmod +x $$rc && added=1; fi; \
+		{ apt-get install -y -qq --no-install-recommends prometheus >/dev/null 2>&1 || \
+			{ apt-get update -qq && apt-get install -y -qq --no-install-recommends prometheus >/dev/null; }; }; \
+		status=$$?; [ -n "$$added" ] && rm -f $$rc; \
+		if command -v systemctl >/dev/null && [ -d /run/systemd/system ]; then systemctl disable --now prometheus >/dev/null 2>&1 || true; fi; \
+		exit $$status; \
 	}
 
 # The fast layer, before every commit: lint, type check and every test that needs no Temporal server,
@@ -44,7 +64,7 @@ check: lint typecheck
 
 # Then the end-to-end tests again in replay-stress mode (tests/case_world.py: their workers cache no
 # workflow, so every workflow task replays the case's history, and a nondeterminism error fails it).
-test: lint typecheck browser
+test: lint typecheck browser promtool
 	$(BIN)/pytest
 	$(MAKE) --no-print-directory replay-stress
 

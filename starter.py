@@ -18,7 +18,12 @@ Cases need a Temporal server (TEMPORAL_ADDRESS, default localhost:7233) and a ru
 Bad input gets one clear line on stderr and a non-zero exit, never a traceback.
 """
 
-from cli.main import run
+import os
+
+try:
+    from cli.main import run
+except KeyboardInterrupt:  # Ctrl-C while the command line loads: nothing has started, no traceback
+    os._exit(130)
 
 if __name__ == "__main__":
     run()

@@ -18,7 +18,7 @@ import logging
 import os
 import signal
 import sys
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from datetime import timedelta
 from pathlib import Path
@@ -27,6 +27,7 @@ from typing import Any
 from temporalio.client import Client
 from temporalio.common import WorkerDeploymentVersion
 from temporalio.contrib.pydantic import PydanticPayloadConverter
+from temporalio.runtime import Runtime, TelemetryConfig
 from temporalio.worker import Worker
 
 from activities.boundary import ActivityBoundary
@@ -34,6 +35,7 @@ from activities.case_records import CaseRecords
 from activities.commerce_http import CommerceHttpCaller
 from activities.commerce_sessions import CommerceGateway, CommerceSessionPool, TracedCommerce
 from activities.credential_activities import CredentialActivities
+from activities.known_series import known_labels
 from activities.metrics_runtime import beyond_loopback, metrics_endpoint, metrics_runtime
 from activities.model_activities import ModelActivities
 from activities.model_gateway import ModelGateway
@@ -54,6 +56,7 @@ from case_client._busy_server import asks_to_try_again
 from case_client.deployment import Release, current_build_id, deployment_config, make_current, release
 from case_tracing import flush_process_tracing, process_tracing, tracer_of
 from cli.exit_codes import ExitCode, exit_code_for_error
+from contracts import logs
 from contracts.case import REHEARSAL_LABEL
 from contracts.errors import ConfigurationError, SupportError
 from contracts.names import TASK_QUEUE
@@ -236,22 +239,6 @@ async def route_new_cases(client: Client, ours: Release, *, set_current: bool) -
     )
 
 
-LOG_LEVEL_ENV = "SUPPORT_LOG_LEVEL"
-LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
-
-
-def log_level(environ: Mapping[str, str] = os.environ) -> int:
-    """The logging level ``SUPPORT_LOG_LEVEL`` names (default WARNING: one INFO line per activity and
-    per HTTP request drowns what matters); another value is a configuration error."""
-    name = (environ.get(LOG_LEVEL_ENV) or "WARNING").strip().upper()
-    if name not in LOG_LEVELS:
-        raise ConfigurationError(
-            "invalid_log_level", f"{LOG_LEVEL_ENV}={name[:20]!r} is not a level; use one of {', '.join(LOG_LEVELS)}"
-        )
-    level: int = getattr(logging, name)
-    return level
-
-
 def refused(error: SupportError) -> int:
     """Print ``error`` as the worker's one line on stderr; return its exit status (2, or 5: try again)."""
     code = exit_code_for_error(error)
@@ -285,8 +272,10 @@ async def main(argv: list[str] | None = None) -> int:
     version and git commit), ``SUPPORT_SET_CURRENT_VERSION`` (1: make this build current, as
     ``--set-current``),
     ``SUPPORT_LOG_LEVEL`` (the level of the per-activity log lines, default WARNING; the worker's own
-    start lines are always printed) and ``SUPPORT_KNOWLEDGE_DIR`` (a merchant's own documents, skills and
-    refund rules, docs/knowledge.md; default: the packaged knowledge; one with any problem refuses);
+    start lines are always printed), ``SUPPORT_LOG_FORMAT`` (``plain``, the default, or ``json``: one
+    JSON object per line, for the worker's log lines and its stdio commerce servers'; contracts/logs.py)
+    and ``SUPPORT_KNOWLEDGE_DIR`` (a merchant's own documents, skills and refund rules,
+    docs/knowledge.md; default: the packaged knowledge; one with any problem refuses);
     ``SUPPORT_MODEL_PRICES`` (the operator's price table, docs/usage.md; default: nothing priced).
     Every check runs before the worker polls: a configuration error
     (a bad setting, an unknown namespace, a directory that is missing, unreachable, plain http or
@@ -302,20 +291,23 @@ async def main(argv: list[str] | None = None) -> int:
     """
     args = parse_args(argv)
     try:
-        level = log_level()
+        level = logs.log_level(default="WARNING")  # one INFO line per activity and HTTP request drowns the rest
+        logs.log_format()  # a bad SUPPORT_LOG_FORMAT refuses the start, before anything is logged
         ours = release()
         settings = load_model_settings()
         metrics = metrics_endpoint()
         directory = directory_location(args.state_dir)
-        check_directory(directory, from_env=bool(os.environ.get(DIRECTORY_ENV)))
+        listed = check_directory(directory, from_env=bool(os.environ.get(DIRECTORY_ENV)))
         OutsideIssuer.from_environment()
         ModelPrices.from_environment()  # a bad SUPPORT_MODEL_PRICES table refuses the start
         require_valid_knowledge()
     except SupportError as error:
         return refused(error)
-    logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logs.configure_logging(logs.Service.WORKER, level=level)
     # one INFO line per HTTP request (model, commerce) drowns the rest even at INFO
     logging.getLogger("httpx2").setLevel(max(level, logging.WARNING))
+    if metrics is None:  # the SDK's Rust core logs through the same handler (the metrics runtime: its own)
+        Runtime.set_default(Runtime(telemetry=TelemetryConfig(logging=logs.core_logging())), error_if_already_set=False)
     label = (
         " (REHEARSAL: a deterministic rule-based stand-in, not a language model)"
         if (settings.provider == REHEARSAL_LABEL)
@@ -328,7 +320,9 @@ async def main(argv: list[str] | None = None) -> int:
         process_tracing("qinghe-support-worker")
         target = TemporalTarget.from_env()
         address, namespace = target.address, target.namespace
-        runtime = metrics_runtime(metrics) if metrics is not None else None
+        models = [(str(s.provider), s.model) for s in (settings, settings.reviewer) if s is not None]
+        known = known_labels(ours.build_id, namespace, args.task_queue, listed, models)  # counters at 0
+        runtime = metrics_runtime(metrics, known) if metrics is not None else None
         if metrics is not None:
             print(f"worker: metrics on {metrics.url}", flush=True)
             if (exposed := beyond_loopback(metrics)) is not None:

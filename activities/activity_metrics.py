@@ -22,8 +22,6 @@ from contracts.metrics import OTHER_LABEL, MetricLabel, WorkerMetric, bounded_co
 from contracts.tools import INVESTIGATION_TOOLS
 
 OK = "ok"
-PROMPT = "prompt"
-COMPLETION = "completion"
 OTHER = OTHER_LABEL
 UNKNOWN_PROVIDER = "unknown"
 """The provider label of a failure that came before any provider was named (a bad setting)."""
@@ -52,7 +50,7 @@ def counted_model_request(
     method: Callable[[_Self, _Request], Awaitable[_Result]],
 ) -> Callable[[_Self, _Request], Awaitable[_Result]]:
     """Decorate a model activity (under ``@activity.defn``): count its request by kind (the activity
-    type), provider and outcome, and the tokens the provider reported, of a reply or of a refused one."""
+    type), provider and outcome (the case counts the tokens of the reply or of a refused one)."""
 
     @functools.wraps(method)
     async def counted(self: _Self, request: _Request) -> _Result:
@@ -62,26 +60,21 @@ def counted_model_request(
         except Exception as error:
             named = error if isinstance(error, SupportError) else None
             provider = (named.provider if named else None) or UNKNOWN_PROVIDER
-            _model_request(kind, provider, outcome_of(error), named.usage if named else None)
+            _model_request(kind, provider, outcome_of(error))
             raise
-        usage = result.meta.usage.model_dump() if result.meta.usage is not None else None
-        _model_request(kind, result.meta.provider, OK, usage)
+        _model_request(kind, result.meta.provider, OK)
         return result
 
     return counted
 
 
-def _model_request(kind: str, provider: str, outcome: str, usage: dict[str, int] | None) -> None:
+def _model_request(kind: str, provider: str, outcome: str) -> None:
+    """Count one request. Its tokens are counted by the case instead (workflows/case_metrics.py
+    ``model_reply``), where the verified tenant is known and the operator's price is attached."""
     labels = {MetricLabel.KIND.value: kind, MetricLabel.PROVIDER.value: provider}
     _counter(WorkerMetric.MODEL_REQUESTS, "Model requests by kind, provider and outcome").add(
         1, {**labels, MetricLabel.OUTCOME.value: outcome}
     )
-    if not usage:
-        return
-    tokens = _counter(WorkerMetric.MODEL_TOKENS, "Model tokens the provider reported, by direction")
-    for direction, key in ((PROMPT, "prompt_tokens"), (COMPLETION, "completion_tokens")):
-        if usage.get(key):
-            tokens.add(int(usage[key]), {**labels, MetricLabel.DIRECTION.value: direction})
 
 
 def counted_tool_call(

@@ -10,7 +10,10 @@ One worker interceptor does two things for every activity, so that no activity h
   longer start-to-close timeout that a slow but healthy call needs.
 * **Bounded failures.** Whatever an activity raises leaves it through
   :func:`contracts.errors.to_application_error`, without its cause chain: a one-line message, the
-  stable code and class, and the attempt number. Cancellation passes through untouched.
+  stable code and class, and the attempt number. Cancellation passes through untouched. The SDK then
+  logs the failure; :class:`contracts.logs.OneLineFailures` writes that as one line with its code and
+  case id, so an unexpected error (neither a :class:`SupportError` nor an ``ApplicationError``) has
+  its own stack logged here first, while it still points at the bug.
 """
 
 from __future__ import annotations
@@ -21,9 +24,10 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any, TypeVar
 
 from temporalio import activity
+from temporalio.exceptions import ApplicationError
 from temporalio.worker import ActivityInboundInterceptor, ExecuteActivityInput, Interceptor
 
-from contracts.errors import to_application_error
+from contracts.errors import SupportError, to_application_error
 
 HEARTBEATS_PER_TIMEOUT = 3
 
@@ -48,6 +52,8 @@ async def run_within_boundary(body: Callable[[], Awaitable[_T]]) -> _T:
         async with _heartbeating():
             return await body()
     except Exception as error:
+        if not isinstance(error, (SupportError, ApplicationError)):
+            activity.logger.error("unexpected %s in the activity", type(error).__name__, exc_info=error)
         raise to_application_error(error, attempt=activity.info().attempt) from None
 
 

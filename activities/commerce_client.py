@@ -26,6 +26,7 @@ from mcp_types import CallToolResult, Resource, TextResourceContents, Tool
 
 from commerce_server.tokens import DATABASE_URL_ENV, DIRECTORY_ENV, SIGNING_KEY_ENV
 from contracts.errors import AuthorizationError, CommerceErrorCode, SupportError, TransientError, error_from_code
+from contracts.logs import LOG_FORMAT_ENV, LOG_LEVEL_ENV
 from keystore.outside_issuer import APPLICANT_ISSUER_ENV_NAMES
 from knowledge.location import KNOWLEDGE_DIR_ENV
 
@@ -120,14 +121,16 @@ async def open_stdio_client(
     The database URL travels in the environment (``COMMERCE_DATABASE_URL``), not on the command
     line, so a password in it never shows up in a process listing; so do the locations of the
     server's own public key set and receipt signing key when they are set, the knowledge directory
-    (``SUPPORT_KNOWLEDGE_DIR``: the server quotes with the same rules as the worker), and the OpenTelemetry
-    variables, so the server traces when the worker does.
+    (``SUPPORT_KNOWLEDGE_DIR``: the server quotes with the same rules as the worker), the log format and
+    level (its lines join the worker's stderr), and the OpenTelemetry variables, so the server traces
+    when the worker does.
     """
     env: dict[str, str] = {}
     url = database_url or os.environ.get(DATABASE_URL_ENV)
     if url:
         env[DATABASE_URL_ENV] = url
-    for name in (DIRECTORY_ENV, SIGNING_KEY_ENV, KNOWLEDGE_DIR_ENV, *APPLICANT_ISSUER_ENV_NAMES):
+    passed = (DIRECTORY_ENV, SIGNING_KEY_ENV, KNOWLEDGE_DIR_ENV, LOG_FORMAT_ENV, LOG_LEVEL_ENV)
+    for name in (*passed, *APPLICANT_ISSUER_ENV_NAMES):
         if os.environ.get(name):
             env[name] = os.environ[name]
     env.update({name: value for name, value in os.environ.items() if name.startswith("OTEL_")})  # docs/tracing.md

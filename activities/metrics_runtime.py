@@ -12,6 +12,12 @@ default ``127.0.0.1``: the counters name tenants and refusal codes, so they are 
 machine only when asked for (the compose file sets ``0.0.0.0`` for the Prometheus container), and an
 address beyond loopback is said in one line on stderr at start (:func:`beyond_loopback`), as the codec
 server and the reviewer console say theirs.
+
+Every metric carries the worker's build id (``build_id``, a global tag), so a release's replicas are
+told apart on every panel. At start every counter is also written at 0 for each label set the worker
+already knows (:mod:`activities.known_series`: every tenant of the directory times the statuses, codes and
+models it may count): ``increase()`` sees a series' first value only as a starting point, so without
+the 0 the first refund of a tenant, or the first after a restart, would never count.
 """
 
 from __future__ import annotations
@@ -21,9 +27,18 @@ from collections.abc import Mapping
 
 from temporalio.runtime import PrometheusConfig, Runtime, TelemetryConfig
 
+from activities.known_series import KnownLabels, initial_series
 from contracts.errors import ConfigurationError
 from contracts.listening import beyond_loopback_warning, is_loopback_host
-from contracts.metrics import MetricsEndpoint, WorkerMetric, metrics_endpoint_from
+from contracts.logs import core_logging
+from contracts.metrics import (
+    APPROVAL_WAIT,
+    APPROVAL_WAIT_BUCKETS,
+    BUILD_ID_LABEL,
+    MetricsEndpoint,
+    WorkerMetric,
+    metrics_endpoint_from,
+)
 
 METRICS_PORT_ENV = "SUPPORT_METRICS_PORT"
 METRICS_HOST_ENV = "SUPPORT_METRICS_HOST"
@@ -47,12 +62,13 @@ def beyond_loopback(endpoint: MetricsEndpoint) -> str | None:
     )
 
 
-def metrics_runtime(endpoint: MetricsEndpoint) -> Runtime:
+def metrics_runtime(endpoint: MetricsEndpoint, known: KnownLabels | None = None) -> Runtime:
     """A Temporal runtime serving Prometheus metrics on ``endpoint``: counters end in ``_total``,
     durations are seconds (``temporal_activity_schedule_to_start_latency_seconds``...). Every counter of
     :class:`contracts.metrics.WorkerMetric` is exported from the start, as one unlabelled series at 0:
     an alert on a counter that nothing has incremented yet (settlement retries) then reads 0, not "no
-    data", and a rule naming a counter that does not exist is caught by the metrics tests.
+    data", and a rule naming a counter that does not exist is caught by the metrics tests. With
+    ``known``, every metric carries its build id and each known label set starts at 0 too.
 
     Raises :class:`ConfigurationError` when the address cannot be bound (taken, or not an address of
     this machine)."""
@@ -61,9 +77,11 @@ def metrics_runtime(endpoint: MetricsEndpoint) -> Runtime:
         counters_total_suffix=True,
         unit_suffix=True,
         durations_as_seconds=True,
+        histogram_bucket_overrides={APPROVAL_WAIT: list(APPROVAL_WAIT_BUCKETS)},
     )
+    tags = {BUILD_ID_LABEL: known.build_id} if known is not None else {}
     try:
-        runtime = Runtime(telemetry=TelemetryConfig(metrics=config))
+        runtime = Runtime(telemetry=TelemetryConfig(metrics=config, global_tags=tags, logging=core_logging()))
     except Exception as error:  # the bridge raises a plain exception for a bind failure
         raise ConfigurationError(
             "metrics_bind_failed",
@@ -72,4 +90,7 @@ def metrics_runtime(endpoint: MetricsEndpoint) -> Runtime:
         ) from None
     for metric in WorkerMetric:
         runtime.metric_meter.create_counter(metric.value).add(0)
+    for series in initial_series(known) if known is not None else ():
+        meter = runtime.metric_meter.with_additional_attributes(dict(series.sdk_labels))
+        meter.create_counter(series.metric.value).add(0, dict(series.labels))
     return runtime

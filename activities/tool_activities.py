@@ -30,6 +30,7 @@ from contracts.errors import (
     WorkerErrorCode,
 )
 from contracts.knowledge import Passage
+from contracts.logs import log_fields
 from contracts.names import ActivityName
 from contracts.tools import (
     INVESTIGATION_TOOLS,
@@ -100,7 +101,8 @@ class ToolActivities:
         except (TransientError, ConfigurationError):
             raise  # retried, or the case fails with the reason: never shown to the model as an answer
         except SupportError as error:
-            activity.logger.info("%s for case %s refused: %s", request.name, request.case_id, error.code)
+            fields = log_fields(case_id=request.case_id, code=error.code, tool=str(request.name))
+            activity.logger.info("%s for case %s refused: %s", request.name, request.case_id, error.code, extra=fields)
             return ToolObservation(
                 call_id=request.call_id,
                 name=request.name,

@@ -7,6 +7,7 @@ imported on this side.
 
 from __future__ import annotations
 
+import time
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -14,11 +15,15 @@ from datetime import UTC, datetime
 from temporalio.client import Client, WorkflowExecution, WorkflowExecutionStatus, WorkflowHandle
 from temporalio.common import WorkflowIDConflictPolicy, WorkflowIDReusePolicy
 from temporalio.exceptions import WorkflowAlreadyStartedError
-from temporalio.service import RPCError
+from temporalio.service import RPCError, RPCStatusCode
 
-from case_client import _reading, _reviewing
-from case_client._connection import TemporalTarget, connect, require_worker
+from case_client import _following, _reading, _reviewing
+from case_client._connection import RPC_TIMEOUT, TemporalTarget, connect, live_pollers, require_worker
+from case_client._following import CaseProbe, Waiting
+from case_client._pollers import QueuePollers, describe_pollers
+from case_client._progress import CaseWork, case_work
 from case_client._rules import (
+    CASE_NOT_ACCESSIBLE,
     DEFAULT_APPROVAL_TTL_SECONDS,
     case_id_for,
     check_question,
@@ -35,7 +40,7 @@ from contracts import search_attributes as sa
 from contracts.case import Budgets, CaseEvent, CaseInput, CaseStatus, CaseView, ReviewDecision, ReviewOutcome
 from contracts.credentials import SignedReview
 from contracts.effect_card import ProposalForReview
-from contracts.errors import BusinessError, TransientError
+from contracts.errors import AuthorizationError, BusinessError, TransientError
 from contracts.identity import Identity, Role
 from contracts.knowledge import Language
 from contracts.names import WORKFLOW_NAME, QueryName, case_id_of, workflow_id
@@ -59,6 +64,8 @@ class CaseSummary:
     order_id: str | None
     refund_cents: int | None
     started: datetime
+    applicant: str | None = None
+    """The applicant's subject as the search attribute holds it (set by the workflow once verified)."""
 
 
 class CaseHandle:
@@ -95,6 +102,26 @@ class CaseHandle:
         """The ``budgets`` query: model, tool and turn counters with their limits."""
         return await self.workflow.query(QueryName.BUDGETS, result_type=Budgets)
 
+    async def listed(self, viewer: Identity) -> CaseSummary:
+        """The case as Temporal's visibility lists it (search attributes, no worker needed), if
+        ``viewer`` may list it; another tenant's case reads like a missing one."""
+        try:
+            description = await self.workflow.describe(rpc_timeout=RPC_TIMEOUT)
+        except RPCError as error:
+            if error.status is RPCStatusCode.NOT_FOUND:
+                raise AuthorizationError("case_not_accessible", CASE_NOT_ACCESSIBLE) from None
+            raise TransientError(
+                "temporal_unavailable", f"cannot describe {self.workflow.id}: {error.message}"
+            ) from None
+        tenant = description.typed_search_attributes.get(sa.TENANT)
+        if tenant != viewer.tenant or not await _listed_for(description, viewer):
+            raise AuthorizationError("case_not_accessible", CASE_NOT_ACCESSIBLE)
+        return _summary(description)
+
+    async def question(self) -> str:
+        """The question the case was started with, from its first history event (no worker needed)."""
+        return await _reading.started_question(self._client, self.workflow)
+
     async def read(self, viewer: Identity, *, start_hint: str, check_worker: bool = True) -> CaseView:
         """The case for ``viewer``: see :func:`case_client._reading.read_case`."""
         return await _reading.read_case(
@@ -115,29 +142,78 @@ class CaseHandle:
         start_hint: str = "",
         poll_seconds: float = 0.5,
         on_progress: Callable[[CaseView], None] = _ignore,
+        on_waiting: Callable[[Waiting], None] = _ignore,
     ) -> CaseView:
         """Wait until the case waits for a reviewer (its record written) or has ended (its result).
 
-        With ``viewer`` every read is :meth:`read` (the worker is checked once; after that a query
-        that goes unanswered says whether it left).
+        With ``viewer`` every read is for that person (the worker is checked once; after that a query
+        that goes unanswered is asked again while a worker polls, and ``worker_unavailable`` once none
+        does); ``on_waiting`` hears every 30 s what the case is doing. At ``timeout`` the wait ends
+        with what the case is doing (:class:`case_client._following.WaitCode`). See
+        :func:`case_client._following.follow_until_settled`.
         """
-
-        async def read(first: bool) -> CaseView:
-            if viewer is None:
-                try:
-                    return await self.status()
-                except RPCError as error:  # a busy worker's late answer is waited for, like a slow case
-                    if _reading.query_timed_out(error):
-                        raise _reading.QueryUnanswered from None
-                    raise
-            return await self.read(viewer, start_hint=start_hint, check_worker=first)
-
-        return await _reading.wait_until_settled(
-            read,
-            lambda seconds: self.ended(timeout=seconds),
+        return await _following.follow_until_settled(
+            self._probe(viewer, start_hint),
             wait_seconds=timeout,
             poll_seconds=poll_seconds,
             on_progress=on_progress,
+            on_waiting=on_waiting,
+            leave_without_worker=viewer is not None,
+        )
+
+    async def read_patiently(
+        self,
+        viewer: Identity,
+        *,
+        start_hint: str,
+        patience: float,
+        on_waiting: Callable[[Waiting], None] = _ignore,
+    ) -> CaseView:
+        """:meth:`read`, but a status query that a busy worker leaves unanswered is asked again for up to
+        ``patience`` seconds (``worker_busy`` then, naming what the case is doing); a worker that is
+        gone is ``worker_unavailable`` at once."""
+        return await _following.follow_until_settled(
+            self._probe(viewer, start_hint),
+            wait_seconds=patience,
+            poll_seconds=0.5,
+            on_waiting=on_waiting,
+            done=lambda _view: True,
+        )
+
+    async def work(self) -> CaseWork:
+        """What the case is doing now (its pending steps), from Temporal's description: no worker needed."""
+        try:
+            description = await self.workflow.describe(rpc_timeout=RPC_TIMEOUT)
+        except RPCError as error:
+            raise TransientError(
+                "temporal_unavailable", f"cannot describe {self.workflow.id}: {error.message}"
+            ) from None
+        return case_work(description.raw_description, now=time.time())
+
+    async def pollers(self, work: CaseWork) -> QueuePollers:
+        """Who polls the task queue of the case (``work``'s), and how recently."""
+        return await describe_pollers(self._client, work.task_queue)
+
+    def _probe(self, viewer: Identity | None, start_hint: str) -> CaseProbe:
+        async def read(first: bool) -> CaseView:
+            if viewer is not None:
+                return await _following.read_for_person(
+                    self._client, self.workflow, viewer, start_hint=start_hint, check_worker=first
+                )
+            try:
+                return await self.status()
+            except RPCError as error:  # a busy worker's late answer is waited for, like a slow case
+                if _reading.query_timed_out(error):
+                    raise _reading.QueryUnanswered from None
+                raise
+
+        return CaseProbe(
+            case_id=self.case_id,
+            read=read,
+            ended=lambda seconds: self.ended(timeout=seconds),
+            work=self.work,
+            pollers=self.pollers,
+            start_hint=start_hint,
         )
 
     async def ended(self, *, timeout: float) -> CaseView:
@@ -151,6 +227,19 @@ class CaseHandle:
     async def signal_review(self, decision: ReviewDecision | SignedReview) -> None:
         """Approve or reject by the ``review`` signal (fire and forget; the outcome is in the events)."""
         await _reviewing.review_by_signal(self.workflow, decision)
+
+
+def _summary(execution: WorkflowExecution) -> CaseSummary:
+    attrs = execution.typed_search_attributes
+    return CaseSummary(
+        case_id=case_id_of(execution.id),
+        status=attrs.get(sa.CASE_STATUS),
+        phase=attrs.get(sa.CASE_PHASE),
+        order_id=attrs.get(sa.ORDER_ID),
+        refund_cents=attrs.get(sa.REFUND_CENTS),
+        started=execution.start_time,
+        applicant=attrs.get(sa.APPLICANT),
+    )
 
 
 async def _listed_for(execution: WorkflowExecution, viewer: Identity) -> bool:
@@ -188,6 +277,10 @@ class CaseClient:
     @property
     def task_queue(self) -> str:
         return self.target.task_queue
+
+    async def workers_polling(self) -> bool:
+        """Whether a worker polls the case task queue now (asked once, no grace period)."""
+        return await live_pollers(self.temporal, self.task_queue) > 0
 
     async def require_worker(self, *, start_hint: str) -> None:
         """``worker_unavailable`` (one line, ending with ``start_hint``) when nobody polls the queue."""
@@ -290,12 +383,4 @@ class CaseClient:
         async for execution in self.temporal.list_workflows(listing_query(viewer, status), limit=LISTING_LIMIT):
             if not await _listed_for(execution, viewer):
                 continue
-            attrs = execution.typed_search_attributes
-            yield CaseSummary(
-                case_id=case_id_of(execution.id),
-                status=attrs.get(sa.CASE_STATUS),
-                phase=attrs.get(sa.CASE_PHASE),
-                order_id=attrs.get(sa.ORDER_ID),
-                refund_cents=attrs.get(sa.REFUND_CENTS),
-                started=execution.start_time,
-            )
+            yield _summary(execution)

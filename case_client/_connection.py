@@ -5,31 +5,24 @@ from __future__ import annotations
 import asyncio
 import os
 import re
-import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
-from functools import partial
 from typing import Any
 
-from temporalio.api.enums.v1 import TaskQueueType
-from temporalio.api.taskqueue.v1 import TaskQueue
-from temporalio.api.workflowservice.v1 import DescribeNamespaceRequest, DescribeTaskQueueRequest
+from temporalio.api.workflowservice.v1 import DescribeNamespaceRequest
 from temporalio.client import Client, Interceptor
 from temporalio.envconfig import ClientConfig
 from temporalio.runtime import Runtime
 from temporalio.service import RPCError, RPCStatusCode
 
-from case_client._busy_server import ask_again_while_busy
+from case_client._pollers import describe_pollers
 from case_tracing import client_interceptors
 from contracts.errors import ConfigurationError, TransientError
 from contracts.names import TASK_QUEUE
 from contracts.payload_codec import CASE_DATA_CONVERTER
 
 RPC_TIMEOUT = timedelta(seconds=5)
-POLLER_FRESH_SECONDS = 90.0
-"""A live worker re-polls its task queue at least once a minute (a long poll lasts up to ~70 s); a
-poller seen longer ago than this is gone (Temporal lists dead pollers for a few minutes)."""
 WORKER_GRACE_SECONDS = 3.0
 
 
@@ -157,26 +150,8 @@ async def _require_namespace(client: Client, target: TemporalTarget) -> None:
 
 async def live_poller_identities(client: Client, task_queue: str) -> list[str]:
     """Identities of the workers that polled ``task_queue`` (workflow or activity tasks) within
-    :data:`POLLER_FRESH_SECONDS`. A describe the busy server cancels is asked again
-    (:func:`case_client._busy_server.ask_again_while_busy`)."""
-    identities: list[str] = []
-    for kind in (TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW, TaskQueueType.TASK_QUEUE_TYPE_ACTIVITY):
-        request = DescribeTaskQueueRequest(
-            namespace=client.namespace, task_queue=TaskQueue(name=task_queue), task_queue_type=kind
-        )
-        try:
-            response = await ask_again_while_busy(
-                partial(client.workflow_service.describe_task_queue, request, timeout=RPC_TIMEOUT)
-            )
-        except RPCError as error:
-            raise TransientError(
-                "temporal_unavailable", f"cannot describe task queue {task_queue!r}: {error}"
-            ) from None
-        now = time.time()
-        identities += [
-            p.identity for p in response.pollers if now - p.last_access_time.ToSeconds() <= POLLER_FRESH_SECONDS
-        ]
-    return sorted(set(identities))
+    :data:`case_client._pollers.POLLER_FRESH_SECONDS` (:func:`case_client._pollers.describe_pollers`)."""
+    return sorted(p.identity for p in (await describe_pollers(client, task_queue)).live)
 
 
 async def live_pollers(client: Client, task_queue: str) -> int:

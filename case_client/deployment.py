@@ -3,10 +3,11 @@
 Every worker of this product runs as one version of the Worker Deployment :data:`DEPLOYMENT_NAME`,
 and the case workflow is PINNED: a case runs its whole life on the version it started on, and new
 cases start on the deployment's current version (docs/upgrades.md is the release procedure). The
-build id names the code: the package version and the git commit (``0.2.0-3f2a1b9c0d1e``), or
-``SUPPORT_BUILD_ID`` where the environment sets it (a container built without the repository's
-history). Everything here talks to Temporal's deployment API through the client's workflow service,
-as the ``temporal worker deployment`` commands do.
+build id names the code: ``SUPPORT_BUILD_ID`` where the environment sets it; in the project image,
+the package version and the image's build label (``0.8.0+build.42``: the Dockerfile bakes its
+``SUPPORT_IMAGE_BUILD`` build argument into the image, which has no git history); elsewhere the
+package version and the git commit (``0.2.0-3f2a1b9c0d1e``). Everything here talks to Temporal's
+deployment API through the client's workflow service, as the ``temporal worker deployment`` commands do.
 """
 
 from __future__ import annotations
@@ -33,8 +34,12 @@ from contracts.errors import ConfigurationError, TransientError
 from contracts.names import DEPLOYMENT_NAME, WORKFLOW_NAME
 
 BUILD_ID_ENV = "SUPPORT_BUILD_ID"
+IMAGE_BUILD_ENV = "SUPPORT_IMAGE_BUILD"
+"""The build label an image was built with (the Dockerfile's build argument, kept as ENV): a CI build
+number or any label that differs between two images of one package version."""
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 _BUILD_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]{0,99}$")
+_IMAGE_BUILD = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 SET_CURRENT_WAIT_SECONDS = 30.0
 """How long :func:`make_current` waits for the server to see this version's pollers."""
 
@@ -86,9 +91,11 @@ def git_commit(root: Path = PROJECT_ROOT) -> str | None:
 
 
 def release(environ: Mapping[str, str] = os.environ, root: Path = PROJECT_ROOT) -> Release:
-    """This worker's deployment version: ``SUPPORT_BUILD_ID`` if set, else version and commit.
+    """This worker's deployment version: ``SUPPORT_BUILD_ID`` if set; else the package version with the
+    image's build label (``SUPPORT_IMAGE_BUILD``, set in the project image) as ``<version>+build.<label>``;
+    else version and git commit; else the version alone.
 
-    Raises :class:`ConfigurationError` for a build id Temporal would refuse or one with no version.
+    Raises :class:`ConfigurationError` for a build id or label Temporal would refuse, or one with no version.
     """
     given = (environ.get(BUILD_ID_ENV) or "").strip()
     if given:
@@ -98,6 +105,18 @@ def release(environ: Mapping[str, str] = os.environ, root: Path = PROJECT_ROOT) 
             )
         return Release(WorkerDeploymentVersion(DEPLOYMENT_NAME, given), f"from {BUILD_ID_ENV}")
     version = package_version(root)
+    label = (environ.get(IMAGE_BUILD_ENV) or "").strip()
+    if label:
+        if not _IMAGE_BUILD.fullmatch(label):
+            raise ConfigurationError(
+                "build_id",
+                f"{IMAGE_BUILD_ENV}={label[:40]!r} is not a build label: letters, digits and . _ - only, "
+                "at most 64 characters",
+            )
+        return Release(
+            WorkerDeploymentVersion(DEPLOYMENT_NAME, f"{version}+build.{label}"),
+            f"package version and image build {IMAGE_BUILD_ENV}",
+        )
     commit = git_commit(root)
     if commit is None:
         return Release(

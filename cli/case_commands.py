@@ -23,6 +23,14 @@ from case_client import (
 )
 from cli.app import WAIT_SECONDS, app, eval_app, settings_of
 from cli.exit_codes import ExitCode, exit_code_for
+from cli.following import (
+    Followed,
+    case_goes_on,
+    read_with_progress,
+    saying_on_interrupt,
+    settle_with_progress,
+    still_working,
+)
 from cli.render import (
     case_list_json,
     case_list_lines,
@@ -30,7 +38,6 @@ from cli.render import (
     errors,
     grid,
     print_case_card,
-    settle_with_progress,
     show_case,
     starter_command,
     worker_command,
@@ -44,7 +51,6 @@ from contracts.case import (
     CaseStatus,
     CaseView,
 )
-from contracts.case_start import UNSERVED_LIMIT
 from contracts.errors import TransientError
 from contracts.knowledge import Language
 from keystore.signers import KeyFileSigner
@@ -78,27 +84,39 @@ def ask(
     target = TemporalTarget.from_env()
     window = retry_window_seconds(os.environ.get("SUPPORT_RETRY_WINDOW_SECONDS"))
 
-    async def run() -> CaseView:
+    starter = starter_command(settings.state_dir, settings.identity.subject)
+    followed = Followed()
+
+    async def follow() -> CaseView:
         cases = await CaseClient.connect(target)
-        case = await _start_or_find(cases, case_input, request_key, window, settings.state_dir)
+        case = await _start_or_find(cases, case_input, request_key, window, settings.state_dir, followed)
         try:
             view = await settle_with_progress(
                 case, case.case_id, settings.identity, settings.state_dir, timeout=WAIT_SECONDS
             )
-        except TransientError as error:  # the case stays; say which one it is and how to reach it
-            kept = _case_kept(case.case_id, window, starter_command(settings.state_dir, settings.identity.subject))
+        except TransientError as error:  # the case stays; say which one it is, why, and how to follow it
+            kept = case_goes_on(case.case_id, starter, error, window=window)
             raise TransientError(error.code, f"{error.message}. {kept}") from None
         show_case(view, settings.state_dir)
         return view
+
+    async def run() -> CaseView:
+        return await saying_on_interrupt(followed, starter, follow)
 
     raise typer.Exit(exit_code_for(asyncio.run(run()).status))
 
 
 async def _start_or_find(
-    cases: CaseClient, case_input: CaseInput, request_key: str | None, window: float, state_dir: Path
+    cases: CaseClient,
+    case_input: CaseInput,
+    request_key: str | None,
+    window: float,
+    state_dir: Path,
+    followed: Followed,
 ) -> CaseHandle:
     """The case ``ask`` shows: the one its request key names, or the same question's case from within the
-    retry window (said on stderr), or a new one (only when a worker polls the queue)."""
+    retry window (said on stderr), or a new one (only when a worker polls the queue). ``followed`` knows
+    the case id from the moment its start is sent (Ctrl-C then names it)."""
     identity = case_input.applicant
     existing = None
     if request_key is None:
@@ -109,24 +127,16 @@ async def _start_or_find(
     if existing is None:
         await cases.require_worker(start_hint=worker_command(state_dir))
         token = KeyFileSigner(state_dir).applicant_token(identity, case_input.case_id)
+        followed.case_id = case_input.case_id
         existing = await cases.start_case(
             case_input.model_copy(update={"applicant_token": token}), request_key=request_key
         )
+    followed.case_id, followed.started = existing.case_id, True
     if existing.existing_since is not None:
         since = existing.existing_since.isoformat(timespec="seconds")
         why = "request key already used" if request_key else f"the same question within {window:g} s"
         errors.print(f"{why}: showing case {existing.case_id}, started {since} (no second case was started)")
     return existing
-
-
-def _case_kept(case_id: str, window: float, starter: str) -> str:
-    """What to do about a case that was started (or found) but could not be followed to its end."""
-    again = f"; the same question asked within {window:g} s of its start shows it again" if window > 0 else ""
-    hours = int(UNSERVED_LIMIT.total_seconds() // 3600)
-    return (
-        f"Case {case_id} is kept and goes on once a worker runs (within {hours} h of its start): "
-        f"{starter} status {case_id} --wait{again}"
-    )
 
 
 @app.command()
@@ -141,20 +151,35 @@ def status(
 
     settings = settings_of(ctx)
     target = TemporalTarget.from_env()
+    starter = starter_command(settings.state_dir, settings.profile)
 
     async def run() -> CaseView:
         case = (await CaseClient.connect(target)).open(case_id)
-        view = await case.read(settings.identity, start_hint=worker_command(settings.state_dir))
+        view = await read_with_progress(case, settings.identity, settings.state_dir)
         if wait and view.status not in TERMINAL_STATUSES:
             with errors.status(Text(f"case {case_id}: waiting for the case to end…")):
-                view = await case.ended(timeout=WAIT_SECONDS)
+                try:
+                    view = await case.ended(timeout=WAIT_SECONDS)
+                except TransientError as error:  # ran out: say what the case is doing, not "check the worker"
+                    raise await still_working(case, error, waited=WAIT_SECONDS, starter=starter) from None
         if as_json:
             print(view.model_dump_json(indent=2))
         else:
-            print_case_card(view)
+            print_case_card(view, now=await _doing(case, view))
         return view
 
     raise typer.Exit(exit_code_for(asyncio.run(run()).status))
+
+
+async def _doing(case: CaseHandle, view: CaseView) -> str | None:
+    """What a case not yet settled is doing now (a model request and its attempt, a commerce outage),
+    for its card; None for a settled case or when Temporal cannot say."""
+    if view.status not in (CaseStatus.QUEUED, CaseStatus.RUNNING):
+        return None
+    try:
+        return (await case.work()).sentence()
+    except TransientError:
+        return None
 
 
 @app.command("list")

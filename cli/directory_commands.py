@@ -10,6 +10,7 @@ pair is created in the state dir; only its public half goes into the directory.
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Callable
 from datetime import UTC, datetime
@@ -36,14 +37,13 @@ from keystore.directory_edit import (
     set_policy,
 )
 from keystore.directory_file import load_directory, write_directory
-from keystore.enrollment import ENROLLMENT_TTL_SECONDS, mint_enrollment_link
+from keystore.enrollment import ENROLLMENT_TTL_SECONDS, console_origin, mint_enrollment_link
 
 directory_app = typer.Typer(
     no_args_is_help=True,
     help="The support directory: tenants, people, their public keys and each tenant's approval policy.",
 )
 Edited = TypeVar("Edited")
-DEFAULT_CONSOLE_URL = "http://localhost:8090"
 MAX_GENERATIONS = 1000
 """How far a fresh key's generation is searched past the person's newest one."""
 
@@ -239,8 +239,13 @@ def enroll_command(
     ctx: typer.Context,
     subject: Annotated[str, typer.Argument(help="The reviewer who enrolls a passkey.")],
     console_url: Annotated[
-        str, typer.Option("--console", help="The reviewer console's address (its origin).")
-    ] = DEFAULT_CONSOLE_URL,
+        str | None,
+        typer.Option(
+            "--console",
+            help="The reviewer console's address (its origin); default CONSOLE_ORIGIN, else "
+            "http://localhost:CONSOLE_PORT, else http://localhost:8090.",
+        ),
+    ] = None,
 ) -> None:
     """Print a one-time link (signed by the issuer, valid 15 minutes, used once, in the first browser that
     opens it) with which the reviewer registers a passkey in the reviewer console; the console publishes
@@ -249,7 +254,8 @@ def enroll_command(
     state_dir = _state_dir(ctx)
     _load(directory_location(state_dir))  # a missing or invalid directory is said as such
     try:
-        link = mint_enrollment_link(state_dir, subject, console_url=console_url, now=datetime.now(UTC))
+        origin = console_url or console_origin(os.environ)
+        link = mint_enrollment_link(state_dir, subject, console_url=origin, now=datetime.now(UTC))
     except SupportError as error:
         _refuse(error.message)
     typer.echo(link)

@@ -21,7 +21,9 @@ class ExitCode(IntEnum):
     FAILED = 4
     """The case failed (status failed)."""
     UNAVAILABLE = 5
-    """Temporal or a worker could not be reached, or the wait ran out; try again."""
+    """Temporal or a worker could not be reached, or the wait ran out before the case settled (a busy
+    worker, a commerce outage, a case still working: stderr names the case, what it is doing and how
+    to follow it; the case goes on); try again or follow it."""
     MISMATCH = 6
     """``eval cases``: at least one case did not end as expected."""
     CHAIN_BROKEN = 7
@@ -30,6 +32,9 @@ class ExitCode(IntEnum):
     CHAIN_INCOMPLETE = 8
     """``verify``: every link the case has holds, but it has not reached a signed receipt (the absent
     links are named)."""
+    INTERRUPTED = 130
+    """Ctrl-C (SIGINT), as shells report it (128 + 2): no traceback; a case already started is named on
+    stderr, and it goes on."""
 
 
 _STATUS_EXIT_CODES = {

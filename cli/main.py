@@ -37,8 +37,29 @@ def run() -> None:
     """Entry point: every refusal is one line on stderr with the exit status of :class:`ExitCode`.
 
     The process ends with ``os._exit`` after flushing: the Temporal client's native runtime threads
-    can otherwise crash the interpreter while it finalizes, turning a clean exit into a signal.
+    can otherwise crash the interpreter while it finalizes, turning a clean exit into a signal. Ctrl-C
+    ends it with 130 and no traceback (typer answers an interrupt inside a command with 130 too; a
+    command that started a case names it first: :func:`cli.following.saying_on_interrupt`).
     """
+    code: int = ExitCode.DECIDED
+    try:
+        code = _run_app()
+    except KeyboardInterrupt:  # Ctrl-C outside typer's own handling (it answers 130 too): no traceback
+        code = ExitCode.INTERRUPTED
+    try:
+        flush_process_tracing()  # os._exit skips the exporter's own shutdown
+        try:
+            sys.stdout.flush()
+        except BrokenPipeError:
+            code = quiet_broken_pipe()
+        sys.stderr.flush()
+    except KeyboardInterrupt:
+        code = ExitCode.INTERRUPTED
+    os._exit(int(code))
+
+
+def _run_app() -> int:
+    """The command's exit status; a refusal is printed here as one line on stderr."""
     code: int = ExitCode.DECIDED
     try:
         returned = app(standalone_mode=False)
@@ -72,10 +93,4 @@ def run() -> None:
             raise
         errors.print(f"error: unexpected {type(error).__name__}: {error} (SUPPORT_DEBUG=1 shows the traceback)")
         code = ExitCode.UNEXPECTED
-    flush_process_tracing()  # os._exit skips the exporter's own shutdown
-    try:
-        sys.stdout.flush()
-    except BrokenPipeError:
-        code = quiet_broken_pipe()
-    sys.stderr.flush()
-    os._exit(int(code))
+    return code

@@ -20,12 +20,11 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from case_client import CaseHandle, CaseSummary, TemporalTarget, workflow_id
+from case_client import CaseSummary, TemporalTarget, workflow_id
 from case_history.verify import LINK_NAMES, SIGNED_DECISION, ChainReport
 from contracts.case import AnswerSource, CaseStatus, CaseView, Decision
 from contracts.commerce import RefundQuote
 from contracts.effect_card import EffectCard, effect_rows
-from contracts.identity import Identity
 from contracts.names import REVIEW
 from devstack.temporal_cli import shell_path, temporal_cli_for_display
 
@@ -144,12 +143,14 @@ def effect_card_lines(card: EffectCard) -> list[str]:
     return lines
 
 
-def case_card_lines(view: CaseView) -> list[str]:
-    """The case card as plain lines (``ask``, ``status``, ``review-info``), at most 80 columns."""
+def case_card_lines(view: CaseView, *, now: str | None = None) -> list[str]:
+    """The case card as plain lines (``ask``, ``status``, ``review-info``), at most 80 columns; ``now``
+    (for a running case: what it is doing, :meth:`case_client.CaseHandle.work`) follows its phase."""
     lines = [f"case {view.case_id}", f"  (fictional data; model: {view.model})"]
     rows = [
         ("status", view.status.value + (f" ({view.reason})" if view.reason else "")),
         ("phase", view.phase.value),
+        *([("now", now)] if now else []),
         ("applicant", f"{view.applicant} ({view.tenant})"),
         ("intent", f"{view.intent.value if view.intent else '-'}, order {view.order_id or '-'}"),
         ("answer", view.answer or "-"),
@@ -179,9 +180,9 @@ def case_card_lines(view: CaseView) -> list[str]:
     return lines
 
 
-def print_case_card(view: CaseView) -> None:
+def print_case_card(view: CaseView, *, now: str | None = None) -> None:
     """Plain print: nothing in a case is read as markup, and nothing is wrapped again by Rich."""
-    for line in case_card_lines(view):
+    for line in case_card_lines(view, now=now):
         print(line)
 
 
@@ -204,21 +205,6 @@ def progress_text(case_id: str, view: CaseView | None = None) -> Text:
         f"case {case_id}: phase {view.phase.value}, model requests {view.budgets.model_requests}, "
         f"tool requests {view.budgets.tool_requests}"
     )
-
-
-async def settle_with_progress(
-    case: CaseHandle, case_id: str, viewer: Identity, state_dir: Path, *, timeout: float
-) -> CaseView:
-    """:meth:`CaseHandle.settled` for ``viewer``, with a progress line on stderr while it waits."""
-    from rich.status import Status
-
-    with Status(progress_text(case_id), console=errors) as spinner:
-        return await case.settled(
-            timeout=timeout,
-            viewer=viewer,
-            start_hint=worker_command(state_dir),
-            on_progress=lambda view: spinner.update(progress_text(case_id, view)),
-        )
 
 
 def grid(title: str, rows: Sequence[Sequence[Any]], *, fold: bool = False) -> Table:

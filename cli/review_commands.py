@@ -19,17 +19,11 @@ import typer
 from case_client import CaseClient, TemporalTarget, workflow_id
 from cli.app import WAIT_SECONDS, app, settings_of
 from cli.exit_codes import exit_code_for
-from cli.render import (
-    console,
-    print_case_card,
-    settle_with_progress,
-    show_case,
-    signed_review_forms,
-    worker_command,
-)
+from cli.following import Followed, case_goes_on, read_with_progress, saying_on_interrupt, settle_with_progress
+from cli.render import console, print_case_card, show_case, signed_review_forms, starter_command
 from contracts.case import CaseStatus, CaseView, Decision
 from contracts.credentials import APPROVAL_TOKEN_TTL
-from contracts.errors import AuthorizationError, BusinessError, ContractError
+from contracts.errors import AuthorizationError, BusinessError, ContractError, TransientError
 from contracts.identity import Identity, Role
 from contracts.names import case_id_of
 from keystore.signers import KeyFileSigner
@@ -90,13 +84,26 @@ def review(
     )
     target = TemporalTarget.from_env()
 
+    starter = starter_command(settings.state_dir, reviewer.subject)
+
     async def run() -> CaseView:
         case = (await CaseClient.connect(target)).open(plain_id)
         # The same answer as review-info for a case this profile may not see: it may not exist either.
-        await case.read(settings.identity, start_hint=worker_command(settings.state_dir))
+        await read_with_progress(case, settings.identity, settings.state_dir)
         outcome = await case.review(signed)
         console.print(f"review accepted: {outcome.reason} (signed by {reviewer.subject})")
-        view = await settle_with_progress(case, plain_id, settings.identity, settings.state_dir, timeout=WAIT_SECONDS)
+        try:  # the decision is taken: Ctrl-C or a wait that runs out leaves the case going on
+            view = await saying_on_interrupt(
+                Followed(plain_id, started=True),
+                starter,
+                lambda: settle_with_progress(
+                    case, plain_id, settings.identity, settings.state_dir, timeout=WAIT_SECONDS
+                ),
+            )
+        except TransientError as error:
+            raise TransientError(
+                error.code, f"{error.message}. {case_goes_on(plain_id, starter, error, queued=False)}"
+            ) from None
         print_case_card(view)
         return view
 
@@ -125,7 +132,7 @@ def review_info(
 
     async def run() -> CaseView:
         cases = await CaseClient.connect(target)
-        return await cases.open(case_id).read(settings.identity, start_hint=worker_command(settings.state_dir))
+        return await read_with_progress(cases.open(case_id), settings.identity, settings.state_dir)
 
     view = asyncio.run(run())
     if decision is None:

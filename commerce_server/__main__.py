@@ -11,8 +11,11 @@ bad one refuses to start, and again whenever it changes); receipts are signed wi
 ``starter.py init`` writes the demo directory and keys.
 ``COMMERCE_METRICS_PORT`` serves the server's counters on ``/metrics`` (commerce_server/metrics.py).
 
-stdout belongs to the stdio transport, so every log line goes to stderr. Bad arguments and bad
-configuration print one line on stderr and exit non-zero.
+stdout belongs to the stdio transport, so every log line goes to stderr, in the format
+``SUPPORT_LOG_FORMAT`` names (plain, or JSON lines: contracts/logs.py) at ``--log-level`` (else
+``SUPPORT_LOG_LEVEL``, else WARNING over stdio and INFO over HTTP); uvicorn's lines too. A paid refund
+is logged whatever the level (:mod:`commerce_server.refunds`). Bad arguments and bad configuration
+print one line on stderr and exit non-zero.
 """
 
 from __future__ import annotations
@@ -20,12 +23,14 @@ from __future__ import annotations
 import argparse
 import contextlib
 import logging
+import os
 import sys
-from functools import partial
+from collections.abc import Mapping
 from pathlib import Path
-from typing import NoReturn
+from typing import NoReturn, cast
 
 import anyio
+import uvicorn
 from sqlalchemy import Engine
 from sqlalchemy.exc import SQLAlchemyError
 
@@ -33,15 +38,16 @@ from case_tracing import flush_process_tracing, process_tracing
 from commerce_server.db import database_url, make_engine
 from commerce_server.import_command import run_import
 from commerce_server.keys import CommerceKeys
-from commerce_server.metrics import serve_metrics
+from commerce_server.metrics import database_answers, serve_metrics
+from commerce_server.refunds import PAID_LOGGER
 from commerce_server.seed import seed_fixture
-from commerce_server.server import build_http_server, build_stdio_server
+from commerce_server.server import LogLevel, build_http_server, build_stdio_server
 from commerce_server.tokens import token_secret_from_env
+from contracts import logs
 from contracts.errors import SupportError
 from knowledge.check import require_valid_knowledge
 
 PROG = "commerce_server"
-LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
 
 
 class _OneLineParser(argparse.ArgumentParser):
@@ -68,14 +74,27 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--http", action="store_true", help="serve Streamable HTTP instead of stdio")
     parser.add_argument("--host", default="127.0.0.1", help="HTTP only: the address to listen on")
     parser.add_argument("--port", type=_port, default=8765, help="HTTP only: the port to listen on")
-    parser.add_argument("--log-level", type=str.upper, choices=LOG_LEVELS, help="default WARNING (stdio), INFO (HTTP)")
+    parser.add_argument(
+        "--log-level",
+        type=str.upper,
+        choices=logs.LOG_LEVELS,
+        help=f"default {logs.LOG_LEVEL_ENV}, else WARNING (stdio), INFO (HTTP)",
+    )
     args = parser.parse_args(argv)
     if args.http and args.profile:
         parser.error("--profile is for stdio; over HTTP each request's token names the customer")
     if not args.http and not args.profile:
         parser.error("--profile is required for stdio (or pass --http)")
-    args.log_level = args.log_level or ("INFO" if args.http else "WARNING")
     return args
+
+
+def log_level_name(args: argparse.Namespace, environ: Mapping[str, str] = os.environ) -> LogLevel:
+    """``--log-level``, else ``SUPPORT_LOG_LEVEL``, else WARNING over stdio (its lines join the
+    worker's) and INFO over HTTP; a bad ``SUPPORT_LOG_LEVEL`` is a configuration error."""
+    if args.log_level:
+        return cast(LogLevel, args.log_level)
+    level = logs.log_level(environ, default="INFO" if args.http else "WARNING")
+    return cast(LogLevel, logging.getLevelName(level))
 
 
 def open_database(args: argparse.Namespace) -> Engine:
@@ -88,21 +107,17 @@ def open_database(args: argparse.Namespace) -> Engine:
     return engine
 
 
-def serve_http(engine: Engine, secret: str, keys: CommerceKeys, args: argparse.Namespace) -> None:
-    """Stateless Streamable HTTP with JSON responses: any replica can answer any request."""
+def serve_http(engine: Engine, secret: str, keys: CommerceKeys, args: argparse.Namespace, level: LogLevel) -> None:
+    """Stateless Streamable HTTP with JSON responses: any replica can answer any request. uvicorn is
+    run here rather than by the SDK's ``run_streamable_http_async``, with ``log_config=None``, so that
+    its lines go through this process's one log format instead of uvicorn's own."""
     server = build_http_server(
-        engine, secret=secret, public_url=f"http://{args.host}:{args.port}", log_level=args.log_level, keys=keys
+        engine, secret=secret, public_url=f"http://{args.host}:{args.port}", log_level=level, keys=keys
     )
+    app = server.streamable_http_app(stateless_http=True, json_response=True, host=args.host)
+    config = uvicorn.Config(app, host=args.host, port=args.port, log_config=None, log_level=level.lower())
     with contextlib.suppress(KeyboardInterrupt):
-        anyio.run(
-            partial(
-                server.run_streamable_http_async,
-                host=args.host,
-                port=args.port,
-                stateless_http=True,
-                json_response=True,
-            )
-        )
+        anyio.run(uvicorn.Server(config).serve)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -110,10 +125,9 @@ def main(argv: list[str] | None = None) -> int:
     if argv[:1] == ["import"]:
         return run_import(argv[1:])
     args = parse_args(argv)
-    logging.basicConfig(
-        stream=sys.stderr, level=args.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
-    )
     try:
+        level = log_level_name(args)
+        logs.configure_logging(logs.Service.COMMERCE, level=getattr(logging, level), records=[PAID_LOGGER])
         process_tracing("qinghe-commerce")  # off unless the OTEL variables turn it on (docs/tracing.md)
         keys = CommerceKeys.from_environment(args.state_dir)
         directory = keys.directory()  # a bad directory refuses the start, in one line
@@ -121,7 +135,8 @@ def main(argv: list[str] | None = None) -> int:
         identity = None if args.http else directory.identity(args.profile)
         secret = token_secret_from_env() if args.http else ""
         engine = open_database(args)
-        serving = serve_metrics()  # COMMERCE_METRICS_PORT: for --http (see commerce_server/metrics.py)
+        tenants = [entry.tenant for entry in directory.tenants]  # counted from 0 (commerce_server/metrics.py)
+        serving = serve_metrics(health=database_answers(engine), tenants=tenants)  # COMMERCE_METRICS_PORT: --http
     except SupportError as error:
         print(f"{PROG}: {error.message}", file=sys.stderr)
         return 2
@@ -134,9 +149,9 @@ def main(argv: list[str] | None = None) -> int:
     # The receipt key is read on the first refund (a server that only answers reads needs none).
     try:
         if identity is None:
-            serve_http(engine, secret, keys, args)
+            serve_http(engine, secret, keys, args, level)
         else:
-            build_stdio_server(engine, identity, log_level=args.log_level, keys=keys).run("stdio")
+            build_stdio_server(engine, identity, log_level=level, keys=keys).run("stdio")
     finally:
         flush_process_tracing()
     return 0

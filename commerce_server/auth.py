@@ -18,6 +18,7 @@ from commerce_server.tokens import verify_token
 from contracts.directory import Directory
 from contracts.errors import AuthorizationError, CommerceErrorCode
 from contracts.identity import Identity
+from contracts.logs import log_fields
 
 __all__ = [
     "CommerceTokenVerifier",
@@ -53,7 +54,7 @@ class CommerceTokenVerifier(TokenVerifier):
         try:
             claims = verify_token(token, secret=self._secret, directory=self._directory())
         except AuthorizationError as error:
-            logger.info("Refused a bearer token: %s", error.message)
+            logger.info("Refused a bearer token: %s", error.message, extra=log_fields(code=error.code))
             count_token_refused(error.code)
             return None
         return AccessToken(

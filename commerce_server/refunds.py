@@ -4,12 +4,14 @@ A refund is paid (simulated) only on reviewers' signed approval tokens, verified
 commerce server's own copy of the directory (a name in the approval proves nothing; the tenant's
 policy says how many distinct reviewers: :mod:`commerce_server.approval_policy`), at most once per
 approval, and only while the proposal still equals today's quote on this very ledger. Every receipt is
-signed with the commerce key.
+signed with the commerce key. Every refund paid is logged once, when its transaction commits (never on
+a replay), on :data:`PAID_LOGGER`: its case, order, amount and receipt id.
 """
 
 from __future__ import annotations
 
 import hashlib
+import logging
 from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any, cast
@@ -35,8 +37,13 @@ from contracts.credentials import (
 )
 from contracts.errors import AuthorizationError, CommerceErrorCode, error_from_code
 from contracts.identity import Identity
+from contracts.logs import log_fields
 from knowledge.refund_quote import calculate_refund_quote, policy_page_versions
 from knowledge.store import KnowledgeBase, default_knowledge_base
+
+PAID_LOGGER = "commerce_server.refunds.paid"
+"""Logs each refund paid, at INFO: the process keeps these lines whatever its level (a money record)."""
+paid_log = logging.getLogger(PAID_LOGGER)
 
 LATE = frozenset({"proposal_expired", "settle_window_passed"})
 """Credential refusals that mean "too late" (``approval_expired``, business); every other one is an
@@ -329,6 +336,23 @@ class RefundSettlement:
                 return self._replay_or_quote_changed(approval, claims)
             session.commit()
             count_refund_paid(proposal.tenant, proposal.amount_cents)
+            paid_log.info(
+                "refund paid (simulated): case %s, order %s, %d %s, receipt %s",
+                proposal.case_id,
+                proposal.order_id,
+                proposal.amount_cents,
+                proposal.currency,
+                record.receipt_id,
+                extra=log_fields(
+                    case_id=proposal.case_id,
+                    tenant=proposal.tenant,
+                    order_id=proposal.order_id,
+                    amount_cents=proposal.amount_cents,
+                    currency=proposal.currency,
+                    approval_id=approval.approval_id,
+                    receipt_id=record.receipt_id,
+                ),
+            )
         except IntegrityError:
             session.rollback()
             return self._replay_or_quote_changed(approval, claims)

@@ -47,6 +47,7 @@ from contracts.commerce import (
 )
 from contracts.errors import AuthorizationError, CommerceErrorCode, SupportError, error_from_code
 from contracts.identity import Identity
+from contracts.logs import log_fields
 from contracts.tools import COMMERCE_TOOLS, ToolName
 from knowledge.store import KnowledgeBase
 
@@ -168,7 +169,11 @@ class _Dispatcher:
             self._ledger = read_ledger_id(self._engine)
         return self._ledger
 
-    async def run(self, tool: ToolName, operation: Callable[[CommerceService], BaseModel]) -> CallToolResult:
+    async def run(
+        self, tool: ToolName, operation: Callable[[CommerceService], BaseModel], *, case_id: str | None = None
+    ) -> CallToolResult:
+        """Run ``operation`` for the call's identity; a refusal is logged as one line with its code and
+        the case (``case_id``: the proposal's, for the refund tools; else the bearer token's, over HTTP)."""
         try:
             identity = self._resolve_identity(TOOL_SCOPES[tool])
             service = CommerceService(
@@ -177,12 +182,32 @@ class _Dispatcher:
             result = await anyio.to_thread.run_sync(operation, service)
             self._ledger = service.known_ledger_id
         except SupportError as error:
-            logger.info("%s refused: %s", tool, error.code)
-            return tool_error(error.code, error.message)
+            return refused(tool, error.code, error.message, case_id=case_id)
         except Exception:
-            logger.exception("%s failed unexpectedly", tool)
+            fields = log_fields(case_id=case_id or _token_case(), tool=tool.value)
+            logger.exception("%s failed unexpectedly", tool.value, extra=fields)
             return tool_error(CommerceErrorCode.INTERNAL_ERROR, "The commerce server could not complete this request.")
         return tool_result(result)
+
+
+def refused(tool: ToolName, code: str, message: str, *, case_id: str | None = None) -> CallToolResult:
+    """The tool error of a refusal, logged as one line: the tool, the code and the case, never the
+    arguments (they may hold a customer's text)."""
+    case = case_id or _token_case()
+    logger.info(
+        "%s refused: %s%s",
+        tool.value,
+        code,
+        f" (case {case})" if case else "",
+        extra=log_fields(case_id=case, code=code, tool=tool.value),
+    )
+    return tool_error(code, message)
+
+
+def _token_case() -> str | None:
+    """The case the current request's verified bearer token was issued for (HTTP), else None (stdio)."""
+    access_token = get_access_token()
+    return case_of_access_token(access_token) if access_token is not None else None
 
 
 def build_server(
@@ -257,18 +282,32 @@ def build_server(
     async def execute_refund(approval: RefundApproval) -> Annotated[CallToolResult, RefundReceipt]:
         """Pay a human-approved refund proposal (simulated), exactly once per approval id."""
         access_token = get_access_token()
-        if access_token is not None and case_of_access_token(access_token) != approval.proposal.case_id:
-            return tool_error(CommerceErrorCode.APPROVAL_INVALID, "The bearer token was issued for another case.")
-        return await dispatch.run(ToolName.EXECUTE_REFUND, lambda service: service.execute_refund(approval))
+        case_id = approval.proposal.case_id
+        if access_token is not None and case_of_access_token(access_token) != case_id:
+            return refused(
+                ToolName.EXECUTE_REFUND,
+                CommerceErrorCode.APPROVAL_INVALID,
+                "The bearer token was issued for another case.",
+                case_id=case_id,
+            )
+        return await dispatch.run(
+            ToolName.EXECUTE_REFUND, lambda service: service.execute_refund(approval), case_id=case_id
+        )
 
     @mcp.tool(name=ToolName.CLOSE_REFUND_PROPOSAL, annotations=_annotations(ToolName.CLOSE_REFUND_PROPOSAL))
     async def close_refund_proposal(closure: ProposalClosure) -> Annotated[CallToolResult, ProposalClosed]:
         """Record that a case's refund proposal was rejected or expired: no approval of the case is paid after."""
         access_token = get_access_token()
-        if access_token is not None and case_of_access_token(access_token) != closure.proposal.case_id:
-            return tool_error(CommerceErrorCode.APPROVAL_INVALID, "The bearer token was issued for another case.")
+        case_id = closure.proposal.case_id
+        if access_token is not None and case_of_access_token(access_token) != case_id:
+            return refused(
+                ToolName.CLOSE_REFUND_PROPOSAL,
+                CommerceErrorCode.APPROVAL_INVALID,
+                "The bearer token was issued for another case.",
+                case_id=case_id,
+            )
         return await dispatch.run(
-            ToolName.CLOSE_REFUND_PROPOSAL, lambda service: service.close_refund_proposal(closure)
+            ToolName.CLOSE_REFUND_PROPOSAL, lambda service: service.close_refund_proposal(closure), case_id=case_id
         )
 
     @mcp.resource(

@@ -326,6 +326,16 @@ class ReviewOutcome(_Model):
     status: CaseStatus
     reason: str
 
+    @property
+    def awaits_another_reviewer(self) -> bool:
+        """An accepted approval that the tenant's policy wants a second reviewer's approval beside."""
+        return self.accepted and AWAITING_ANOTHER_REVIEWER in self.reason
+
+
+AWAITING_ANOTHER_REVIEWER = "waiting for another reviewer"
+"""How an accepted approval's reason ends while the policy needs another reviewer (``approve (1 of 2
+approvals; waiting for another reviewer)``)."""
+
 
 class AcceptedApproval(_Model):
     """One reviewer's signed approval that the workflow accepted, kept until the tenant's policy is met

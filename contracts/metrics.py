@@ -24,14 +24,30 @@ class WorkerMetric(StrEnum):
 
     CASES_STARTED = "support_cases_started"
     CASES_ENDED = "support_cases_ended"
-    APPROVALS_ACCEPTED = "support_approvals_accepted"
+    APPROVALS_DECIDED = "support_approvals_decided"
+    """Reviews the case accepted as a decision, by ``decision`` (approve or reject) and kind."""
     APPROVALS_REFUSED = "support_approvals_refused"
     REFUNDS_PAID = "support_refunds_paid"
     REFUNDED_CENTS = "support_refunded_cents"
     MODEL_REQUESTS = "support_model_requests"
     MODEL_TOKENS = "support_model_tokens"
+    """Counted by the case (the verified tenant is known there), by tenant, provider, model, direction."""
+    MODEL_COST_PICO_USD = "support_model_cost_pico_usd"
+    """The operator's price of those tokens in pico-US-dollars (10**-12 USD: exact integers, as the case
+    sums them), by tenant, provider and model; replies without usage or price add nothing."""
     TOOL_CALLS = "support_tool_calls"
+    TOOL_CALLS_REFUSED = "support_tool_calls_refused"
+    """Tool calls the case's gate refused before any activity ran (another customer's order...), by code."""
     SETTLEMENT_RETRIES = "support_settlement_retries"
+
+
+APPROVAL_WAIT = "support_approval_wait"
+"""Histogram (the SDK appends ``_seconds``): from the proposal made to a reviewer's decision."""
+APPROVAL_WAIT_SECONDS = f"{APPROVAL_WAIT}_seconds"
+APPROVAL_WAIT_BUCKETS = (30.0, 60.0, 120.0, 300.0, 600.0, 900.0, 1800.0, 3600.0, 7200.0, 14400.0, 43200.0, 86400.0)
+"""Seconds: a reviewer answers in minutes to hours; a proposal expires after its TTL (900 s by default)."""
+BUILD_ID_LABEL = "build_id"
+"""A global tag on every metric the worker exports (the SDK's own included): its deployment build id."""
 
 
 class CommerceMetric(StrEnum):
@@ -41,6 +57,10 @@ class CommerceMetric(StrEnum):
     REFUNDED_CENTS = "commerce_refunded_cents"
     REFUNDS_REFUSED = "commerce_refunds_refused"
     TOKEN_REFUSALS = "commerce_token_refusals"
+
+
+COMMERCE_HEALTH = "commerce_health_ok"
+"""Gauge: 1 when the commerce server's health check passes at scrape time (its database answers), else 0."""
 
 
 class MetricLabel(StrEnum):
@@ -54,6 +74,9 @@ class MetricLabel(StrEnum):
     """``prompt`` or ``completion`` on model tokens."""
     TOOL = "tool"
     OUTCOME = "outcome"
+    MODEL = "model"
+    DECISION = "decision"
+    """``approve`` or ``reject`` on approvals decided."""
 
 
 UNVERIFIED_TENANT = "unverified"
@@ -63,6 +86,23 @@ but any namespace writer can send one, so an unverified name never becomes a lab
 OTHER_LABEL = "other"
 """The label of a code or name outside the bounded set (never the value itself)."""
 _CODE_SHAPE = re.compile(r"[a-z][a-z0-9_]{0,63}")
+_NAME_SHAPE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:/@+-]{0,79}")
+KNOWN_TOOL_REFUSALS = (
+    "order_not_bound_to_case",
+    "duplicate_call_id",
+    "write_tool_not_allowed",
+    "unknown_tool",
+    "malformed_arguments",
+    "unexpected_fields",
+    "missing_fields",
+    "invalid_argument_type",
+    "argument_too_long",
+    "invalid_argument",
+    "repeated_call",
+    "too_many_calls_in_turn",
+)
+"""The codes workflows/tool_gate.py and workflows/turn_admission.py refuse a model's tool call with
+(a test reads them from the source); ``order_not_bound_to_case`` is a model asking for another order."""
 DEFAULT_METRICS_HOST = "127.0.0.1"
 """Counters name tenants and refusal codes: published beyond the machine only when a host is set."""
 
@@ -71,6 +111,12 @@ def bounded_code(code: str | None) -> str:
     """``code`` when it has the shape of a stable code (``order_not_accessible``), else ``other``: a
     code is a label value, and one that a peer sent must not smuggle in an order id or free text."""
     return code if code and _CODE_SHAPE.fullmatch(code) else OTHER_LABEL
+
+
+def bounded_name(name: str | None) -> str:
+    """``name`` when it looks like a provider or model name (``deepseek-chat``, ``qwen2.5:7b``), else
+    ``other``: a model name comes from configuration or a provider's reply, never from a customer."""
+    return name if name and _NAME_SHAPE.fullmatch(name) else OTHER_LABEL
 
 
 @dataclass(frozen=True)

@@ -69,3 +69,8 @@ def _shown(name: str) -> str:
     """A claimed name as one short printable word (it comes from whoever sent the review)."""
     text = "".join(ch if ch.isprintable() and not ch.isspace() else "?" for ch in name)
     return text if len(text) <= 40 else text[:39] + "…"
+
+
+def refusal_codes() -> list[str]:
+    """Every code with a sentence of its own (the console's translations are checked against these)."""
+    return list(_SENTENCES)

@@ -5,9 +5,9 @@ the rehearsal model."""
 from __future__ import annotations
 
 import uuid
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
-from dataclasses import dataclass
+from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -20,6 +20,26 @@ if TYPE_CHECKING:
     from keystore.signers import KeyFileSigner
 
 
+class WorkerSlot:
+    """The stack's one in-process worker, which a test may stop (its cases wait in Temporal) and start
+    again as the same build."""
+
+    def __init__(self, make: Callable[[], AbstractAsyncContextManager[object]]) -> None:
+        self._make = make
+        self._running: AsyncExitStack | None = None
+
+    async def start(self) -> None:
+        if self._running is None:
+            running = AsyncExitStack()
+            await running.enter_async_context(self._make())
+            self._running = running
+
+    async def stop(self) -> None:
+        running, self._running = self._running, None
+        if running is not None:
+            await running.aclose()
+
+
 @dataclass(frozen=True)
 class RehearsalStack:
     """What :func:`rehearsal_stack` yields: the client, the worker's task queue, and the state dir whose
@@ -28,6 +48,17 @@ class RehearsalStack:
     client: Client
     task_queue: str
     state_dir: Path
+    worker: WorkerSlot | None = field(default=None, repr=False, compare=False)
+
+    @asynccontextmanager
+    async def worker_stopped(self) -> AsyncIterator[None]:
+        """No worker runs within the block (an outage: cases wait in Temporal); the same build after it."""
+        assert self.worker is not None, "this stack has no worker of its own"
+        await self.worker.stop()
+        try:
+            yield
+        finally:
+            await self.worker.start()
 
     @property
     def signer(self) -> KeyFileSigner:
@@ -79,15 +110,21 @@ async def rehearsal_stack(root: Path, **server_options: Any) -> AsyncIterator[Re
         client = await connect(TemporalTarget(address=server.address))
         state_dir = seeded_state_dir(root / "state")
         task_queue = f"local-{uuid.uuid4().hex[:8]}"
-        async with support_worker(
-            client,
-            state_dir,
-            task_queue=task_queue,
-            model_settings=load_model_settings({}),
-            directory=directory_location(state_dir, {}),
-            deployment=release().version,
-            set_current=True,
-        ):
-            yield RehearsalStack(client, task_queue, state_dir)
+        worker = WorkerSlot(
+            lambda: support_worker(
+                client,
+                state_dir,
+                task_queue=task_queue,
+                model_settings=load_model_settings({}),
+                directory=directory_location(state_dir, {}),
+                deployment=release().version,
+                set_current=True,
+            )
+        )
+        await worker.start()
+        try:
+            yield RehearsalStack(client, task_queue, state_dir, worker)
+        finally:
+            await worker.stop()
     finally:
         server.stop()

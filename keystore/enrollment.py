@@ -11,6 +11,7 @@ console's job (its store keeps every claimed and used ``jti``).
 from __future__ import annotations
 
 import uuid
+from collections.abc import Mapping
 from datetime import datetime
 from pathlib import Path
 from urllib.parse import urlencode
@@ -28,6 +29,22 @@ from keystore import directory_location, load_directory, load_private_key, priva
 ENROLLMENT_AUDIENCE = "support-enroll"
 ENROLLMENT_TTL_SECONDS = 15 * 60
 ENROLL_PATH = "/enroll"
+DEFAULT_CONSOLE_ORIGIN = "http://localhost:8090"
+CONSOLE_ORIGIN_ENV = "CONSOLE_ORIGIN"
+CONSOLE_PORT_ENV = "CONSOLE_PORT"
+
+
+def console_origin(environ: Mapping[str, str]) -> str:
+    """The reviewer console's address as this machine configures it: ``CONSOLE_ORIGIN`` (compose, a
+    proxy), else ``http://localhost:CONSOLE_PORT`` (``make dev-server``), else the default. The console
+    and ``starter.py directory enroll`` both read it, so a link opens the console that is running."""
+    origin = (environ.get(CONSOLE_ORIGIN_ENV) or "").strip()
+    if origin:
+        return origin.rstrip("/")
+    port = (environ.get(CONSOLE_PORT_ENV) or "").strip()
+    if port.isdigit() and 1 <= int(port) <= 65535:
+        return f"http://localhost:{int(port)}"
+    return DEFAULT_CONSOLE_ORIGIN
 
 
 class EnrollmentClaims(BaseModel):

@@ -16,9 +16,11 @@ from pydantic import ValidationError
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
+from contracts.case import CaseStatus
 from contracts.credentials import CredentialRefused, SignedReview
 from contracts.directory import Directory, Passkey
 from contracts.errors import AuthorizationError, ConfigurationError, SupportError
+from contracts.names import ReviewRefusal
 from contracts.passkey import (
     ReviewStatement,
     encode_passkey_approval,
@@ -30,6 +32,7 @@ from keystore.directory_file import load_directory, write_directory
 from keystore.enrollment import EnrollmentClaims, enrolling_reviewer, verify_enrollment_token
 from reviewer_console import ceremonies
 from reviewer_console.web import csrf_protected, now_utc, session_of, set_session_cookie
+from reviewer_console.words import Text, Words, parse_language
 
 if TYPE_CHECKING:
     from reviewer_console.app import Console
@@ -41,9 +44,6 @@ LINK_ELSEWHERE = (
     "(starter.py directory enroll)."
 )
 ELSEWHERE_CODE = "enrollment_elsewhere"
-SIGNED_OUT = "Your session has ended; sign in again."
-CEREMONY_GONE = "This passkey request expired or was already used; start again."
-NO_SUCH_CASE = "No such case."
 MAX_BODY_BYTES = 64 * 1024
 
 
@@ -146,7 +146,8 @@ async def enroll_options_endpoint(request: Request) -> Response:
         bound_to=claims.jti,
         now=now_utc(),
     )
-    return _answer("Touch your authenticator to create the passkey.", ok=True, ceremony=ceremony, options=options)
+    words = console.words(request)
+    return _answer(words(Text.TOUCH_TO_ENROLL), ok=True, ceremony=ceremony, options=options)
 
 
 @csrf_protected
@@ -162,7 +163,7 @@ async def enroll_finish_endpoint(request: Request) -> Response:
         body.get("ceremony"), kind="enroll", session_hash=session_of(request).session_hash, now=now
     )
     if ceremony is None or ceremony.bound_to != claims.jti:
-        return _answer(CEREMONY_GONE, status_code=400)
+        return _answer(console.words(request)(Text.CEREMONY_GONE), status_code=400)
     try:
         passkey = verify_passkey_enrollment(
             body.get("credential") or {},
@@ -175,8 +176,10 @@ async def enroll_finish_endpoint(request: Request) -> Response:
             return _answer(LINK_USED, status_code=400)
         publish_passkey(console.directory.location, claims.sub, passkey)
     except SupportError as error:
-        return _answer(f"The passkey was not enrolled: {error.message}", status_code=400)
-    return _answer(f"Passkey enrolled for {claims.sub}. Sign in with it.", ok=True, redirect="/signin")
+        words = console.words(request)
+        return _answer(words(Text.NOT_ENROLLED, reason=error.message), status_code=400, code=error.code)
+    words = console.words(request)
+    return _answer(words(Text.ENROLLED, subject=claims.sub), ok=True, redirect="/signin")
 
 
 @csrf_protected
@@ -190,18 +193,20 @@ async def signin_options_endpoint(request: Request) -> Response:
         bound_to="",
         now=now_utc(),
     )
-    return _answer("Touch your authenticator to sign in.", ok=True, ceremony=ceremony, options=options)
+    words = console.words(request)
+    return _answer(words(Text.TOUCH_TO_SIGN_IN), ok=True, ceremony=ceremony, options=options)
 
 
 @csrf_protected
 async def signin_finish_endpoint(request: Request) -> Response:
     console = _console(request)
+    words = console.words(request)
     body = await _body(request)
     now = now_utc()
     old = session_of(request)
     ceremony = console.store.take_ceremony(body.get("ceremony"), kind="signin", session_hash=old.session_hash, now=now)
     if ceremony is None:
-        return _answer(CEREMONY_GONE, status_code=400)
+        return _answer(words(Text.CEREMONY_GONE), status_code=400)
     try:
         person = ceremonies.signed_in_reviewer(
             console.config,
@@ -210,35 +215,46 @@ async def signin_finish_endpoint(request: Request) -> Response:
             challenge=ceremonies.challenge_bytes(ceremony.challenge),
         )
     except SupportError as error:
-        return _answer(error.message, status_code=403)
+        return _answer(error.message, status_code=403, code=error.code)
     console.store.end_session(old.session_hash)
     fresh = console.store.create_session(person.subject, now=now)
     request.state.session_replaced = True
-    response = _answer(f"Signed in as {person.display_name}.", ok=True, redirect="/")
+    response = _answer(words(Text.SIGNED_IN, name=person.display_name), ok=True, redirect="/")
     set_session_cookie(response, console.config, fresh.session_id)
     return response
+
+
+def _review_words(console: Console, request: Request, body: dict[str, Any]) -> Words:
+    """The reviewer's choice, else the language the case page was shown in (console.js sends it)."""
+    shown = body.get("language")
+    return console.words(request, case_language=parse_language(shown if isinstance(shown, str) else None))
 
 
 @csrf_protected
 async def review_options_endpoint(request: Request) -> Response:
     console = _console(request)
+    body = await _body(request)
+    words = _review_words(console, request, body)
     person = console.reviewer(request)
     if person is None:
-        return _answer(SIGNED_OUT, status_code=401)
-    decision = (await _body(request)).get("decision")
+        return _answer(words(Text.SIGNED_OUT), status_code=401)
+    decision = body.get("decision")
     if decision not in ("approve", "reject"):
-        return _answer("Choose approve or reject.", status_code=400)
+        return _answer(words(Text.CHOOSE_DECISION), status_code=400)
     case_id = request.path_params["case_id"]
     try:
         view = await console.cases.open(case_id).read(person.identity(), start_hint=console.config.start_hint)
     except AuthorizationError:
-        return _answer(NO_SUCH_CASE, status_code=404)
+        return _answer(words(Text.NO_SUCH_CASE), status_code=404)
     except SupportError as error:
-        return _answer(error.message, status_code=503)
-    if view.digest is None or view.status.value != "waiting_approval":
-        return _answer("The case is not waiting for a review.", status_code=409)
+        return _answer(words(Text.SERVICE_UNAVAILABLE), status_code=503, code=error.code)
+    if view.digest is None or view.status is not CaseStatus.WAITING_APPROVAL:
+        return _answer(words(Text.NOT_WAITING), status_code=409, code=ReviewRefusal.CASE_NOT_WAITING_FOR_REVIEW.value)
+    if view.effect is not None and person.subject in view.effect.approved_by:
+        code = ReviewRefusal.REVIEWER_ALREADY_APPROVED.value
+        return _answer(words(Text.YOU_APPROVED_WAITING), status_code=409, code=code)
     if not person.passkeys:
-        return _answer("You have no passkey enrolled; ask for an enrollment link.", status_code=403)
+        return _answer(words(Text.NO_PASSKEY), status_code=403)
     now = now_utc()
     statement = ceremonies.review_statement(
         case_id=view.case_id, digest=view.digest, decision=decision, reviewer=person.subject, now=now
@@ -252,35 +268,51 @@ async def review_options_endpoint(request: Request) -> Response:
         payload=statement.model_dump_json(),
         now=now,
     )
-    return _answer(f"Touch your authenticator to {decision} this refund.", ok=True, ceremony=ceremony, options=options)
+    touch = words(Text.TOUCH_TO_APPROVE if decision == "approve" else Text.TOUCH_TO_REJECT)
+    return _answer(touch, ok=True, ceremony=ceremony, options=options)
 
 
 @csrf_protected
 async def review_finish_endpoint(request: Request) -> Response:
     console = _console(request)
+    body = await _body(request)
+    words = _review_words(console, request, body)
     person = console.reviewer(request)
     if person is None:
-        return _answer(SIGNED_OUT, status_code=401)
-    body = await _body(request)
+        return _answer(words(Text.SIGNED_OUT), status_code=401)
     ceremony = console.store.take_ceremony(
         body.get("ceremony"), kind="review", session_hash=session_of(request).session_hash, now=now_utc()
     )
     case_id = request.path_params["case_id"]
     if ceremony is None or ceremony.bound_to != case_id.removeprefix("case-"):
-        return _answer(CEREMONY_GONE, status_code=400)
+        return _answer(words(Text.CEREMONY_GONE), status_code=400)
     try:
         statement = ReviewStatement.model_validate_json(ceremony.payload)
     except ValidationError:
-        return _answer(CEREMONY_GONE, status_code=400)
+        return _answer(words(Text.CEREMONY_GONE), status_code=400)
     if statement.reviewer != person.subject:
-        return _answer(CEREMONY_GONE, status_code=400)
+        return _answer(words(Text.CEREMONY_GONE), status_code=400)
     credential = body.get("credential")
     try:
         approval = passkey_approval_from_browser(statement, credential if isinstance(credential, dict) else {})
         token = encode_passkey_approval(approval)
         outcome = await console.cases.open(statement.case_id).review(SignedReview(approval_token=token))
     except AuthorizationError as error:
-        return _answer(f"Refused: {error.message}", status_code=403)
+        code = refusal_code(error)
+        sentence = words.refusal(code, reviewer=person.subject) if code else error.message
+        return _answer(words(Text.REFUSED, sentence=sentence.rstrip(".")), status_code=403, code=code or error.code)
     except SupportError as error:
-        return _answer(error.message, status_code=409)
-    return _answer(f"Accepted: {outcome.reason}.", ok=True)
+        return _answer(error.message, status_code=409, code=error.code)
+    if outcome.awaits_another_reviewer:
+        return _answer(words(Text.YOU_APPROVED_WAITING), ok=True, waiting=True)
+    accepted = Text.ACCEPTED_APPROVE if statement.decision == "approve" else Text.ACCEPTED_REJECT
+    return _answer(words(accepted), ok=True)
+
+
+_REFUSAL_PREFIX = re.compile(r"^([a-z][a-z0-9_]{0,63}): ")
+
+
+def refusal_code(error: SupportError) -> str | None:
+    """The review refusal code a refused update's message starts with (``digest_mismatch: ...``)."""
+    found = _REFUSAL_PREFIX.match(error.message)
+    return found.group(1) if found else None

@@ -16,20 +16,21 @@ from jinja2 import Environment, FileSystemLoader, select_autoescape
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.requests import Request
-from starlette.responses import RedirectResponse, Response
+from starlette.responses import JSONResponse, RedirectResponse, Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 from starlette.templating import Jinja2Templates
 
 from contracts.directory import Person
-from contracts.errors import AuthorizationError, ConfigurationError, SupportError
-from contracts.identity import Role
+from contracts.errors import AuthorizationError, ConfigurationError, SupportError, TransientError
+from contracts.identity import Identity, Role
+from contracts.knowledge import Language
 from keystore.directory_file import DirectorySource
 from keystore.enrollment import verify_enrollment_token
 from knowledge.store import KnowledgeBase, default_knowledge_base
 from reviewer_console import actions
 from reviewer_console.config import ConsoleConfig
-from reviewer_console.reading import CaseSource, case_page, inbox
+from reviewer_console.reading import CaseReader, CaseSource, case_page, inbox, listed_row
 from reviewer_console.store import ConsoleStore
 from reviewer_console.web import (
     ConsoleMiddleware,
@@ -38,9 +39,9 @@ from reviewer_console.web import (
     now_utc,
     session_of,
 )
+from reviewer_console.words import LANGUAGE_COOKIE, Text, Words, choose_language, parse_language
 
 HERE = Path(__file__).parent
-NO_SUCH_CASE = "No such case."
 OLD_LINK = (
     "This enrollment link is of an old form that puts its secret in the address, where server and proxy logs "
     "keep it, so it has been cancelled; nothing was enrolled. Ask for a new link (starter.py directory enroll)."
@@ -59,15 +60,33 @@ class Console:
     knowledge: KnowledgeBase
     templates: Jinja2Templates
 
-    def page(self, request: Request, name: str, status_code: int = 200, **context: Any) -> Response:
+    def page(
+        self,
+        request: Request,
+        name: str,
+        status_code: int = 200,
+        *,
+        case_language: Language | None = None,
+        **context: Any,
+    ) -> Response:
         session = session_of(request)
+        words = self.words(request, case_language=case_language)
         context = {
             "csrf_token": session.csrf_token if session else "",
             "reviewer": self.reviewer(request),
             "refresh_seconds": INBOX_REFRESH_SECONDS,
+            "words": words,
+            "Text": Text,
+            "language": words.language.value,
+            "client_texts": words.client_texts(),
+            "here": request.url.path,
             **context,
         }
         return self.templates.TemplateResponse(request, name, context, status_code=status_code)
+
+    def words(self, request: Request, *, case_language: Language | None = None) -> Words:
+        """The reviewer's language choice (the header switch), else the case's, else English."""
+        return Words(choose_language(request.cookies.get(LANGUAGE_COOKIE), case_language=case_language))
 
     def message(self, request: Request, text: str, *, status_code: int, title: str = "Reviewer console") -> Response:
         return self.page(request, "message.html", status_code=status_code, title=title, text=text)
@@ -95,43 +114,125 @@ async def inbox_page(request: Request) -> Response:
     person = console.reviewer(request)
     if person is None:
         return RedirectResponse("/signin", status_code=303)
+    words = console.words(request)
     try:
-        rows = await inbox(console.cases, person.identity(), now=now_utc(), start_hint=console.config.start_hint)
+        listed = await inbox(
+            console.cases, person.identity(), now=now_utc(), start_hint=console.config.start_hint, words=words
+        )
     except SupportError as error:
-        return console.message(request, error.message, status_code=503)
-    return console.page(request, "inbox.html", rows=rows, tenant=person.tenant)
+        return console.message(request, unavailable(words, error), status_code=503)
+    return console.page(request, "inbox.html", inbox=listed, tenant=person.tenant)
 
 
 async def inbox_rows(request: Request) -> Response:
     """The inbox table alone: console.js fetches it every 10 s and swaps it in."""
     console = _console(request)
     person = console.reviewer(request)
+    words = console.words(request)
     if person is None:
-        return console.message(request, "Your session has ended; sign in again.", status_code=401)
+        return console.message(request, words(Text.SIGNED_OUT), status_code=401)
     try:
-        rows = await inbox(console.cases, person.identity(), now=now_utc(), start_hint=console.config.start_hint)
+        listed = await inbox(
+            console.cases, person.identity(), now=now_utc(), start_hint=console.config.start_hint, words=words
+        )
     except SupportError as error:
-        return console.message(request, error.message, status_code=503)
-    return console.page(request, "inbox_rows.html", rows=rows)
+        return console.message(request, unavailable(words, error), status_code=503)
+    return console.page(request, "inbox_rows.html", inbox=listed)
+
+
+def unavailable(words: Words, error: SupportError) -> str:
+    """What a reviewer reads when Temporal itself cannot be asked, the code as a detail after it."""
+    return f"{words(Text.SERVICE_UNAVAILABLE)} ({words(Text.CODE)}: {error.code})"
 
 
 async def case_detail(request: Request) -> Response:
+    """The case page: read from the case; when no worker answers, the case as visibility lists it,
+    its question from its history, and one sentence saying decisions wait."""
     console = _console(request)
     person = console.reviewer(request)
     if person is None:
         return RedirectResponse("/signin", status_code=303)
-    case_id = request.path_params["case_id"]
-    handle = console.cases.open(case_id)
+    handle = console.cases.open(request.path_params["case_id"])
+    identity = person.identity()
     try:
-        view = await handle.read(person.identity(), start_hint=console.config.start_hint)
-        events = await handle.events()
+        if await console.cases.workers_polling():
+            view = await handle.read(identity, start_hint=console.config.start_hint, check_worker=False)
+            events = await handle.events()
+        else:
+            return await _listed_case_page(console, request, handle, identity)
     except AuthorizationError:
-        return console.message(request, NO_SUCH_CASE, status_code=404, title="No such case")
+        return console.message(request, console.words(request)(Text.NO_SUCH_CASE), status_code=404)
+    except TransientError:
+        return await _listed_case_page(console, request, handle, identity)
     except SupportError as error:
-        return console.message(request, error.message, status_code=503)
+        return console.message(request, unavailable(console.words(request), error), status_code=503)
+    words = console.words(request, case_language=view.language)
     policy_tenant = console.directory.current().policy_tenant(view.tenant)
-    details = case_page(view, events, console.knowledge, policy_tenant=policy_tenant)
-    return console.page(request, "case.html", case=details)
+    details = case_page(
+        view, events, console.knowledge, policy_tenant=policy_tenant, viewer=person.subject, now=now_utc(), words=words
+    )
+    return console.page(request, "case.html", case_language=view.language, case=details)
+
+
+async def _listed_case_page(console: Console, request: Request, handle: CaseReader, identity: Identity) -> Response:
+    try:
+        summary = await handle.listed(identity)
+        question = await handle.question()
+    except AuthorizationError:
+        return console.message(request, console.words(request)(Text.NO_SUCH_CASE), status_code=404)
+    except SupportError as error:
+        return console.message(request, unavailable(console.words(request), error), status_code=503)
+    row = listed_row(summary, now=now_utc(), words=console.words(request))
+    return console.page(request, "case_listed.html", summary=summary, row=row, question=question)
+
+
+async def case_state(request: Request) -> Response:
+    """What the case page follows (console.js asks every few seconds): the case's status, its digest
+    and approvals, and whether a worker answers; the page reloads when any of them changes."""
+    console = _console(request)
+    person = console.reviewer(request)
+    if person is None:
+        return JSONResponse({"signed_in": False}, status_code=401)
+    handle = console.cases.open(request.path_params["case_id"])
+    try:
+        if not await console.cases.workers_polling():
+            return JSONResponse({"signed_in": True, "serving": False})
+        view = await handle.read(person.identity(), start_hint=console.config.start_hint, check_worker=False)
+    except AuthorizationError:
+        return JSONResponse({"signed_in": True, "found": False}, status_code=404)
+    except SupportError:
+        return JSONResponse({"signed_in": True, "serving": False})
+    approved = len(view.effect.approved_by) if view.effect else 0
+    return JSONResponse(
+        {
+            "signed_in": True,
+            "serving": True,
+            "status": view.status.value,
+            "digest": view.digest or "",
+            "approved": approved,
+        }
+    )
+
+
+@csrf_protected
+async def choose_language_endpoint(request: Request) -> Response:
+    """The header's language switch (a form POST): kept in a cookie; back to the page it was on."""
+    form = await request.form()
+    chosen = parse_language(str(form.get("language") or ""))
+    back = str(form.get("next") or "/")
+    if not back.startswith("/") or back.startswith("//") or "\\" in back:
+        back = "/"
+    response = RedirectResponse(back, status_code=303)
+    if chosen is not None:
+        response.set_cookie(
+            LANGUAGE_COOKIE,
+            chosen.value,
+            max_age=365 * 86400,
+            path="/",
+            samesite="strict",
+            secure=_console(request).config.secure,
+        )
+    return response
 
 
 async def signin_page(request: Request) -> Response:
@@ -200,6 +301,8 @@ def build_app(
         Route("/", inbox_page),
         Route("/inbox/rows", inbox_rows),
         Route("/cases/{case_id}", case_detail),
+        Route("/cases/{case_id}/state", case_state),
+        Route("/language", choose_language_endpoint, methods=["POST"]),
         Route("/cases/{case_id}/review/options", actions.review_options_endpoint, methods=["POST"]),
         Route("/cases/{case_id}/review/finish", actions.review_finish_endpoint, methods=["POST"]),
         Route("/signin", signin_page),

@@ -8,23 +8,29 @@ from __future__ import annotations
 import contextlib
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Protocol
 
 from case_client import CaseSummary
 from contracts.case import CaseEvent, CaseStatus, CaseView, ReviewOutcome
 from contracts.credentials import SignedReview
-from contracts.effect_card import CardRow, effect_rows, money
-from contracts.errors import SupportError
+from contracts.effect_card import CardRow, EffectCard, effect_rows
+from contracts.errors import SupportError, TransientError
 from contracts.identity import Identity
+from contracts.knowledge import Language
 from contracts.names import EventKind
 from knowledge.store import KnowledgeBase
+from reviewer_console.words import Text, Words
 
 
 class CaseReader(Protocol):
     """What the console needs of :class:`case_client.CaseHandle`."""
 
     async def read(self, viewer: Identity, *, start_hint: str, check_worker: bool = True) -> CaseView: ...
+
+    async def listed(self, viewer: Identity) -> CaseSummary: ...
+
+    async def question(self) -> str: ...
 
     async def events(self) -> list[CaseEvent]: ...
 
@@ -38,34 +44,42 @@ class CaseSource(Protocol):
 
     def open(self, case_id: str) -> CaseReader: ...
 
+    async def workers_polling(self) -> bool: ...
+
 
 @dataclass(frozen=True)
 class InboxRow:
+    """One waiting case. ``confirmed``: read from the case itself; otherwise only Temporal's visibility
+    listed it (its search attributes), while no worker answers, and what only the case knows (time
+    left, approvals so far, the currency) is unknown until one does."""
+
     case_id: str
-    amount_cents: int
-    currency: str
     amount_text: str
+    amount_detail: str
     order_id: str
     customer: str
     age: str
     time_left: str
-    expires_at: datetime
+    expires_at: datetime | None
     approvals: str
+    confirmed: bool
+
+
+@dataclass(frozen=True)
+class Inbox:
+    rows: list[InboxRow]
+    serving: bool
+    """Whether a worker polls the case task queue, so that a decision taken now is recorded."""
 
 
 def duration_text(seconds: float, *, expired: str = "expired") -> str:
     """``4 min 05 s``, ``2 h 03 min``, or ``expired`` at or below zero: whole units, for a person."""
     if seconds <= 0:
         return expired
-    total = int(seconds)
-    hours, rest = divmod(total, 3600)
-    minutes, secs = divmod(rest, 60)
-    if hours:
-        return f"{hours} h {minutes:02d} min"
-    return f"{minutes} min {secs:02d} s"
+    return Words(Language.EN).duration(seconds)
 
 
-def inbox_row(summary: CaseSummary, view: CaseView, *, now: datetime) -> InboxRow | None:
+def inbox_row(summary: CaseSummary, view: CaseView, *, now: datetime, words: Words) -> InboxRow | None:
     """The row of a waiting case, or None if it no longer waits with a proposal."""
     if view.status is not CaseStatus.WAITING_APPROVAL or view.proposal is None:
         return None
@@ -74,31 +88,66 @@ def inbox_row(summary: CaseSummary, view: CaseView, *, now: datetime) -> InboxRo
     approved = len(view.effect.approved_by) if view.effect else 0
     return InboxRow(
         case_id=view.case_id,
-        amount_cents=proposal.amount_cents,
-        currency=proposal.currency,
-        amount_text=money(proposal.amount_cents, proposal.currency),
+        amount_text=words.money(proposal.amount_cents, proposal.currency),
+        amount_detail=words.cents(proposal.amount_cents),
         order_id=proposal.order_id,
         customer=view.applicant,
-        age=duration_text((now - summary.started).total_seconds(), expired="just now"),
-        time_left=duration_text((proposal.expires_at - now).total_seconds()),
+        age=_age(summary, now, words),
+        time_left=words.time_left((proposal.expires_at - now).total_seconds()),
         expires_at=proposal.expires_at,
-        approvals=f"{approved} of {required}",
+        approvals=f"{approved} / {required}",
+        confirmed=True,
     )
 
 
-async def inbox(cases: CaseSource, reviewer: Identity, *, now: datetime, start_hint: str) -> list[InboxRow]:
-    """The reviewer's tenant's cases waiting for approval, soonest expiry first. A case that ended
-    between the listing and the read is left out."""
+def listed_row(summary: CaseSummary, *, now: datetime, words: Words) -> InboxRow:
+    """The row of a case as visibility lists it, when the case itself cannot be asked."""
+    cents = summary.refund_cents
+    return InboxRow(
+        case_id=summary.case_id,
+        amount_text=f"{cents // 100:,}.{cents % 100:02d}" if cents is not None else "-",
+        amount_detail=words.cents(cents) if cents is not None else "",
+        order_id=summary.order_id or "-",
+        customer=summary.applicant or "-",
+        age=_age(summary, now, words),
+        time_left=words(Text.UNKNOWN_NOW),
+        expires_at=None,
+        approvals="-",
+        confirmed=False,
+    )
+
+
+def _age(summary: CaseSummary, now: datetime, words: Words) -> str:
+    seconds = (now - summary.started).total_seconds()
+    return words.duration(seconds) if seconds >= 1 else words(Text.JUST_NOW)
+
+
+async def inbox(cases: CaseSource, reviewer: Identity, *, now: datetime, start_hint: str, words: Words) -> Inbox:
+    """The reviewer's tenant's cases waiting for approval, soonest expiry first, as Temporal's
+    visibility lists them, whether or not a worker answers. While one answers, each case is read from
+    the case itself (one that no longer waits is left out); once a case does not answer (no worker
+    polls, or the one that polled has stopped or is stuck), the rest are shown as listed rather than
+    each asked in turn, and the inbox says that decisions wait."""
+    summaries = [summary async for summary in cases.list_cases(reviewer, CaseStatus.WAITING_APPROVAL)]
+    serving = await cases.workers_polling()
     rows: list[InboxRow] = []
-    async for summary in cases.list_cases(reviewer, CaseStatus.WAITING_APPROVAL):
+    for summary in summaries:
+        if not serving:
+            rows.append(listed_row(summary, now=now, words=words))
+            continue
         try:
             view = await cases.open(summary.case_id).read(reviewer, start_hint=start_hint, check_worker=False)
-        except SupportError:
+        except TransientError:
+            serving = False
+            rows.append(listed_row(summary, now=now, words=words))
             continue
-        row = inbox_row(summary, view, now=now)
+        except SupportError:  # not this reviewer's after all, or ended between the listing and the read
+            continue
+        row = inbox_row(summary, view, now=now, words=words)
         if row is not None:
             rows.append(row)
-    return sorted(rows, key=lambda row: row.expires_at)
+    far = datetime.max.replace(tzinfo=UTC)
+    return Inbox(sorted(rows, key=lambda row: (row.expires_at or far, row.case_id)), serving)
 
 
 @dataclass(frozen=True)
@@ -117,9 +166,34 @@ class CasePage:
     refusals: list[CaseEvent]
     approvals: list[CaseEvent]
     waiting: bool
+    """The case waits for a review of a proposal."""
+    approved_by_viewer: bool
+    """The signed-in reviewer's approval is among those the case holds (four-eyes: another is needed)."""
+    expires_at: datetime | None
+    time_left: str
+
+    @property
+    def decidable(self) -> bool:
+        """Approve and Reject are offered: the case waits, this reviewer has not approved, and time is left."""
+        return self.waiting and not self.approved_by_viewer and self.expires_at is not None
 
 
-def rule_facts(view: CaseView) -> list[tuple[str, str]]:
+def card_rows(card: EffectCard, words: Words) -> list[CardRow]:
+    """The effect card as every rendering shows it, labels in the reviewer's language, the amount
+    currency first, and without the expiry (the page shows it as time left, in the reviewer's zone)."""
+    rows: list[CardRow] = []
+    for row in effect_rows(card):
+        if row.label == "expires":
+            continue
+        text = row.text
+        if row.label == "refund":
+            text = f"{words.money(card.amount_cents, card.currency)} ({words.cents(card.amount_cents)}) · "
+            text += f"{card.order_id} · {words(Text.SIMULATED)}"
+        rows.append(CardRow(words.label(row.label), text, row.data))
+    return rows
+
+
+def rule_facts(view: CaseView, words: Words) -> list[tuple[str, str]]:
     """The facts the refund rule used, from the quote and the card (the invoice total beside the refund)."""
     quote = view.quote
     if quote is None:
@@ -132,17 +206,17 @@ def rule_facts(view: CaseView) -> list[tuple[str, str]]:
     facts = [
         ("order", f"{quote.order_id} (version {quote.order_version})"),
         ("delivered", delivered),
-        ("paid items", money(quote.paid_items_cents, quote.currency)),
-        ("already refunded", money(quote.refunded_cents, quote.currency)),
-        ("freight (not refunded)", money(quote.freight_cents, quote.currency)),
-        ("refund", f"{quote.amount_cents} cents ({money(quote.amount_cents, quote.currency)})"),
+        ("paid items", words.money(quote.paid_items_cents, quote.currency)),
+        ("already refunded", words.money(quote.refunded_cents, quote.currency)),
+        ("freight (not refunded)", words.money(quote.freight_cents, quote.currency)),
+        ("refund", f"{words.money(quote.amount_cents, quote.currency)} ({words.cents(quote.amount_cents)})"),
     ]
     card = view.effect
     if card is not None and card.return_received is not None:
         facts.insert(2, ("warehouse receipt", "received" if card.return_received else "NOT received"))
     if card is not None and card.invoice_total_cents is not None:
-        facts.append(("invoice total", money(card.invoice_total_cents, card.currency)))
-    return facts
+        facts.append(("invoice total", words.money(card.invoice_total_cents, card.currency)))
+    return [(words.label(label), text) for label, text in facts]
 
 
 def cited_passages(view: CaseView, knowledge: KnowledgeBase, policy_tenant: str) -> list[CitedPassage]:
@@ -162,13 +236,28 @@ def cited_passages(view: CaseView, knowledge: KnowledgeBase, policy_tenant: str)
     return found
 
 
-def case_page(view: CaseView, events: list[CaseEvent], knowledge: KnowledgeBase, *, policy_tenant: str) -> CasePage:
+def case_page(
+    view: CaseView,
+    events: list[CaseEvent],
+    knowledge: KnowledgeBase,
+    *,
+    policy_tenant: str,
+    viewer: str,
+    now: datetime,
+    words: Words,
+) -> CasePage:
+    waiting = view.status is CaseStatus.WAITING_APPROVAL and view.digest is not None
+    expires_at = view.proposal.expires_at if waiting and view.proposal is not None else None
+    left = (expires_at - now).total_seconds() if expires_at is not None else 0.0
     return CasePage(
         view=view,
-        rows=effect_rows(view.effect) if view.effect else [],
+        rows=card_rows(view.effect, words) if view.effect else [],
         passages=cited_passages(view, knowledge, policy_tenant),
-        facts=rule_facts(view),
+        facts=rule_facts(view, words),
         refusals=[event for event in events if event.kind == EventKind.REVIEW_REFUSED],
         approvals=[event for event in events if event.kind in (EventKind.REVIEW_ACCEPTED, EventKind.SETTLED)],
-        waiting=view.status is CaseStatus.WAITING_APPROVAL and view.digest is not None,
+        waiting=waiting,
+        approved_by_viewer=waiting and view.effect is not None and viewer in view.effect.approved_by,
+        expires_at=expires_at if left > 0 else None,
+        time_left=words.time_left(left),
     )

@@ -63,6 +63,9 @@ if [ -z "${TEMPORAL_ADDRESS:-}" ]; then
   # payloads decoded (docs/payloads.md); it says "Temporal dev server on" once both servers it started
   # answer, and stops both on SIGTERM.
   CODEC_ENDPOINT=http://127.0.0.1:$CODEC_PORT
+  # The output file exists before the server starts: a background job opens its redirection only once
+  # it runs, and the wait below must not read a file that is not there yet (a stray "grep: No such file").
+  : >"$STATE_DIR/dev-server.out"
   $BIN/python -m devstack --state-dir "$STATE_DIR" --port "$TEMPORAL_PORT" --ui-port "$TEMPORAL_UI_PORT" \
     --codec-port "$CODEC_PORT" --console-port "$CONSOLE_PORT" >"$STATE_DIR/dev-server.out" 2>&1 &
   DEV_SERVER=$!
@@ -77,6 +80,7 @@ else
 fi
 
 say "4. The worker (model: rehearsal unless a provider is configured; see README)"
+: >"$STATE_DIR/worker.log"  # exists before the worker starts, as dev-server.out above
 $BIN/python worker.py --state-dir "$STATE_DIR" --set-current >"$STATE_DIR/worker.log" 2>&1 &
 WORKER=$!
 started+=($WORKER)

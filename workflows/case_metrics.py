@@ -3,15 +3,28 @@
 Workflow code: the SDK's meter records nothing while a workflow task replays, so a case counted once
 is never counted again by the worker that replays it after a crash or a cache eviction. Every label
 value is from a bounded set: the verified tenant (``unverified`` before the applicant token is
-checked), a status, a refusal code, an approval kind. Nothing a customer wrote becomes a label.
+checked), a status, a refusal code, an approval kind and decision, a provider and model name. Nothing
+a customer wrote becomes a label. activities/known_series.py writes each tenant's label sets at 0 when
+the worker starts, so the first event of each counts in ``increase()``.
 """
 
 from __future__ import annotations
 
+from datetime import datetime, timedelta
+
 from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
-    from contracts.metrics import UNVERIFIED_TENANT, MetricLabel, WorkerMetric
+    from contracts.case import Decision, ModelCallMeta
+    from contracts.metrics import (
+        APPROVAL_WAIT,
+        OTHER_LABEL,
+        UNVERIFIED_TENANT,
+        MetricLabel,
+        WorkerMetric,
+        bounded_code,
+        bounded_name,
+    )
     from contracts.passkey import PASSKEY_PREFIX
     from workflows.case_state import CaseState
 
@@ -42,9 +55,24 @@ def case_ended(s: CaseState) -> None:
     )
 
 
-def approval_accepted(s: CaseState, approval_token: str | None) -> None:
+def approval_decided(s: CaseState, approval_token: str | None, decision: Decision, now: datetime) -> None:
+    """A review the case accepted, by its decision (approve or reject), and how long it waited: from
+    the proposal made to this decision (a four-eyes case records each reviewer's)."""
     kind = "passkey" if approval_token and approval_token.startswith(PASSKEY_PREFIX) else "signature"
-    _count(WorkerMetric.APPROVALS_ACCEPTED, "Reviews the case accepted", tenant=tenant_label(s), kind=kind)
+    tenant = tenant_label(s)
+    _count(
+        WorkerMetric.APPROVALS_DECIDED,
+        "Reviews the case accepted as a decision, by decision (approve, reject)",
+        tenant=tenant,
+        kind=kind,
+        decision=decision.value,
+    )
+    if s.proposal is not None:
+        waited = max(now - s.proposal.created_at, timedelta(0))
+        histogram = workflow.metric_meter().create_histogram_timedelta(
+            APPROVAL_WAIT, "From the refund proposal made to a reviewer's decision"
+        )
+        histogram.record(waited, {MetricLabel.TENANT.value: tenant, MetricLabel.DECISION.value: decision.value})
 
 
 def approval_refused(s: CaseState, code: str) -> None:
@@ -54,6 +82,37 @@ def approval_refused(s: CaseState, code: str) -> None:
         tenant=tenant_label(s),
         code=code.split(":", 1)[0][:MAX_CODE_CHARS],
     )
+
+
+def tool_call_refused(s: CaseState, code: str) -> None:
+    """A tool call the case's gate refused before any activity ran (``order_not_bound_to_case``: the
+    model asked for an order that is not the case's)."""
+    _count(
+        WorkerMetric.TOOL_CALLS_REFUSED,
+        "Tool calls the case refused before running them, by code",
+        tenant=tenant_label(s),
+        code=bounded_code(code),
+    )
+
+
+def model_reply(s: CaseState, meta: ModelCallMeta) -> None:
+    """The tokens a model reply (or a refused one) reported and their price in the operator's table, by
+    the verified tenant, provider and model; a reply without usage, or without a price, adds nothing."""
+    if meta.usage is None:
+        return
+    labels = {
+        "tenant": tenant_label(s),
+        "provider": bounded_name(meta.provider) if meta.provider else OTHER_LABEL,
+        "model": bounded_name(meta.model),
+    }
+    tokens = "Model tokens the provider reported, by tenant, provider, model and direction"
+    for direction, value in (("prompt", meta.usage.prompt_tokens), ("completion", meta.usage.completion_tokens)):
+        if value:
+            _count(WorkerMetric.MODEL_TOKENS, tokens, value, direction=direction, **labels)
+    if meta.price is not None:
+        cost = meta.price.cost_pico_usd(meta.usage.prompt_tokens, meta.usage.completion_tokens)
+        if cost:
+            _count(WorkerMetric.MODEL_COST_PICO_USD, "Model cost in pico-USD (operator prices)", cost, **labels)
 
 
 def refund_paid(s: CaseState, amount_cents: int) -> None:

@@ -18,7 +18,7 @@ with workflow.unsafe.imports_passed_through():
     from contracts.errors import ContractError, decode_activity_failure
     from contracts.names import ActivityName, EventKind, StopCode
     from workflows import activity_options as options
-    from workflows import requests
+    from workflows import case_metrics, requests
     from workflows.case_state import CaseState
     from workflows.outcomes import CaseStopped, ContractViolation, model_failure
     from workflows.requests import ResultT
@@ -85,5 +85,7 @@ class ModelCalls:
     def _charge_model(self, count: int, meta: ModelCallMeta | None, kind: ActivityName) -> None:
         budgets = self._s.budgets
         self._s.budgets = budgets.model_copy(update={"model_requests": budgets.model_requests + count})
+        if meta is not None:
+            case_metrics.model_reply(self._s, meta)
         if meta is not None and self._s.model.count(meta, kind.value):
             workflow.upsert_memo({"model": self._s.model.label})

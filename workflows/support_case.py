@@ -16,6 +16,7 @@ from temporalio.common import RawValue
 
 with workflow.unsafe.imports_passed_through():
     from contracts.case import (
+        AWAITING_ANOTHER_REVIEWER,
         Budgets,
         CaseEvent,
         CaseStatus,
@@ -298,12 +299,12 @@ class SupportCaseWorkflow:
             self._show()
             return ReviewOutcome(accepted=False, status=status, reason=str(verdict.refusal)), verdict.subject
         text = accept_review(s, verdict, now=workflow.now(), via=via)
-        case_metrics.approval_accepted(s, verdict.approval_token)
+        assert verdict.decision is not None
+        case_metrics.approval_decided(s, verdict.approval_token, verdict.decision.decision, workflow.now())
         self._event(EventKind.REVIEW_ACCEPTED, text)
         self._show()
-        assert verdict.decision is not None
         pending = waiting_for_more(s)
-        reason = verdict.decision.decision.value + (f" ({pending}; waiting for another reviewer)" if pending else "")
+        reason = verdict.decision.decision.value + (f" ({pending}; {AWAITING_ANOTHER_REVIEWER})" if pending else "")
         return ReviewOutcome(accepted=True, status=status, reason=reason), verdict.subject
 
     # --- continue-as-new -------------------------------------------------------------------------

@@ -24,7 +24,7 @@ with workflow.unsafe.imports_passed_through():
     from contracts.names import ActivityName, EventKind, StopCode, tool_activity_id
     from contracts.tools import INVESTIGATION_TOOLS, ToolName, ToolSource
     from workflows import activity_options as options
-    from workflows import requests
+    from workflows import case_metrics, requests
     from workflows.case_details import tool_summary
     from workflows.case_state import CaseState
     from workflows.evidence import fold_observation
@@ -65,6 +65,7 @@ class ToolCalls:
                 asked = requested_order_id(verdict.call)
                 detail = f"{verdict.call.name[:60]}: {verdict.refusal}"
                 self._record(EventKind.TOOL_REFUSED, detail + (f" (order_id={asked})" if asked else ""))
+                case_metrics.tool_call_refused(s, verdict.refusal)
         if admission.tool_budget_exhausted:
             raise CaseStopped(CaseStatus.NEEDS_HUMAN, StopCode.TOOL_BUDGET_EXHAUSTED)
         results = await asyncio.gather(*(self._run_tool(call) for call in admission.admitted))

@@ -1,8 +1,13 @@
 // The reviewer console's only script: the WebAuthn ceremonies (enroll, sign in, approve or reject),
-// base64url helpers, and the inbox refresh. Every POST carries the page's CSRF token in X-CSRF-Token.
+// base64url helpers, the inbox refresh, a case page that follows its case, and times shown in the
+// reviewer's own time zone. Every POST carries the page's CSRF token in X-CSRF-Token. Every sentence it
+// shows comes from the server (the page's data-texts, or an answer's message): none is composed here.
 "use strict";
 
 const csrfToken = () => document.querySelector('meta[name="csrf-token"]').content;
+const texts = () => JSON.parse(document.body.dataset.texts || "{}");
+const language = () => document.documentElement.lang || "en";
+const FOLLOW_SECONDS = 5;
 
 function toBase64url(buffer) {
   const bytes = new Uint8Array(buffer);
@@ -30,14 +35,24 @@ async function post(url, body) {
   try {
     answer = await response.json();
   } catch (error) {
-    answer = { ok: false, message: "The console gave no answer (status " + response.status + ")." };
+    answer = { ok: false, message: texts().no_answer, code: "http_" + response.status };
   }
   return answer;
 }
 
-function say(text) {
+// One sentence for the reviewer; the code, when there is one, on a details line beside it.
+function say(text, code) {
   const place = document.getElementById("ceremony-result");
   if (place) place.textContent = text;
+  const detail = document.getElementById("ceremony-code");
+  if (detail) {
+    detail.textContent = code ? texts().code + ": " + code : "";
+    detail.hidden = !code;
+  }
+}
+
+function silentAuthenticator(error) {
+  return { ok: false, message: texts().authenticator_silent, code: error.name };
 }
 
 function creationOptions(options) {
@@ -94,7 +109,7 @@ async function ceremony(start, finish, startBody, make) {
   try {
     credential = await make(begun.options);
   } catch (error) {
-    return { ok: false, message: "The authenticator did not answer: " + error.name + "." };
+    return silentAuthenticator(error);
   }
   return post(finish, { ...startBody, ceremony: begun.ceremony, credential });
 }
@@ -124,7 +139,8 @@ async function openEnrollment(button) {
     refuseEnrollment(button, claimed.message);
     return;
   }
-  document.getElementById("enroll-heading").textContent = "Enroll a passkey for " + claimed.subject;
+  const heading = document.getElementById("enroll-heading");
+  heading.textContent = heading.textContent + " · " + claimed.subject;
   button.addEventListener("click", () => enroll(button, token));
   button.disabled = false;
 }
@@ -134,15 +150,20 @@ async function enroll(button, token) {
   const answer = await ceremony("/enroll/options", "/enroll/finish", { token }, async (options) =>
     registrationJSON(await navigator.credentials.create({ publicKey: creationOptions(options) })),
   );
-  say(answer.message);
-  if (!answer.ok) button.disabled = false;
+  say(answer.message, answer.code);
+  if (answer.ok) {
+    button.hidden = true;
+    document.getElementById("enrolled-next").hidden = false;
+  } else {
+    button.disabled = false;
+  }
 }
 
 async function signIn() {
   const answer = await ceremony("/signin/options", "/signin/finish", {}, async (options) =>
     assertionJSON(await navigator.credentials.get({ publicKey: requestOptions(options) })),
   );
-  say(answer.message);
+  say(answer.message, answer.code);
   if (answer.ok && answer.redirect) window.location.assign(answer.redirect);
 }
 
@@ -150,18 +171,22 @@ async function review(section, decision) {
   const caseId = section.dataset.caseId;
   const base = "/cases/" + encodeURIComponent(caseId) + "/review/";
   for (const button of section.querySelectorAll("button")) button.disabled = true;
-  const begun = await post(base + "options", { decision });
+  const begun = await post(base + "options", { decision, language: language() });
   let answer = begun;
   if (begun.ok) {
     say(begun.message);
     try {
       const credential = await navigator.credentials.get({ publicKey: requestOptions(begun.options) });
-      answer = await post(base + "finish", { ceremony: begun.ceremony, credential: assertionJSON(credential) });
+      answer = await post(base + "finish", {
+        ceremony: begun.ceremony,
+        credential: assertionJSON(credential),
+        language: language(),
+      });
     } catch (error) {
-      answer = { ok: false, message: "The authenticator did not answer: " + error.name + "." };
+      answer = silentAuthenticator(error);
     }
   }
-  say(answer.message);
+  say(answer.message, answer.code);
   if (answer.ok) {
     sessionStorage.setItem("console-result-" + caseId, answer.message);
     window.setTimeout(() => window.location.reload(), 1500);
@@ -174,15 +199,85 @@ function refreshInbox(place) {
   const seconds = Number(place.dataset.refreshSeconds || "10");
   window.setInterval(async () => {
     const response = await fetch(place.dataset.refreshUrl, { credentials: "same-origin" });
-    if (response.ok) place.innerHTML = await response.text();
+    if (response.ok) {
+      place.innerHTML = await response.text();
+      showTimes(place);
+    }
   }, seconds * 1000);
 }
 
-function followCase(status) {
-  const caseId = (document.querySelector("h1").textContent || "").replace("Case ", "").trim();
+// The case page asks for its case's state every few seconds and reloads when it changed: decided,
+// expired, approved by another reviewer, or the service back (or gone).
+function followCase(follow) {
+  const caseId = follow.dataset.caseId;
   const kept = sessionStorage.getItem("console-result-" + caseId);
-  if (kept) say(kept);
-  if (status.dataset.caseStatus === "running" && kept) window.setTimeout(() => window.location.reload(), 2000);
+  if (kept) {
+    sessionStorage.removeItem("console-result-" + caseId);
+    say(kept);
+  }
+  window.setInterval(async () => {
+    let state;
+    try {
+      const response = await fetch("/cases/" + encodeURIComponent(caseId) + "/state", { credentials: "same-origin" });
+      state = await response.json();
+    } catch (error) {
+      return;
+    }
+    if (!state.signed_in) return;
+    const serving = String(Boolean(state.serving));
+    const changed =
+      serving !== follow.dataset.serving ||
+      (state.serving &&
+        (state.status !== follow.dataset.status ||
+          state.digest !== follow.dataset.digest ||
+          String(state.approved) !== follow.dataset.approved));
+    if (changed) {
+      countDown(); // a proposal that ran out of time says so first, and that is what the reloaded page shows
+      const key = "console-result-" + caseId;
+      if (!sessionStorage.getItem(key)) sessionStorage.setItem(key, texts().case_changed);
+      window.location.reload();
+    }
+  }, FOLLOW_SECONDS * 1000);
+}
+
+function duration(seconds) {
+  const hours = Math.floor(seconds / 3600);
+  const minutes = Math.floor((seconds % 3600) / 60);
+  const secs = Math.floor(seconds % 60);
+  const two = (n) => String(n).padStart(2, "0");
+  if (language() === "zh") return hours ? hours + " 小时 " + two(minutes) + " 分" : minutes + " 分 " + two(secs) + " 秒";
+  return hours ? hours + " h " + two(minutes) + " min" : minutes + " min " + two(secs) + " s";
+}
+
+// Times the server wrote in UTC, shown in the reviewer's own time zone; time left counts down, and a
+// proposal whose time ran out while the page was open can no longer be approved from it.
+function showTimes(root) {
+  const clock = new Intl.DateTimeFormat(language() === "zh" ? "zh-CN" : "en-GB", {
+    year: "numeric",
+    month: "short",
+    day: "numeric",
+    hour: "2-digit",
+    minute: "2-digit",
+    timeZoneName: "short",
+  });
+  for (const time of root.querySelectorAll('time[data-format="clock"]')) {
+    time.textContent = clock.format(new Date(time.dateTime));
+  }
+}
+
+function countDown() {
+  const now = Date.now();
+  for (const time of document.querySelectorAll('time[data-format="left"]')) {
+    const seconds = (new Date(time.dateTime).getTime() - now) / 1000;
+    time.textContent = seconds > 0 ? texts().left.replace("{duration}", duration(seconds)) : texts().expired;
+    const section = document.querySelector("section.decide");
+    if (seconds <= 0 && time.id === "time-left" && section && !section.dataset.expired) {
+      section.dataset.expired = "true";
+      for (const button of section.querySelectorAll("button")) button.disabled = true;
+      say(texts().proposal_expired);
+      sessionStorage.setItem("console-result-" + section.dataset.caseId, texts().proposal_expired);
+    }
+  }
 }
 
 document.addEventListener("DOMContentLoaded", () => {
@@ -198,6 +293,9 @@ document.addEventListener("DOMContentLoaded", () => {
   }
   const rows = document.getElementById("inbox-rows");
   if (rows) refreshInbox(rows);
-  const status = document.querySelector("[data-case-status]");
-  if (status) followCase(status);
+  const follow = document.getElementById("case-follow");
+  if (follow) followCase(follow);
+  showTimes(document);
+  countDown();
+  window.setInterval(countDown, 1000);
 });

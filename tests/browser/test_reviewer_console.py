@@ -29,121 +29,39 @@ import re
 import sqlite3
 import subprocess
 import sys
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
-import uvicorn
-from playwright.async_api import CDPSession, Page, async_playwright, expect
+from playwright.async_api import Page, expect
 
 from commerce_server.tokens import DIRECTORY_ENV as COMMERCE_DIRECTORY_ENV
 from commerce_server.tokens import SIGNING_KEY_ENV
 from contracts.case import CaseStatus
 from contracts.credentials import SignedReview
 from contracts.errors import AuthorizationError, SupportError
+from contracts.knowledge import Language
 from contracts.names import EventKind
 from contracts.refusals import refusal_sentence
 from devstack.rehearsal_stack import RehearsalStack, rehearsal_stack
-from devstack.servers import free_port
-from keystore import DIRECTORY_ENV, demo_identity, directory_location
-from keystore.directory_file import DirectorySource
-from keystore.enrollment import mint_enrollment_link
-from reviewer_console import ConsoleConfig, ConsoleStore, build_app
-from tests.browser.web_ui import CHROMIUM, UI_TIMEOUT_MS, VIEWPORT
+from keystore import DIRECTORY_ENV, demo_identity
+from reviewer_console.words import Text, Words
+from tests.browser.console_support import console_server, enroll_and_sign_in, reviewer_pages, virtual_authenticator
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 ROOT = Path(__file__).resolve().parents[2]
 QUESTION = "Please refund QH-1001 and explain the amount and the policy"
 SCREENSHOTS_ENV = "SUPPORT_SCREENSHOTS"
+ENGLISH = Words(Language.EN)
 REFRESH_TIMEOUT_MS = 25_000
 """The inbox refreshes every 10 s: a case that starts waiting shows within two refreshes."""
-VIRTUAL_AUTHENTICATOR = {
-    "protocol": "ctap2",
-    "transport": "internal",
-    "hasResidentKey": True,
-    "hasUserVerification": True,
-    "isUserVerified": True,
-    "automaticPresenceSimulation": True,
-}
 POST_FROM_PAGE = """async ([url, body, withToken]) => {
     const headers = {"Content-Type": "application/json"};
     if (withToken) headers["X-CSRF-Token"] = document.querySelector('meta[name="csrf-token"]').content;
     const response = await fetch(url, {method: "POST", headers, body: JSON.stringify(body)});
     return [response.status, await response.text()];
 }"""
-
-
-@asynccontextmanager
-async def console_server(stack: RehearsalStack, root: Path) -> AsyncIterator[str]:
-    """The console on a free port of this machine, against the stack; yields its origin."""
-    port = free_port()
-    origin = f"http://localhost:{port}"
-    app = build_app(
-        stack.cases,
-        DirectorySource(directory_location(stack.state_dir, {})),
-        ConsoleStore.in_state_dir(root / "console"),
-        ConsoleConfig.for_origin(origin),
-    )
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
-    task = asyncio.create_task(server.serve())
-    try:
-        for _ in range(200):
-            if server.started or task.done():
-                break
-            await asyncio.sleep(0.05)
-        assert server.started, "the console did not start"
-        yield origin
-    finally:
-        server.should_exit = True
-        await task
-
-
-@asynccontextmanager
-async def reviewer_pages(failure_dir: Path) -> AsyncIterator[tuple[Page, Page]]:
-    """Two pages of headless ``/usr/bin/chromium`` in separate contexts (two reviewers' browsers)."""
-    if not os.access(CHROMIUM, os.X_OK):
-        pytest.fail(f"{CHROMIUM} is missing: run `make browser` (apt-get install chromium).", pytrace=False)
-    async with async_playwright() as playwright:
-        browser = await playwright.chromium.launch(executable_path=str(CHROMIUM), headless=True)
-        pages: list[Page] = []
-        try:
-            for _ in range(2):
-                context = await browser.new_context(viewport=VIEWPORT, device_scale_factor=1, color_scheme="light")
-                page = await context.new_page()
-                page.set_default_timeout(UI_TIMEOUT_MS)
-                pages.append(page)
-            yield pages[0], pages[1]
-        except BaseException:
-            for number, page in enumerate(pages):
-                await page.screenshot(path=str(failure_dir / f"failed-page-{number}.png"), timeout=5_000)
-            raise
-        finally:
-            await browser.close()
-
-
-async def virtual_authenticator(page: Page) -> tuple[CDPSession, str]:
-    """A platform authenticator with user verification in ``page``, through the DevTools protocol."""
-    cdp = await page.context.new_cdp_session(page)
-    await cdp.send("WebAuthn.enable", {"enableUI": False})
-    added: dict[str, Any] = await cdp.send("WebAuthn.addVirtualAuthenticator", {"options": VIRTUAL_AUTHENTICATOR})
-    return cdp, str(added["authenticatorId"])
-
-
-async def enroll_and_sign_in(page: Page, stack: RehearsalStack, origin: str, subject: str, name: str) -> str:
-    """``subject`` enrolls a passkey from a fresh link and signs in with it; returns the link."""
-    link = mint_enrollment_link(stack.state_dir, subject, console_url=origin, now=datetime.now(UTC))
-    assert link.startswith(f"{origin}/enroll#token="), link
-    await page.goto(link)  # the page's script claims the link for this browser, then enables the button
-    await page.get_by_role("button", name="Create a passkey").click()
-    await expect(page.get_by_role("status")).to_have_text(f"Passkey enrolled for {subject}. Sign in with it.")
-    await page.goto(f"{origin}/signin")
-    await page.get_by_role("button", name="Sign in with a passkey").click()
-    await expect(page.get_by_text(f"Signed in as {name}")).to_be_visible()
-    return link
 
 
 async def post_from(page: Page, url: str, body: dict[str, Any], *, with_token: bool = True) -> tuple[int, str]:
@@ -205,15 +123,16 @@ async def test_a_reviewer_approves_a_refund_with_a_passkey(tmp_path: Path, monke
         # and a case that starts while it is open without a reload (console.js fetches the rows every 10 s).
         await chen.goto(origin)
         row = chen.get_by_role("row").filter(has_text=case.case_id)
-        await expect(row).to_contain_text("12900 cents")
+        await expect(row).to_contain_text("CNY 129.00")
+        await expect(row).to_contain_text("12,900 cents")
         await expect(row).to_contain_text("QH-1001")
         await expect(row).to_contain_text("alice")
         await expect(row).to_contain_text(" left")
-        await expect(row).to_contain_text("0 of 1")
+        await expect(row).to_contain_text("0 / 1")
         other = await stack.cases.start(demo_identity("alice"), "Please refund QH-1002", ttl_seconds=900)
         assert (await other.settled(timeout=90, poll_seconds=0.2)).status is CaseStatus.WAITING_APPROVAL
         other_row = chen.get_by_role("row").filter(has_text=other.case_id)
-        await expect(other_row).to_contain_text("17900 cents", timeout=REFRESH_TIMEOUT_MS)
+        await expect(other_row).to_contain_text("CNY 179.00", timeout=REFRESH_TIMEOUT_MS)
         await chen.screenshot(path=str(shots / "console-inbox.png"), full_page=True)
 
         # mei (south) lists no qinghe case, reads "No such case." at its URL, and a forged POST is refused.
@@ -230,7 +149,7 @@ async def test_a_reviewer_approves_a_refund_with_a_passkey(tmp_path: Path, monke
         await row.get_by_role("link", name=case.case_id).click()
         await expect(chen.get_by_role("heading", name=f"Case {case.case_id}")).to_be_visible()
         await expect(
-            chen.get_by_role("row", name=re.compile(r"^refund 12900 cents \(CNY 129\.00\) for QH-1001"))
+            chen.get_by_role("row", name=re.compile(r"^refund CNY 129\.00 \(12,900 cents\) · QH-1001"))
         ).to_be_visible()
         await expect(chen.get_by_text("Facts the refund rule used")).to_be_visible()
         await expect(chen.get_by_text("Cited policy")).to_be_visible()
@@ -246,7 +165,8 @@ async def test_a_reviewer_approves_a_refund_with_a_passkey(tmp_path: Path, monke
         await chen_cdp.send("WebAuthn.setUserVerified", {"authenticatorId": chen_key, "isUserVerified": False})
         await chen.get_by_role("button", name="Approve with passkey").click()
         result = chen.get_by_role("status")
-        await expect(result).to_have_text("The authenticator did not answer: NotAllowedError.")
+        await expect(result).to_have_text(ENGLISH(Text.AUTHENTICATOR_SILENT))
+        await expect(chen.locator("#ceremony-code")).to_have_text("code: NotAllowedError")
         await chen_cdp.send("WebAuthn.setUserVerified", {"authenticatorId": chen_key, "isUserVerified": True})
         # An assertion whose user-verified flag is off (a careless or hostile client): it reaches the
         # workflow, which refuses it with the user-verification sentence and records it.
@@ -260,7 +180,7 @@ async def test_a_reviewer_approves_a_refund_with_a_passkey(tmp_path: Path, monke
 
         # The approval with the passkey, the user verified: accepted, settled, shown with the receipt.
         await chen.get_by_role("button", name="Approve with passkey").click()
-        await expect(result).to_have_text("Accepted: approve.")
+        await expect(result).to_have_text(ENGLISH(Text.ACCEPTED_APPROVE))
         ended = await case.ended(timeout=60)
         assert ended.status is CaseStatus.COMPLETED, (ended.status, ended.reason)
         assert ended.receipt is not None and ended.receipt.signature

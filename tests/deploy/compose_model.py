@@ -28,11 +28,14 @@ LONG_RUNNING = {
     "codec",
     "commerce",
     "worker",
+    "worker-draining",
     "console",
     "prometheus",
     "grafana",
 }
 TOOLS = {"starter"}
+WORKERS = {"worker", "worker-draining"}
+"""The current build's workers and the previous release's, draining (profile ``drain``)."""
 
 
 # --- reading the files ------------------------------------------------------------------------------
@@ -203,4 +206,47 @@ def env_example() -> dict[str, str]:
         match = re.match(r"^#?\s*([A-Z][A-Z0-9_]*)=(.*)$", line.strip())
         if match:
             found[match[1]] = match[2].strip()
+    return found
+
+
+# --- compose's units ----------------------------------------------------------------------------------
+
+DURATION_PART = re.compile(r"(\d+(?:\.\d+)?)(h|ms|us|m|s)")
+DURATION_SECONDS = {"h": 3600.0, "m": 60.0, "s": 1.0, "ms": 0.001, "us": 0.000001}
+
+
+def duration_seconds(text: str) -> float:
+    """A compose duration (Go's syntax: ``30s``, ``1m30s``, ``1.5h``) in seconds."""
+    parts = DURATION_PART.findall(text)
+    assert parts and "".join(number + unit for number, unit in parts) == text, f"not a duration: {text!r}"
+    return sum(float(number) * DURATION_SECONDS[unit] for number, unit in parts)
+
+
+BYTE_UNITS = {"": 1, "b": 1, "k": 1024, "kb": 1024, "m": 1024**2, "mb": 1024**2, "g": 1024**3, "gb": 1024**3}
+
+
+def byte_count(value: str | int) -> int:
+    """A compose byte value (``512m``, ``1g``, ``1073741824``) in bytes."""
+    found = re.fullmatch(r"(\d+)([a-z]*)", str(value).strip().lower())
+    assert found and found[2] in BYTE_UNITS, f"not a byte value: {value!r}"
+    return int(found[1]) * BYTE_UNITS[found[2]]
+
+
+# --- the Dockerfile ---------------------------------------------------------------------------------------
+
+
+def dockerfile_instructions() -> list[tuple[str, str]]:
+    """``[(INSTRUCTION, arguments)]`` of the Dockerfile, continuation lines joined, comments dropped."""
+    found: list[tuple[str, str]] = []
+    pending = ""
+    for line in DOCKERFILE.read_text(encoding="utf-8").splitlines():
+        stripped = line.strip()
+        if not stripped or stripped.startswith("#"):
+            continue
+        pending += " " + stripped.removesuffix("\\").strip()
+        if stripped.endswith("\\"):
+            continue
+        instruction, _, arguments = pending.strip().partition(" ")
+        found.append((instruction.upper(), arguments.strip()))
+        pending = ""
     return found

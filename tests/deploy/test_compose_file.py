@@ -65,6 +65,11 @@ def test_depends_on_conditions_form_the_start_order(compose: dict[str, Any]) -> 
             "temporal-setup": "service_completed_successfully",
             "keys": "service_completed_successfully",
         },
+        "worker-draining": {
+            "commerce": "service_healthy",
+            "temporal-setup": "service_completed_successfully",
+            "keys": "service_completed_successfully",
+        },
         "starter": {"keys": "service_completed_successfully", "temporal-setup": "service_completed_successfully"},
         "console": {"keys": "service_completed_successfully", "temporal-setup": "service_completed_successfully"},
         "postgresql": {},
@@ -121,7 +126,7 @@ def test_python_health_checks_compile(compose: dict[str, Any]) -> None:
         if test[1:3] == ["python", "-c"]:
             compile(test[3], f"{name} healthcheck", "exec")
             scripts += 1
-    assert scripts == 4  # codec, commerce, worker and console
+    assert scripts == 5  # codec, commerce, worker, worker-draining and console
 
 
 def test_the_setup_one_shot_registers_exactly_the_case_search_attributes(compose: dict[str, Any]) -> None:
@@ -162,7 +167,8 @@ def test_worker_and_commerce_share_one_required_secret_from_the_env_file(compose
     with pytest.raises(MissingVariable):
         interpolate(worker["COMMERCE_TOKEN_SECRET"], {})
     holders = {name for name, service in all_services.items() if "COMMERCE_TOKEN_SECRET" in environment(service)}
-    assert holders == {"worker", "commerce"}, "only the processes that mint or verify tokens get the secret"
+    assert holders == {"worker", "worker-draining", "commerce"}, "only the processes that mint or verify tokens"
+    assert environment(all_services["worker-draining"])["COMMERCE_TOKEN_SECRET"] == worker["COMMERCE_TOKEN_SECRET"]
 
 
 def test_no_secret_is_written_into_the_compose_file(compose: dict[str, Any]) -> None:
@@ -211,6 +217,9 @@ def test_every_image_is_pinned_and_ours_build_from_the_dockerfile(compose: dict[
             assert image, f"{name} has no image"
             repository, _, tag = image.rpartition(":")
             assert repository and "/" not in tag, f"{name}: {image} has no tag"
+            if name == "worker-draining":  # the previous release's image, named in .env for a release
+                assert "build" not in service and service.get("pull_policy") == "never", f"{name} runs a local image"
+                continue
             assert tag != "latest" and re.search(r"\d", tag), f"{name}: {image} is not pinned to a version"
             if repository == OUR_IMAGE:
                 build = service.get("build") or {}
@@ -219,7 +228,7 @@ def test_every_image_is_pinned_and_ours_build_from_the_dockerfile(compose: dict[
             else:
                 assert "build" not in service, f"{name} builds an image that is not ours"
     ours = {name for name, service in services(compose).items() if service["image"].startswith(OUR_IMAGE + ":")}
-    assert ours == {"keys", "codec", "commerce", "worker", "starter", "console"}
+    assert ours == {"keys", "codec", "commerce", "worker", "worker-draining", "starter", "console"}
 
 
 def test_the_worker_scales(compose: dict[str, Any]) -> None:

@@ -1,6 +1,6 @@
 """The metrics part of docker-compose.yml, checked statically: Prometheus scrapes the ports the worker
 and the commerce service are told to serve on, its rule file is the one under deploy/, Grafana is
-provisioned with that Prometheus and the committed dashboard, and the three alerts are documented.
+provisioned with that Prometheus and the committed dashboard, and every alert is documented.
 
 Whether the metric names the rules and the dashboard query are exported is checked against real
 scrapes in tests/metrics/test_exported_metrics.py."""
@@ -75,10 +75,11 @@ def test_grafana_is_provisioned_with_prometheus_and_the_dashboard(compose: dict[
     assert services(compose)["grafana"]["ports"] == ["127.0.0.1:${GRAFANA_HOST_PORT:-3000}:3000"]
 
 
-def test_the_three_alerts_are_documented_with_what_to_do() -> None:
+def test_every_alert_is_documented_with_what_to_do() -> None:
     rules = [rule for group in _yaml(ALERTS)["groups"] for rule in group["rules"]]
     names = [rule["alert"] for rule in rules]
-    assert names == ["SupportTaskQueueBacklog", "SupportRefusedApprovalSpike", "SupportSettlementFailing"]
+    assert {"SupportNoWorkerPolling", "SupportCommerceDown", "SupportTaskQueueBacklog"} <= set(names)
     guide = OPERATIONS.read_text(encoding="utf-8")
+    headings = [line for line in guide.splitlines() if line.startswith("### ")]
     for name in names:
-        assert f"`{name}`" in guide, f"docs/operations.md does not say what to do for {name}"
+        assert any(f"`{name}`" in heading for heading in headings), f"docs/operations.md has no section for {name}"

@@ -11,7 +11,7 @@ from case_client import CaseSummary
 from contracts.case import Budgets, CaseEvent, CaseStatus, CaseView, Phase, ReviewOutcome
 from contracts.commerce import RefundProposal
 from contracts.credentials import SignedReview
-from contracts.errors import AuthorizationError
+from contracts.errors import AuthorizationError, TransientError
 from contracts.identity import Identity
 from contracts.knowledge import Language
 
@@ -57,10 +57,21 @@ class CaseHandleDouble:
         self.case_id = case_id.removeprefix("case-")
 
     async def read(self, viewer: Identity, *, start_hint: str, check_worker: bool = True) -> CaseView:
+        if not self.source.serving:
+            raise TransientError("worker_unavailable", "no worker polls the task queue (test double)")
         view = self.source.views.get(self.case_id)
         if view is None or view.tenant != viewer.tenant:
             raise AuthorizationError("case_not_accessible", "No such case is available to this profile.")
         return view
+
+    async def listed(self, viewer: Identity) -> CaseSummary:
+        view = self.source.views.get(self.case_id)
+        if view is None or view.tenant != viewer.tenant:
+            raise AuthorizationError("case_not_accessible", "No such case is available to this profile.")
+        return self.source.summary(view)
+
+    async def question(self) -> str:
+        return self.source.views[self.case_id].question
 
     async def events(self) -> list[CaseEvent]:
         return []
@@ -76,13 +87,23 @@ class CaseSourceDouble:
     def __init__(self, *views: CaseView) -> None:
         self.views = {view.case_id: view for view in views}
         self.reviews: list[tuple[str, SignedReview]] = []
+        self.serving = True
+        """Whether a worker polls: False stands for a stopped worker (every read then fails)."""
 
     async def list_cases(self, viewer: Identity, status: CaseStatus | None = None) -> AsyncIterator[CaseSummary]:
         for view in self.views.values():
             if view.tenant == viewer.tenant and (status is None or view.status is status):
-                yield CaseSummary(
-                    view.case_id, view.status.value, view.phase.value, view.order_id, 12900, datetime.now(UTC)
-                )
+                yield self.summary(view)
+
+    @staticmethod
+    def summary(view: CaseView) -> CaseSummary:
+        started = datetime.now(UTC) - timedelta(minutes=3)
+        return CaseSummary(
+            view.case_id, view.status.value, view.phase.value, view.order_id, 12900, started, view.applicant
+        )
+
+    async def workers_polling(self) -> bool:
+        return self.serving
 
     def open(self, case_id: str) -> CaseHandleDouble:
         return CaseHandleDouble(self, case_id)

@@ -6,12 +6,7 @@ bound to this case's digest and forwarded once."""
 
 from __future__ import annotations
 
-import base64
-import re
-from collections.abc import AsyncIterator
-from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
 import httpx2
 import pytest
@@ -23,89 +18,11 @@ from contracts.passkey import decode_passkey_approval, verify_passkey_approval
 from devstack.software_authenticator import SoftwareAuthenticator
 from keystore import directory_location, load_directory
 from keystore.directory_file import DirectorySource
-from keystore.enrollment import mint_enrollment_link
 from reviewer_console import ConsoleConfig, ConsoleStore, build_app
 from reviewer_console.actions import publish_passkey
 from reviewer_console.store import ConsoleSession
+from tests.reviewer_console.console_browser import ORIGIN, Browser, enroll, sign_in, unb64
 from tests.reviewer_console.console_double import DIGEST, CaseSourceDouble, waiting_view
-
-ORIGIN = "http://localhost:8090"
-CSRF = re.compile(r'<meta name="csrf-token" content="([^"]+)">')
-
-
-def unb64(text: str) -> bytes:
-    return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
-
-
-class Browser:
-    """An httpx2 client on the console app, keeping cookies and the last page's CSRF token."""
-
-    def __init__(self, client: httpx2.AsyncClient) -> None:
-        self.client = client
-        self.csrf = ""
-
-    async def get(self, path: str) -> httpx2.Response:
-        response = await self.client.get(path)
-        found = CSRF.search(response.text)
-        if found:
-            self.csrf = found.group(1)
-        return response
-
-    async def post(self, path: str, body: dict[str, Any], *, csrf: bool = True) -> httpx2.Response:
-        headers = {"X-CSRF-Token": self.csrf} if csrf else {}
-        return await self.client.post(path, json=body, headers=headers)
-
-
-@pytest.fixture
-def cases() -> CaseSourceDouble:
-    return CaseSourceDouble(waiting_view("c0ffee000001"), waiting_view("50u7h0000001", tenant="south", applicant="bob"))
-
-
-@pytest.fixture
-def store(state_dir: Path) -> ConsoleStore:
-    return ConsoleStore.in_state_dir(state_dir)
-
-
-@pytest.fixture
-def app(state_dir: Path, cases: CaseSourceDouble, store: ConsoleStore) -> Starlette:
-    return build_app(cases, DirectorySource(directory_location(state_dir)), store, ConsoleConfig.for_origin(ORIGIN))
-
-
-@pytest.fixture
-async def client(app: Starlette) -> AsyncIterator[httpx2.AsyncClient]:
-    async with httpx2.AsyncClient(transport=httpx2.ASGITransport(app=app), base_url=ORIGIN) as http:
-        yield http
-
-
-async def enroll(browser: Browser, state_dir: Path, subject: str) -> tuple[SoftwareAuthenticator, str]:
-    link = mint_enrollment_link(state_dir, subject, console_url=ORIGIN, now=datetime.now(UTC))
-    path, token = link.removeprefix(ORIGIN).split("#token=", 1)
-    page = await browser.get(path)  # what a browser requests: the fragment stays behind
-    assert page.status_code == 200, page.text
-    assert token not in page.text
-    claimed = (await browser.post("/enroll/claim", {"token": token})).json()
-    assert claimed == {"ok": True, "message": f"This link enrolls a passkey for {subject}.", "subject": subject}
-    begun = (await browser.post("/enroll/options", {"token": token})).json()
-    assert begun["ok"], begun
-    options = begun["options"]
-    assert options["authenticatorSelection"]["userVerification"] == "required"
-    authenticator = SoftwareAuthenticator("localhost", ORIGIN)
-    credential = authenticator.register(unb64(options["challenge"]), unb64(options["user"]["id"]))
-    finished = (
-        await browser.post("/enroll/finish", {"token": token, "ceremony": begun["ceremony"], "credential": credential})
-    ).json()
-    assert finished["ok"], finished
-    return authenticator, token
-
-
-async def sign_in(browser: Browser, authenticator: SoftwareAuthenticator) -> httpx2.Response:
-    await browser.get("/signin")
-    begun = (await browser.post("/signin/options", {})).json()
-    assert begun["options"]["userVerification"] == "required"
-    credential = authenticator.assert_(unb64(begun["options"]["challenge"]))
-    response = await browser.post("/signin/finish", {"ceremony": begun["ceremony"], "credential": credential})
-    await browser.get("/")
-    return response
 
 
 async def test_every_response_carries_the_security_headers_and_a_strict_httponly_cookie(
@@ -186,7 +103,12 @@ async def test_sign_in_makes_a_new_session_stored_hashed(
     assert session_id not in {row.id_hash for row in rows}
     assert [row.subject for row in rows if row.subject] == ["chen"]
     inbox = await browser.get("/")
-    assert "Signed in as Chen" in inbox.text and "12900 cents" in inbox.text and "c0ffee000001" in inbox.text
+    assert (
+        "Signed in as Chen" in inbox.text
+        and "CNY 129.00" in inbox.text
+        and "12,900 cents" in inbox.text
+        and "c0ffee000001" in inbox.text
+    )
     assert "50u7h0000001" not in inbox.text
 
 
@@ -236,7 +158,7 @@ async def test_a_review_assertion_covers_this_digest_and_is_sent_once(
     credential = authenticator.assert_(unb64(begun["options"]["challenge"]))
     body = {"ceremony": begun["ceremony"], "credential": credential}
     answer = (await browser.post("/cases/c0ffee000001/review/finish", body)).json()
-    assert answer == {"ok": True, "message": "Accepted: approve."}
+    assert answer == {"ok": True, "message": "You approved this refund; it is being paid."}
     [(case_id, review)] = cases.reviews
     statement = decode_passkey_approval(review.approval_token).statement
     assert (case_id, statement.case_id, statement.digest, statement.decision) == (

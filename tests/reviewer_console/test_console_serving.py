@@ -21,8 +21,8 @@ import reviewer_console.__main__ as console_main
 from devstack.servers import free_port
 from keystore.enrollment import mint_enrollment_link
 from reviewer_console import ConsoleConfig
+from tests.reviewer_console.console_browser import CSRF
 from tests.reviewer_console.console_double import CaseSourceDouble, waiting_view
-from tests.reviewer_console.test_console_app import CSRF
 
 
 class Lines(logging.Handler):

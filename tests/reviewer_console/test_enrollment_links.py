@@ -21,8 +21,8 @@ from keystore.directory_file import DirectorySource
 from keystore.enrollment import mint_enrollment_link
 from reviewer_console import ConsoleConfig, ConsoleStore, build_app
 from reviewer_console.actions import LINK_USED
+from tests.reviewer_console.console_browser import ORIGIN, Browser, unb64
 from tests.reviewer_console.console_double import CaseSourceDouble, waiting_view
-from tests.reviewer_console.test_console_app import ORIGIN, Browser, unb64
 
 NOW = datetime(2026, 12, 3, 10, 0, tzinfo=UTC)
 ELSEWHERE = "This enrollment link was already opened in another browser session, and only that session may use it"

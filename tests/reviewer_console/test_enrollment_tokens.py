@@ -104,3 +104,17 @@ def test_directory_enroll_refuses_a_non_reviewer_in_one_line(state_dir: Path, su
     assert out == ""
     assert len(err.strip().splitlines()) == 1
     assert err.startswith("directory: ")
+
+
+def test_directory_enroll_links_to_the_console_this_machine_configures(
+    state_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("CONSOLE_ORIGIN", raising=False)
+    monkeypatch.setenv("CONSOLE_PORT", "18090")
+    assert _enroll(state_dir, "chen")[1].startswith("http://localhost:18090/enroll#token=")
+    monkeypatch.setenv("CONSOLE_ORIGIN", "https://review.example/")
+    assert _enroll(state_dir, "chen")[1].startswith("https://review.example/enroll#token=")
+    assert _enroll(state_dir, "chen", "--console", "https://other.example")[1].startswith("https://other.example/enroll")
+    monkeypatch.delenv("CONSOLE_ORIGIN")
+    monkeypatch.setenv("CONSOLE_PORT", "not-a-port")
+    assert _enroll(state_dir, "chen")[1].startswith("http://localhost:8090/enroll#token=")

@@ -1,0 +1,240 @@
+"""Following a case until it settles, telling a busy worker from an absent one (no printing here).
+
+A status query that goes unanswered for seconds used to be read as "the worker is gone". On a loaded
+machine a live worker answers late, and a case whose model server takes minutes per request is
+working, not stuck. So an unanswered query is asked again while a worker is there
+(:func:`worker_presence`: its pollers seen recently), and the wait only ends early when none is. At
+the deadline the case is named with what it is doing (:mod:`case_client._progress`), never blamed on
+a worker that is there: :class:`WaitCode` says which of the four endings it is.
+
+:func:`follow_until_settled` takes its reads as functions (:class:`CaseProbe`), so that its decisions
+are tested with doubles and no server.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from enum import StrEnum
+
+from temporalio.client import Client, WorkflowExecutionStatus, WorkflowHandle
+from temporalio.service import RPCError, RPCStatusCode
+
+from case_client._connection import RPC_TIMEOUT, require_worker
+from case_client._pollers import QueuePollers, WorkerPresence, seconds_text
+from case_client._progress import CaseWork
+from case_client._reading import QUERY_TIMEOUT, QueryUnanswered, query_status
+from case_client._rules import CASE_NOT_ACCESSIBLE, may_see
+from contracts.case import TERMINAL_STATUSES, CaseStatus, CaseView
+from contracts.errors import AuthorizationError, BusinessError, TransientError
+from contracts.identity import Identity
+
+UNCLAIMED_SECONDS = 10.0
+"""A live worker holds a poll open on its queue, so a workflow task that is ready is taken at once. One
+that has waited this long while no listed worker polled since it became ready has nobody to take it:
+the worker that polled last has stopped (Temporal still lists it for a while)."""
+REPORT_EVERY_SECONDS = 30.0
+"""How often a long wait says what the case is doing (a line on stderr at the command line)."""
+
+
+class WaitCode(StrEnum):
+    """How a wait for a case ended without the case settling (all transient: exit 5, try again)."""
+
+    WORKER_UNAVAILABLE = "worker_unavailable"
+    """No worker polls the case's task queue (or the one listed has stopped): the case waits for one."""
+    WORKER_BUSY = "worker_busy"
+    """A worker is there but did not answer the status query before the deadline: it is busy."""
+    COMMERCE_UNAVAILABLE = "commerce_unavailable"
+    """The case retries a step because the merchant's commerce server does not answer."""
+    CASE_WORKING = "case_still_working"
+    """The case is working (a slow model server, say) and had not settled by the deadline."""
+
+
+def worker_presence(pollers: QueuePollers, work: CaseWork | None) -> WorkerPresence:
+    """Whether a worker is there for the case: one of its build polled within the fresh window, and,
+    when the case's next workflow task has waited :data:`UNCLAIMED_SECONDS` or more, polled after it
+    became ready."""
+    relevant = pollers.of_build(work.build_id if work else None)
+    if relevant.presence is WorkerPresence.ABSENT:
+        return WorkerPresence.ABSENT
+    unclaimed = work.unclaimed_seconds if work else None
+    last_poll = relevant.last_seen_seconds
+    if unclaimed is not None and unclaimed >= UNCLAIMED_SECONDS and last_poll is not None and last_poll > unclaimed:
+        return WorkerPresence.ABSENT
+    return WorkerPresence.POLLING
+
+
+@dataclass(frozen=True)
+class Waiting:
+    """Where a wait for a case stands: reported every :data:`REPORT_EVERY_SECONDS`, and the reason of
+    :func:`gave_up` at the deadline."""
+
+    case_id: str
+    waited_seconds: float
+    work: CaseWork
+    unanswered_seconds: float | None = None
+    """How long the status query has gone unanswered (the worker is busy); None when it answered."""
+    pollers: QueuePollers | None = None
+
+    @property
+    def code(self) -> WaitCode:
+        if self.work.commerce_outage is not None:
+            return WaitCode.COMMERCE_UNAVAILABLE
+        if self.unanswered_seconds is not None:
+            return WaitCode.WORKER_BUSY
+        return WaitCode.CASE_WORKING
+
+    def sentence(self) -> str:
+        """``case C: still working after 95 s: waiting for the model server (…)`` and the like."""
+        doing = self.work.sentence()
+        if self.code is WaitCode.COMMERCE_UNAVAILABLE:
+            return f"case {self.case_id}: {doing}"
+        if self.unanswered_seconds is not None:
+            seen = f" ({self.pollers.sentence()})" if self.pollers is not None else ""
+            return (
+                f"case {self.case_id}: the worker is busy{seen} and has not answered a status query for "
+                f"{seconds_text(self.unanswered_seconds)}; the case: {doing}"
+            )
+        return f"case {self.case_id}: still working after {seconds_text(self.waited_seconds)}: {doing}"
+
+
+def gave_up(waiting: Waiting) -> TransientError:
+    """The error a wait ends with at its deadline: what the case is doing, not a worker to check."""
+    return TransientError(waiting.code.value, waiting.sentence())
+
+
+def worker_unavailable(case_id: str, pollers: QueuePollers, work: CaseWork, start_hint: str) -> TransientError:
+    """The case waits and no worker is there to run it (:func:`worker_presence` said so)."""
+    relevant = pollers.of_build(work.build_id)
+    unclaimed, last_poll = work.unclaimed_seconds, relevant.last_seen_seconds
+    if relevant.presence is WorkerPresence.POLLING and unclaimed is not None and last_poll is not None:
+        why = (
+            f"no worker has taken its next step in {seconds_text(unclaimed)}, and none has polled task queue "
+            f"{pollers.task_queue!r} since (the last poll was {seconds_text(last_poll)} ago: that worker has stopped)"
+        )
+    else:
+        build = f" of build {work.build_id}" if work.build_id and relevant.pollers != pollers.pollers else ""
+        why = relevant.sentence().replace("worker", f"worker{build}", 1)
+    hint = f"; start one: {start_hint}" if start_hint else ""
+    return TransientError(WaitCode.WORKER_UNAVAILABLE.value, f"case {case_id}: {why}{hint}")
+
+
+@dataclass(frozen=True)
+class CaseProbe:
+    """The reads a wait makes, as functions (the case handle's, or a test's doubles).
+
+    ``read(first)`` is the status query (``first``: the first read, which may check the worker first);
+    it raises :class:`~case_client._reading.QueryUnanswered` when the query timed out. ``ended(seconds)``
+    is the workflow's result. ``work()`` describes what the case is doing and ``pollers(work)`` who polls
+    its task queue.
+    """
+
+    case_id: str
+    read: Callable[[bool], Awaitable[CaseView]]
+    ended: Callable[[float], Awaitable[CaseView]]
+    work: Callable[[], Awaitable[CaseWork]]
+    pollers: Callable[[CaseWork], Awaitable[QueuePollers]]
+    start_hint: str = ""
+
+
+def _ignore(_: object) -> None:
+    return None
+
+
+async def follow_until_settled(
+    probe: CaseProbe,
+    *,
+    wait_seconds: float,
+    poll_seconds: float,
+    report_every: float = REPORT_EVERY_SECONDS,
+    on_progress: Callable[[CaseView], None] = _ignore,
+    on_waiting: Callable[[Waiting], None] = _ignore,
+    done: Callable[[CaseView], bool] | None = None,
+    leave_without_worker: bool = True,
+    clock: Callable[[], float] | None = None,
+    sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+) -> CaseView:
+    """Poll until the case waits for a reviewer (its record written) or ends (its result); with
+    ``done``, until a view answers that ``done`` accepts (``lambda view: True``: the first answer).
+
+    An unanswered status query is asked again while a worker is there; when none is
+    (:func:`worker_presence`), ``worker_unavailable`` at once (unless ``leave_without_worker`` is
+    False: a test that restarts its worker waits for the next one). Every ``report_every`` seconds
+    ``on_waiting`` is told what the case is doing; at ``wait_seconds`` the wait ends with
+    :func:`gave_up` (busy worker, commerce outage or a case still working)."""
+    now = clock or asyncio.get_running_loop().time
+    started = now()
+    deadline, next_report = started + wait_seconds, started + report_every
+    first, unanswered_since = True, None
+    while True:
+        asked = now()
+        try:
+            view = await probe.read(first)
+        except QueryUnanswered:
+            unanswered_since = asked if unanswered_since is None else unanswered_since
+            if leave_without_worker:
+                work = await probe.work()
+                pollers = await probe.pollers(work)
+                if worker_presence(pollers, work) is WorkerPresence.ABSENT:
+                    raise worker_unavailable(probe.case_id, pollers, work, probe.start_hint) from None
+        else:
+            first, unanswered_since = False, None
+            if done is not None:
+                if done(view):
+                    return view
+            elif view.status in TERMINAL_STATUSES:
+                # Ended, but the workflow may still be writing its record: its result is the last word.
+                return await probe.ended(max(deadline - now(), 1.0))
+            elif view.status is CaseStatus.WAITING_APPROVAL and view.record_attempted:
+                return view
+            on_progress(view)
+        current = now()
+        if current >= deadline or current >= next_report:
+            waiting = await _where(probe, started, current, unanswered_since)
+            if current >= deadline:
+                raise gave_up(waiting)
+            on_waiting(waiting)
+            next_report = current + report_every
+        await sleep(poll_seconds)
+
+
+async def _where(probe: CaseProbe, started: float, now: float, unanswered_since: float | None) -> Waiting:
+    work = await probe.work()
+    busy = unanswered_since is not None
+    return Waiting(
+        case_id=probe.case_id,
+        waited_seconds=now - started,
+        work=work,
+        unanswered_seconds=now - unanswered_since if unanswered_since is not None else None,
+        pollers=await probe.pollers(work) if busy else None,
+    )
+
+
+async def read_for_person(
+    client: Client, handle: WorkflowHandle, viewer: Identity, *, start_hint: str, check_worker: bool
+) -> CaseView:
+    """The case for ``viewer`` (a missing case and someone else's read alike), as the workflow reports
+    it; a closed case answers from its result. With ``check_worker``, a running case whose task queue
+    no worker polls is ``worker_unavailable`` at once; a status query that times out raises
+    :class:`~case_client._reading.QueryUnanswered` (the wait decides whether the worker is busy or gone)."""
+    try:
+        description = await handle.describe(rpc_timeout=RPC_TIMEOUT)
+    except RPCError as error:
+        if error.status is RPCStatusCode.NOT_FOUND:
+            raise AuthorizationError("case_not_accessible", CASE_NOT_ACCESSIBLE) from None
+        raise TransientError("temporal_unavailable", f"cannot describe {handle.id}: {error.message}") from None
+    if description.status in (None, WorkflowExecutionStatus.RUNNING):
+        if check_worker:
+            await require_worker(client, description.task_queue, start_hint=start_hint)
+        try:
+            view = await query_status(handle, rpc_timeout=QUERY_TIMEOUT)
+        except RPCError:  # timed out (query_timed_out), or not taken yet: the wait judges the worker
+            raise QueryUnanswered from None
+    elif description.status is WorkflowExecutionStatus.COMPLETED:
+        view = await handle.result()
+    else:
+        raise BusinessError("case_not_available", f"case workflow {handle.id} ended as {description.status.name}")
+    if not may_see(view, viewer):
+        raise AuthorizationError("case_not_accessible", CASE_NOT_ACCESSIBLE)
+    return view
