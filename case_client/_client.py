@@ -197,8 +197,8 @@ class CaseHandle:
     def _probe(self, viewer: Identity | None, start_hint: str) -> CaseProbe:
         async def read(first: bool) -> CaseView:
             if viewer is not None:
-                return await _following.read_for_person(
-                    self._client, self.workflow, viewer, start_hint=start_hint, check_worker=first
+                return await _reading.read_handle(
+                    self._client, self.workflow, viewer, start_hint=start_hint, check_worker=first, patient=True
                 )
             try:
                 return await self.status()

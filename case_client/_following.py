@@ -1,8 +1,8 @@
 """Following a case until it settles, telling a busy worker from an absent one (no printing here).
 
-A status query that goes unanswered for seconds used to be read as "the worker is gone". On a loaded
-machine a live worker answers late, and a case whose model server takes minutes per request is
-working, not stuck. So an unanswered query is asked again while a worker is there
+A status query that goes unanswered for seconds does not mean the worker is gone: on a loaded machine
+a live worker answers late, and a case whose model server takes minutes per request is working, not
+stuck. So an unanswered query is asked again while a worker is there
 (:func:`worker_presence`: its pollers seen recently), and the wait only ends early when none is. At
 the deadline the case is named with what it is doing (:mod:`case_client._progress`), never blamed on
 a worker that is there: :class:`WaitCode` says which of the four endings it is.
@@ -18,17 +18,11 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from enum import StrEnum
 
-from temporalio.client import Client, WorkflowExecutionStatus, WorkflowHandle
-from temporalio.service import RPCError, RPCStatusCode
-
-from case_client._connection import RPC_TIMEOUT, require_worker
 from case_client._pollers import QueuePollers, WorkerPresence, seconds_text
 from case_client._progress import CaseWork
-from case_client._reading import QUERY_TIMEOUT, QueryUnanswered, query_status
-from case_client._rules import CASE_NOT_ACCESSIBLE, may_see
+from case_client._reading import QueryUnanswered
 from contracts.case import TERMINAL_STATUSES, CaseStatus, CaseView
-from contracts.errors import AuthorizationError, BusinessError, TransientError
-from contracts.identity import Identity
+from contracts.errors import TransientError
 
 UNCLAIMED_SECONDS = 10.0
 """A live worker holds a poll open on its queue, so a workflow task that is ready is taken at once. One
@@ -209,32 +203,3 @@ async def _where(probe: CaseProbe, started: float, now: float, unanswered_since:
         unanswered_seconds=now - unanswered_since if unanswered_since is not None else None,
         pollers=await probe.pollers(work) if busy else None,
     )
-
-
-async def read_for_person(
-    client: Client, handle: WorkflowHandle, viewer: Identity, *, start_hint: str, check_worker: bool
-) -> CaseView:
-    """The case for ``viewer`` (a missing case and someone else's read alike), as the workflow reports
-    it; a closed case answers from its result. With ``check_worker``, a running case whose task queue
-    no worker polls is ``worker_unavailable`` at once; a status query that times out raises
-    :class:`~case_client._reading.QueryUnanswered` (the wait decides whether the worker is busy or gone)."""
-    try:
-        description = await handle.describe(rpc_timeout=RPC_TIMEOUT)
-    except RPCError as error:
-        if error.status is RPCStatusCode.NOT_FOUND:
-            raise AuthorizationError("case_not_accessible", CASE_NOT_ACCESSIBLE) from None
-        raise TransientError("temporal_unavailable", f"cannot describe {handle.id}: {error.message}") from None
-    if description.status in (None, WorkflowExecutionStatus.RUNNING):
-        if check_worker:
-            await require_worker(client, description.task_queue, start_hint=start_hint)
-        try:
-            view = await query_status(handle, rpc_timeout=QUERY_TIMEOUT)
-        except RPCError:  # timed out (query_timed_out), or not taken yet: the wait judges the worker
-            raise QueryUnanswered from None
-    elif description.status is WorkflowExecutionStatus.COMPLETED:
-        view = await handle.result()
-    else:
-        raise BusinessError("case_not_available", f"case workflow {handle.id} ended as {description.status.name}")
-    if not may_see(view, viewer):
-        raise AuthorizationError("case_not_accessible", CASE_NOT_ACCESSIBLE)
-    return view

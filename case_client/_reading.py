@@ -73,8 +73,24 @@ async def read_case(
     """The case as the workflow reports it (a closed case answers from its result), if ``identity``
     may see it. A missing case and someone else's case give the same error. A running case whose task
     queue has no worker is ``worker_unavailable`` at once (``check_worker``, one describe before the
-    query), and so is one whose listed worker does not answer the query within seconds."""
-    handle = workflow_handle(client, case_id)
+    query); one whose listed worker does not answer the query within seconds is ``worker_unavailable``
+    when no worker polls any more, else ``worker_busy``."""
+    return await read_handle(
+        client, workflow_handle(client, case_id), identity, start_hint=start_hint, check_worker=check_worker
+    )
+
+
+async def read_handle(
+    client: Client,
+    handle: WorkflowHandle,
+    identity: Identity,
+    *,
+    start_hint: str,
+    check_worker: bool,
+    patient: bool = False,
+) -> CaseView:
+    """:func:`read_case` on ``handle``. ``patient``: a status query that goes unanswered raises
+    :class:`QueryUnanswered`, for a wait that judges whether the worker is busy or gone."""
     try:
         description = await handle.describe(rpc_timeout=RPC_TIMEOUT)
     except RPCError as error:
@@ -84,7 +100,17 @@ async def read_case(
     if description.status in (None, WorkflowExecutionStatus.RUNNING):
         if check_worker:
             await require_worker(client, description.task_queue, start_hint=start_hint)
-        view = await _answered_status(client, handle, description.task_queue, start_hint=start_hint)
+        try:
+            view = await query_status(handle, rpc_timeout=QUERY_TIMEOUT)
+        except RPCError as error:
+            if patient:  # timed out, or not taken yet: the wait judges the worker
+                raise QueryUnanswered from None
+            await require_worker(client, description.task_queue, start_hint=start_hint, grace_seconds=0)
+            raise TransientError(
+                "worker_busy",
+                f"the worker on task queue {description.task_queue!r} polls but did not answer a status query "
+                f"within {QUERY_TIMEOUT.total_seconds():.0f}s ({error.message}): it is busy or stopping",
+            ) from None
     elif description.status is WorkflowExecutionStatus.COMPLETED:
         view = await handle.result()
     else:
@@ -92,18 +118,6 @@ async def read_case(
     if not may_see(view, identity):
         raise AuthorizationError("case_not_accessible", CASE_NOT_ACCESSIBLE)
     return view
-
-
-async def _answered_status(client: Client, handle: WorkflowHandle, task_queue: str, *, start_hint: str) -> CaseView:
-    try:
-        return await query_status(handle, rpc_timeout=QUERY_TIMEOUT)
-    except RPCError as error:
-        await require_worker(client, task_queue, start_hint=start_hint, grace_seconds=0)
-        raise TransientError(
-            "worker_unavailable",
-            f"the worker on task queue {task_queue!r} did not answer a status query within "
-            f"{QUERY_TIMEOUT.total_seconds():.0f}s ({error.message}); check worker.py",
-        ) from None
 
 
 async def wait_until_settled(

@@ -54,7 +54,7 @@ from knowledge.store import KnowledgeBase
 logger = logging.getLogger(__name__)
 
 SERVER_NAME = "qinghe-commerce"
-SERVER_VERSION = "0.8.0"
+SERVER_VERSION = "0.9.0"
 """The commerce contract's version (0.3: approvals checked against the directory, co-approvals)."""
 
 
@@ -190,6 +190,17 @@ class _Dispatcher:
         return tool_result(result)
 
 
+def _token_of_another_case(tool: ToolName, case_id: str) -> CallToolResult | None:
+    """The refusal of a proposal's case other than the one the HTTP bearer token was issued for (None
+    over stdio, where no token is presented, and for the token's own case)."""
+    access_token = get_access_token()
+    if access_token is None or case_of_access_token(access_token) == case_id:
+        return None
+    return refused(
+        tool, CommerceErrorCode.APPROVAL_INVALID, "The bearer token was issued for another case.", case_id=case_id
+    )
+
+
 def refused(tool: ToolName, code: str, message: str, *, case_id: str | None = None) -> CallToolResult:
     """The tool error of a refusal, logged as one line: the tool, the code and the case, never the
     arguments (they may hold a customer's text)."""
@@ -281,15 +292,9 @@ def build_server(
     @mcp.tool(name=ToolName.EXECUTE_REFUND, annotations=_annotations(ToolName.EXECUTE_REFUND))
     async def execute_refund(approval: RefundApproval) -> Annotated[CallToolResult, RefundReceipt]:
         """Pay a human-approved refund proposal (simulated), exactly once per approval id."""
-        access_token = get_access_token()
         case_id = approval.proposal.case_id
-        if access_token is not None and case_of_access_token(access_token) != case_id:
-            return refused(
-                ToolName.EXECUTE_REFUND,
-                CommerceErrorCode.APPROVAL_INVALID,
-                "The bearer token was issued for another case.",
-                case_id=case_id,
-            )
+        if (elsewhere := _token_of_another_case(ToolName.EXECUTE_REFUND, case_id)) is not None:
+            return elsewhere
         return await dispatch.run(
             ToolName.EXECUTE_REFUND, lambda service: service.execute_refund(approval), case_id=case_id
         )
@@ -297,15 +302,9 @@ def build_server(
     @mcp.tool(name=ToolName.CLOSE_REFUND_PROPOSAL, annotations=_annotations(ToolName.CLOSE_REFUND_PROPOSAL))
     async def close_refund_proposal(closure: ProposalClosure) -> Annotated[CallToolResult, ProposalClosed]:
         """Record that a case's refund proposal was rejected or expired: no approval of the case is paid after."""
-        access_token = get_access_token()
         case_id = closure.proposal.case_id
-        if access_token is not None and case_of_access_token(access_token) != case_id:
-            return refused(
-                ToolName.CLOSE_REFUND_PROPOSAL,
-                CommerceErrorCode.APPROVAL_INVALID,
-                "The bearer token was issued for another case.",
-                case_id=case_id,
-            )
+        if (elsewhere := _token_of_another_case(ToolName.CLOSE_REFUND_PROPOSAL, case_id)) is not None:
+            return elsewhere
         return await dispatch.run(
             ToolName.CLOSE_REFUND_PROPOSAL, lambda service: service.close_refund_proposal(closure), case_id=case_id
         )

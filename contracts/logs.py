@@ -255,6 +255,11 @@ class _ServiceHandler(logging.StreamHandler[TextIO]):
         self._stream = value
 
 
+SERVER_LOGGERS = ("uvicorn", "uvicorn.error", "uvicorn.access")
+"""uvicorn's loggers: served with ``log_config=None`` they have no handler of their own; one that a
+default uvicorn configuration gave them is removed, so their lines too go out in the one format."""
+
+
 def configure_logging(
     service: Service,
     environ: Mapping[str, str] = os.environ,
@@ -281,6 +286,10 @@ def configure_logging(
     root.setLevel(chosen)
     for name in records:
         logging.getLogger(name).setLevel(min(chosen, logging.INFO))
+    for name in SERVER_LOGGERS:  # a uvicorn configured earlier in the process keeps its own handlers
+        server_log = logging.getLogger(name)
+        server_log.handlers.clear()
+        server_log.propagate = True
     activity_log = logging.getLogger(ACTIVITY_LOGGER)
     if not any(isinstance(existing, OneLineFailures) for existing in activity_log.filters):
         activity_log.addFilter(OneLineFailures())
