@@ -33,6 +33,7 @@ PASSTHROUGH_MODULES = ("cryptography", "jwt", "webauthn", "cbor2", "OpenSSL", "p
 WORKFLOW_HELPER_MODULES = (
     "workflows.activity_options",
     "workflows.case_details",
+    "workflows.case_logs",
     "workflows.case_metrics",
     "workflows.requests",
 )

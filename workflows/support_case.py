@@ -44,7 +44,7 @@ with workflow.unsafe.imports_passed_through():
         StopCode,
         stop_reason,
     )
-    from workflows import case_details, case_metrics, requests
+    from workflows import case_details, case_logs, case_metrics, requests
     from workflows.applicant_check import verify_applicant
     from workflows.approval_gate import (
         accept_review,
@@ -282,6 +282,7 @@ class SupportCaseWorkflow:
         if isinstance(review, str):
             self._event(EventKind.REVIEW_REFUSED, f"malformed payload via {via} {review}")
             case_metrics.approval_refused(self._s, "malformed_payload")
+            case_logs.review_refused("malformed_payload", via=via)
             return None
         return review
 
@@ -296,6 +297,7 @@ class SupportCaseWorkflow:
         if verdict.decision is None:
             self._event(EventKind.REVIEW_REFUSED, f"{verdict.who} via {via}: {verdict.refusal}")
             case_metrics.approval_refused(s, str(verdict.refusal))
+            case_logs.review_refused(str(verdict.refusal), via=via)
             self._show()
             return ReviewOutcome(accepted=False, status=status, reason=str(verdict.refusal)), verdict.subject
         text = accept_review(s, verdict, now=workflow.now(), via=via)

@@ -59,6 +59,9 @@ async def test_a_refund_runs_logs_are_json_lines_with_the_refund_and_the_refusal
         handle = await world.start(QUESTION)
         view = await world.waiting_for_approval(handle)
         assert view.digest is not None
+        # mei (tenant south) signs a review of alice's qinghe case: the case reads only its own tenant's keys,
+        # so it refuses the signature as unknown_signer, in one line.
+        await handle.signal("review", signed_review("mei", view.case_id, view.digest))
         review = signed_review("chen", view.case_id, view.digest)
         outcome = await handle.execute_update("review", review, result_type=ReviewOutcome)
         assert outcome.accepted
@@ -109,6 +112,10 @@ async def test_a_refund_runs_logs_are_json_lines_with_the_refund_and_the_refusal
     )
     assert refusal["message"].startswith("activity verify_applicant refused: token_for_another_case: ")
     assert "exception" not in refusal
+    reviews = [record for record in records if record["message"].startswith("review refused: ")]
+    assert [(r["level"], r["code"], r["case_id"], r["service"]) for r in reviews] == [
+        ("WARNING", "unknown_signer", view.case_id, "worker")
+    ]
     assert "Traceback" not in log
 
     forbidden = {
