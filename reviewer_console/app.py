@@ -114,30 +114,27 @@ async def inbox_page(request: Request) -> Response:
     person = console.reviewer(request)
     if person is None:
         return RedirectResponse("/signin", status_code=303)
-    words = console.words(request)
-    try:
-        listed = await inbox(
-            console.cases, person.identity(), now=now_utc(), start_hint=console.config.start_hint, words=words
-        )
-    except SupportError as error:
-        return console.message(request, unavailable(words, error), status_code=503)
-    return console.page(request, "inbox.html", inbox=listed, tenant=person.tenant)
+    return await _inbox_response(console, request, person, "inbox.html")
 
 
 async def inbox_rows(request: Request) -> Response:
     """The inbox table alone: console.js fetches it every 10 s and swaps it in."""
     console = _console(request)
     person = console.reviewer(request)
-    words = console.words(request)
     if person is None:
-        return console.message(request, words(Text.SIGNED_OUT), status_code=401)
+        return console.message(request, console.words(request)(Text.SIGNED_OUT), status_code=401)
+    return await _inbox_response(console, request, person, "inbox_rows.html")
+
+
+async def _inbox_response(console: Console, request: Request, person: Person, template: str) -> Response:
+    words = console.words(request)
     try:
         listed = await inbox(
             console.cases, person.identity(), now=now_utc(), start_hint=console.config.start_hint, words=words
         )
     except SupportError as error:
         return console.message(request, unavailable(words, error), status_code=503)
-    return console.page(request, "inbox_rows.html", inbox=listed)
+    return console.page(request, template, inbox=listed, tenant=person.tenant)
 
 
 def unavailable(words: Words, error: SupportError) -> str:

@@ -7,8 +7,9 @@ from dataclasses import dataclass
 from urllib.parse import urlsplit
 
 from contracts.errors import ConfigurationError
+from keystore.enrollment import DEFAULT_CONSOLE_ORIGIN
 
-DEFAULT_ORIGIN = "http://localhost:8090"
+DEFAULT_ORIGIN = DEFAULT_CONSOLE_ORIGIN
 RP_NAME = "Qinghe reviewer console (fictional)"
 
 

@@ -105,7 +105,7 @@ def listed_row(summary: CaseSummary, *, now: datetime, words: Words) -> InboxRow
     cents = summary.refund_cents
     return InboxRow(
         case_id=summary.case_id,
-        amount_text=f"{cents // 100:,}.{cents % 100:02d}" if cents is not None else "-",
+        amount_text=words.amount(cents) if cents is not None else "-",
         amount_detail=words.cents(cents) if cents is not None else "",
         order_id=summary.order_id or "-",
         customer=summary.applicant or "-",

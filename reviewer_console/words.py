@@ -309,9 +309,13 @@ class Words:
 
     def money(self, cents: int, currency: str) -> str:
         """``CNY 1,290.00``: the currency first, integer arithmetic, never a float."""
+        return f"{currency} {self.amount(cents)}"
+
+    def amount(self, cents: int) -> str:
+        """``1,290.00``: an amount whose currency is not known here."""
         sign = "-" if cents < 0 else ""
         whole, part = divmod(abs(cents), 100)
-        return f"{currency} {sign}{whole:,}.{part:02d}"
+        return f"{sign}{whole:,}.{part:02d}"
 
     def cents(self, cents: int) -> str:
         return self(Text.CENTS, cents=f"{cents:,}")

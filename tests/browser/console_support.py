@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import sqlite3
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime
@@ -17,9 +18,11 @@ import pytest
 import uvicorn
 from playwright.async_api import CDPSession, Page, async_playwright, expect
 
+from commerce_server.tokens import DIRECTORY_ENV as COMMERCE_DIRECTORY_ENV
+from commerce_server.tokens import SIGNING_KEY_ENV
 from devstack.rehearsal_stack import RehearsalStack
 from devstack.servers import free_port
-from keystore import directory_location
+from keystore import DIRECTORY_ENV, directory_location
 from keystore.directory_file import DirectorySource
 from keystore.enrollment import mint_enrollment_link
 from reviewer_console import ConsoleConfig, ConsoleStore, build_app
@@ -107,3 +110,25 @@ async def enroll_and_sign_in(page: Page, stack: RehearsalStack, origin: str, sub
     await page.get_by_role("button", name="Sign in with a passkey").click()
     await expect(page.get_by_text(f"Signed in as {name}")).to_be_visible()
     return link
+
+
+SCREENSHOTS_ENV = "SUPPORT_SCREENSHOTS"
+
+
+def screenshots_dir(tmp_path: Path) -> Path:
+    """``$SUPPORT_SCREENSHOTS`` (``docs/images`` regenerates the committed ones), else the test's folder."""
+    shots = Path(os.environ.get(SCREENSHOTS_ENV) or tmp_path)
+    shots.mkdir(parents=True, exist_ok=True)
+    return shots
+
+
+def stack_keys_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The stack's worker and commerce server read the stack's own directory and keys, never the
+    session's (``SUPPORT_DIRECTORY``, ``COMMERCE_DIRECTORY``, ``COMMERCE_SIGNING_KEY``)."""
+    for name in (COMMERCE_DIRECTORY_ENV, SIGNING_KEY_ENV, DIRECTORY_ENV):
+        monkeypatch.delenv(name, raising=False)
+
+
+def refunds_paid(state_dir: Path, order_id: str) -> int:
+    with sqlite3.connect(state_dir / "commerce.db") as db:
+        return int(db.execute("SELECT count(*) FROM refunds WHERE order_id = ?", (order_id,)).fetchone()[0])

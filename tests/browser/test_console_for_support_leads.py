@@ -21,46 +21,42 @@ test's temporary directory.
 
 from __future__ import annotations
 
-import os
-import sqlite3
 from pathlib import Path
 
 import pytest
 from playwright.async_api import expect
 
-from commerce_server.tokens import DIRECTORY_ENV as COMMERCE_DIRECTORY_ENV
-from commerce_server.tokens import SIGNING_KEY_ENV
 from contracts.case import CaseStatus
 from contracts.identity import Role
 from contracts.knowledge import Language
 from devstack.rehearsal_stack import rehearsal_stack
-from keystore import DIRECTORY_ENV, demo_identity, directory_location, load_directory
+from keystore import demo_identity, directory_location, load_directory
 from keystore.directory_edit import add_person, set_policy
 from keystore.directory_file import write_directory
 from reviewer_console.words import Text, Words
-from tests.browser.console_support import console_server, enroll_and_sign_in, reviewer_pages, virtual_authenticator
+from tests.browser.console_support import (
+    console_server,
+    enroll_and_sign_in,
+    refunds_paid,
+    reviewer_pages,
+    screenshots_dir,
+    stack_keys_only,
+    virtual_authenticator,
+)
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 ENGLISH, CHINESE = Words(Language.EN), Words(Language.ZH)
 CHINESE_QUESTION = "请为订单 QH-1001 办理退款，并说明金额和依据"
-SCREENSHOTS_ENV = "SUPPORT_SCREENSHOTS"
 FOLLOW_TIMEOUT_MS = 45_000
 """A case page asks for its case's state every 5 s; an answer that waits on a stopped worker takes 5 s more."""
-
-
-def refunds_paid(state_dir: Path, order_id: str) -> int:
-    with sqlite3.connect(state_dir / "commerce.db") as db:
-        return int(db.execute("SELECT count(*) FROM refunds WHERE order_id = ?", (order_id,)).fetchone()[0])
 
 
 async def test_a_support_lead_works_through_a_chinese_case_four_eyes_an_outage_and_an_expiry(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    for name in (COMMERCE_DIRECTORY_ENV, SIGNING_KEY_ENV, DIRECTORY_ENV):
-        monkeypatch.delenv(name, raising=False)
-    shots = Path(os.environ.get(SCREENSHOTS_ENV) or tmp_path)
-    shots.mkdir(parents=True, exist_ok=True)
+    stack_keys_only(monkeypatch)
+    shots = screenshots_dir(tmp_path)
     async with (
         rehearsal_stack(tmp_path) as stack,
         console_server(stack, tmp_path) as origin,

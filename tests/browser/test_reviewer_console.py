@@ -26,7 +26,6 @@ from __future__ import annotations
 import asyncio
 import os
 import re
-import sqlite3
 import subprocess
 import sys
 from pathlib import Path
@@ -35,8 +34,6 @@ from typing import Any
 import pytest
 from playwright.async_api import Page, expect
 
-from commerce_server.tokens import DIRECTORY_ENV as COMMERCE_DIRECTORY_ENV
-from commerce_server.tokens import SIGNING_KEY_ENV
 from contracts.case import CaseStatus
 from contracts.credentials import SignedReview
 from contracts.errors import AuthorizationError, SupportError
@@ -44,15 +41,22 @@ from contracts.knowledge import Language
 from contracts.names import EventKind
 from contracts.refusals import refusal_sentence
 from devstack.rehearsal_stack import RehearsalStack, rehearsal_stack
-from keystore import DIRECTORY_ENV, demo_identity
+from keystore import demo_identity
 from reviewer_console.words import Text, Words
-from tests.browser.console_support import console_server, enroll_and_sign_in, reviewer_pages, virtual_authenticator
+from tests.browser.console_support import (
+    console_server,
+    enroll_and_sign_in,
+    refunds_paid,
+    reviewer_pages,
+    screenshots_dir,
+    stack_keys_only,
+    virtual_authenticator,
+)
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 ROOT = Path(__file__).resolve().parents[2]
 QUESTION = "Please refund QH-1001 and explain the amount and the policy"
-SCREENSHOTS_ENV = "SUPPORT_SCREENSHOTS"
 ENGLISH = Words(Language.EN)
 REFRESH_TIMEOUT_MS = 25_000
 """The inbox refreshes every 10 s: a case that starts waiting shows within two refreshes."""
@@ -92,16 +96,9 @@ async def last_review_sent(stack: RehearsalStack, case_id: str) -> SignedReview:
     return sent[-1]
 
 
-def refunds_paid(state_dir: Path, order_id: str) -> int:
-    with sqlite3.connect(state_dir / "commerce.db") as db:
-        return int(db.execute("SELECT count(*) FROM refunds WHERE order_id = ?", (order_id,)).fetchone()[0])
-
-
 async def test_a_reviewer_approves_a_refund_with_a_passkey(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in (COMMERCE_DIRECTORY_ENV, SIGNING_KEY_ENV, DIRECTORY_ENV):
-        monkeypatch.delenv(name, raising=False)
-    shots = Path(os.environ.get(SCREENSHOTS_ENV) or tmp_path)
-    shots.mkdir(parents=True, exist_ok=True)
+    stack_keys_only(monkeypatch)
+    shots = screenshots_dir(tmp_path)
     async with (
         rehearsal_stack(tmp_path) as stack,
         console_server(stack, tmp_path) as origin,
