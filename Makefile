@@ -6,7 +6,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STATE_DIR ?= .state/demo
 
-.PHONY: install browser promtool check test replay-stress conformance lint typecheck demo dev-server codec-server clean compat
+.PHONY: install browser promtool check check-tests test replay-stress conformance lint typecheck demo dev-server codec-server clean compat
 
 $(BIN)/.installed: pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Python 3.11 or newer is required (set PYTHON=...)")'
@@ -56,20 +56,38 @@ promtool:
 		exit $$status; \
 	}
 
-# The fast layer, before every commit: lint, type check and every test that needs no Temporal server,
-# process, database server or network (tests/layers.py assigns the layers; a test that starts a
-# process here fails and says so). `make test` runs everything.
-check: lint typecheck
-	SUPPORT_TEST_LAYER=check $(BIN)/pytest -q -m "not integration"
+# The fast layer, before every commit: lint and the type check beside every test that needs no Temporal
+# server, process, database server or network (tests/layers.py assigns the layers; a test that starts a
+# process here fails and says so). They run at once, two at a time, each printing when it is done.
+# `make test` runs everything.
+check: install
+	@$(MAKE) --no-print-directory -j2 --output-sync=target check-tests lint typecheck
 
-# Then the end-to-end tests again in replay-stress mode (tests/case_world.py: their workers cache no
-# workflow, so every workflow task replays the case's history, and a nondeterminism error fails it).
+# The test runs save bytecode even where PYTHONDONTWRITEBYTECODE is set (into the ignored __pycache__
+# folders): pytest then rewrites the test modules' asserts once, not on every run (about 6 s of CPU of
+# make check's collection), and the many processes make test starts read the project compiled.
+TEST_ENV := PYTHONDONTWRITEBYTECODE=
+
+check-tests: install
+	$(TEST_ENV) SUPPORT_TEST_LAYER=check $(BIN)/pytest -q -m "not integration"
+
+# Every test once, on TEST_WORKERS parallel workers (pytest-xdist: each its own Temporal dev server;
+# tests/parallel.py runs the browser tests, and the tests that start worker processes of their own, one
+# at a time each), in replay-stress mode (tests/case_world.py): the workers of every case world cache no
+# workflow, so every workflow task replays the case's history first and a nondeterminism error fails
+# the case. That is the old second pass over tests/e2e, now over every suite that opens a case world,
+# and the only pass: the cached path is what the workflow tests and the worker processes of the fault,
+# cluster, browser and metrics tests run.
+TEST_WORKERS ?= 3
+# 3, measured on this 2-core machine under load (18 end-to-end and fault tests: 114 s on 2 workers, 73 s
+# on 3, 72 s on 4): the tests wait on servers and polls more than they compute.
+PYTEST_PARALLEL = -n $(TEST_WORKERS) --dist loadgroup
 test: lint typecheck browser promtool
-	$(BIN)/pytest
-	$(MAKE) --no-print-directory replay-stress
+	$(TEST_ENV) SUPPORT_REPLAY_STRESS=1 $(BIN)/pytest $(PYTEST_PARALLEL)
 
+# The end-to-end tests alone in replay-stress mode (make test runs them so, with everything else).
 replay-stress: install
-	SUPPORT_REPLAY_STRESS=1 $(BIN)/pytest -q tests/e2e
+	$(TEST_ENV) SUPPORT_REPLAY_STRESS=1 $(BIN)/pytest -q $(PYTEST_PARALLEL) tests/e2e
 
 # The commerce contract's conformance kit (docs/commerce-contract.md) against our own commerce server over
 # stdio, on a throwaway state dir (starter.py init: the seeded demo data, the demo directory and keys, plus

@@ -10,6 +10,7 @@ from __future__ import annotations
 import time
 import uuid
 from dataclasses import dataclass
+from enum import StrEnum
 
 from temporalio.client import Client
 
@@ -19,6 +20,11 @@ from contracts.errors import ConfigurationError, TransientError
 from contracts.knowledge import Language
 from contracts.names import EventKind
 from keystore import demo_identity
+
+
+class EvalErrorCode(StrEnum):
+    NOT_LIVE = "not_live"
+    LIVE_PROVIDER = "live_provider"
 
 
 @dataclass(frozen=True)
@@ -102,13 +108,14 @@ def check_provider_matches(*, live: bool, rehearsal: bool) -> None:
     """Stop after the first case when the worker's model is not what the operator asked for."""
     if live and rehearsal:
         raise ConfigurationError(
-            "not_live",
+            EvalErrorCode.NOT_LIVE,
             "--live was given but the worker answers with the rehearsal model; configure a provider "
-            "for worker.py (see README)",
+            "for worker.py (see docs/models.md)",
         )
     if not live and not rehearsal:
         raise ConfigurationError(
-            "live_provider", "the worker uses a real provider, so these requests are paid: pass --live to go on"
+            EvalErrorCode.LIVE_PROVIDER,
+            "the worker uses a real provider, so these requests are paid: pass --live to go on",
         )
 
 

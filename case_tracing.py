@@ -5,7 +5,7 @@ On when ``OTEL_TRACES_EXPORTER`` names ``otlp`` and/or ``console`` or, with it u
 ``OTEL_SDK_DISABLED=true`` turn it off, ``OTEL_SERVICE_NAME`` names the service, OTLP speaks
 ``http/protobuf``. Off, the OpenTelemetry SDK is never imported and no interceptor or exporter exists.
 Spans: Temporal's ``TracingInterceptor`` (client, workflow, activities) and the worker's
-``activities.commerce_sessions.TracedCommerce`` (``commerce <tool>``), whose context the MCP SDK carries
+``activities.commerce.commerce_sessions.TracedCommerce`` (``commerce <tool>``), whose context the MCP SDK carries
 to the commerce server. See docs/tracing.md.
 """
 
@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
-from contracts.errors import ConfigurationError
+from contracts.errors import ConfigurationError, SettingCode
 
 if TYPE_CHECKING:
     from opentelemetry.sdk.trace import TracerProvider
@@ -31,7 +31,7 @@ if TYPE_CHECKING:
 DEFAULT_SERVICE_NAME = "qinghe-support-cases"
 EXPORTERS = ("otlp", "console", "none")
 PROTOCOL = "http/protobuf"
-CONFIG_CODE = "tracing_config"
+CONFIG_CODE = SettingCode.TRACING_CONFIG
 
 
 @dataclass(frozen=True)

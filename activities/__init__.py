@@ -11,10 +11,13 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from activities.commerce_client import open_stdio_client
-    from activities.preferences import LanguagePreferences
+    from activities.case.preferences import LanguagePreferences
+    from activities.commerce.commerce_client import open_stdio_client
 
-_PUBLIC = {"open_stdio_client": "activities.commerce_client", "LanguagePreferences": "activities.preferences"}
+_PUBLIC = {
+    "open_stdio_client": "activities.commerce.commerce_client",
+    "LanguagePreferences": "activities.case.preferences",
+}
 """Each public name and the module that defines it."""
 
 __all__ = ["LanguagePreferences", "open_stdio_client"]

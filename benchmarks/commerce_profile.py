@@ -27,7 +27,7 @@ def profiled_commerce_servers() -> Iterator[Path | None]:
     if not folder:
         yield None
         return
-    from activities import commerce_client
+    from activities.commerce import commerce_client
 
     out = Path(folder).resolve()
     out.mkdir(parents=True, exist_ok=True)

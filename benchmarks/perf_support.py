@@ -25,15 +25,15 @@ from temporalio.api.history.v1 import History, HistoryEvent
 from temporalio.client import WorkflowHistory
 from temporalio.worker import Replayer
 
-from activities.model_settings import ModelSettings
+from activities.model.model_settings import ModelSettings
 from case_client import CaseClient
 from case_history.trail import local_activity, recorded_workflow_id
+from case_worker import support_worker
 from contracts.payload_codec import CASE_DATA_CONVERTER
 from devstack.rehearsal_stack import RehearsalStack
 from keystore import directory_location
 from tests.payloads.history_payloads import decoded_history, payloads_in
 from tests.release_code import current_release
-from worker import support_worker
 from workflows.sandbox import workflow_runner
 from workflows.support_case import SupportCaseWorkflow
 

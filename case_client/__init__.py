@@ -7,7 +7,9 @@ only: what a person sees is rendered by :mod:`cli.render`, and a fetched history
 """
 
 from case_client._client import ApplicantIssuer, CaseClient, CaseHandle, CaseSummary
+from case_client._codes import ClientErrorCode
 from case_client._connection import TemporalTarget, connect, live_poller_identities
+from case_client._reviewing import ReviewRefused
 from case_client._rules import (
     CASE_NOT_ACCESSIBLE,
     DEFAULT_APPROVAL_TTL_SECONDS,
@@ -27,6 +29,8 @@ __all__ = [
     "CaseClient",
     "CaseHandle",
     "CaseSummary",
+    "ClientErrorCode",
+    "ReviewRefused",
     "TemporalTarget",
     "case_id_for",
     "connect",

@@ -26,6 +26,7 @@ from typing import TypeVar
 
 from temporalio.service import RPCError, RPCStatusCode
 
+from case_client._codes import ClientErrorCode
 from contracts.errors import TransientError
 
 T = TypeVar("T")
@@ -44,17 +45,22 @@ TRY_AGAIN_WORDS = "try again later"
 """Any error whose message says this asks for the call again, whatever its status."""
 
 
+busy_pause: Callable[[float], Awaitable[None]] = asyncio.sleep
+"""How :func:`ask_again_while_busy` pauses between attempts; a test sets it to a clock of its own so
+that the pauses pass without real waiting."""
+
+
 async def ask_again_while_busy(call: Callable[[], Awaitable[T]]) -> T:
     """``call()``'s answer; a :data:`PASSING_STATUSES` error is asked again, up to
-    :data:`DESCRIBE_ATTEMPTS` times, 0.2 s apart and doubling. Any other error, or the last one, is
-    raised. Only for reads: asking again must not change anything."""
+    :data:`DESCRIBE_ATTEMPTS` times, 0.2 s apart and doubling (:data:`busy_pause`). Any other error, or
+    the last one, is raised. Only for reads: asking again must not change anything."""
     for attempt in range(1, DESCRIBE_ATTEMPTS):
         try:
             return await call()
         except RPCError as error:
             if error.status not in PASSING_STATUSES:
                 raise
-        await asyncio.sleep(0.2 * 2 ** (attempt - 1))
+        await busy_pause(0.2 * 2 ** (attempt - 1))
     return await call()
 
 
@@ -126,7 +132,7 @@ async def ask_until_served(call: Callable[[], Awaitable[T]], what: str, backoff:
             left = deadline - backoff.clock()
             if left <= 0:
                 raise TransientError(
-                    "temporal_busy",
+                    ClientErrorCode.TEMPORAL_BUSY,
                     f"{what}: the Temporal server still asked to try again after {attempt} attempts in "
                     f"{backoff.budget_seconds:.0f}s ({answer[:200]}); start it again in a while",
                 ) from None

@@ -18,6 +18,7 @@ from temporalio.exceptions import WorkflowAlreadyStartedError
 from temporalio.service import RPCError, RPCStatusCode
 
 from case_client import _following, _reading, _reviewing
+from case_client._codes import ClientErrorCode
 from case_client._connection import RPC_TIMEOUT, TemporalTarget, connect, live_pollers, require_worker
 from case_client._following import CaseProbe, Waiting
 from case_client._pollers import QueuePollers, describe_pollers
@@ -37,7 +38,8 @@ from case_client._rules import (
     static_summary,
 )
 from contracts import search_attributes as sa
-from contracts.case import Budgets, CaseEvent, CaseInput, CaseStatus, CaseView, ReviewDecision, ReviewOutcome
+from contracts.case import Budgets, CaseEvent, CaseStatus, CaseView, ReviewDecision, ReviewOutcome
+from contracts.case_input import CaseInput
 from contracts.credentials import SignedReview
 from contracts.effect_card import ProposalForReview
 from contracts.errors import AuthorizationError, BusinessError, TransientError
@@ -109,13 +111,13 @@ class CaseHandle:
             description = await self.workflow.describe(rpc_timeout=RPC_TIMEOUT)
         except RPCError as error:
             if error.status is RPCStatusCode.NOT_FOUND:
-                raise AuthorizationError("case_not_accessible", CASE_NOT_ACCESSIBLE) from None
+                raise AuthorizationError(ClientErrorCode.CASE_NOT_ACCESSIBLE, CASE_NOT_ACCESSIBLE) from None
             raise TransientError(
-                "temporal_unavailable", f"cannot describe {self.workflow.id}: {error.message}"
+                ClientErrorCode.TEMPORAL_UNAVAILABLE, f"cannot describe {self.workflow.id}: {error.message}"
             ) from None
         tenant = description.typed_search_attributes.get(sa.TENANT)
         if tenant != viewer.tenant or not await _listed_for(description, viewer):
-            raise AuthorizationError("case_not_accessible", CASE_NOT_ACCESSIBLE)
+            raise AuthorizationError(ClientErrorCode.CASE_NOT_ACCESSIBLE, CASE_NOT_ACCESSIBLE)
         return _summary(description)
 
     async def question(self) -> str:
@@ -186,7 +188,7 @@ class CaseHandle:
             description = await self.workflow.describe(rpc_timeout=RPC_TIMEOUT)
         except RPCError as error:
             raise TransientError(
-                "temporal_unavailable", f"cannot describe {self.workflow.id}: {error.message}"
+                ClientErrorCode.TEMPORAL_UNAVAILABLE, f"cannot describe {self.workflow.id}: {error.message}"
             ) from None
         return case_work(description.raw_description, now=time.time())
 
@@ -333,10 +335,12 @@ class CaseClient:
             pass
         existing = await self.recent_case(case.case_id)
         if existing is None:  # gone between the start and the look: a retention race, not a reuse
-            raise TransientError("case_not_found", f"case {case.case_id} is taken but cannot be described; try again")
+            raise TransientError(
+                ClientErrorCode.CASE_NOT_FOUND, f"case {case.case_id} is taken but cannot be described; try again"
+            )
         if request_key is not None and await self._question_differs(existing, case.question):
             raise BusinessError(
-                "request_key_reused", f"request key {request_key!r} was already used for another question"
+                ClientErrorCode.REQUEST_KEY_REUSED, f"request key {request_key!r} was already used for another question"
             )
         return existing
 
@@ -368,7 +372,7 @@ class CaseClient:
             return None
         if status not in (None, WorkflowExecutionStatus.RUNNING, WorkflowExecutionStatus.COMPLETED):
             raise BusinessError(
-                "case_closed",
+                ClientErrorCode.CASE_CLOSED,
                 f"case {case_id} (the same request) ended as {status.name}; to ask again, pass a new --request-key",
             )
         return CaseHandle(self.temporal, _reading.workflow_handle(self.temporal, case_id), existing_since=first_started)

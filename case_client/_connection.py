@@ -16,6 +16,7 @@ from temporalio.envconfig import ClientConfig
 from temporalio.runtime import Runtime
 from temporalio.service import RPCError, RPCStatusCode
 
+from case_client._codes import ClientErrorCode, WaitCode
 from case_client._pollers import describe_pollers
 from case_tracing import client_interceptors
 from contracts.errors import ConfigurationError, TransientError
@@ -59,10 +60,11 @@ class TemporalTarget:
             file = given.get("TEMPORAL_CONFIG_FILE") or config_file
             fix = f"fix TEMPORAL_CONFIG_FILE={file} or unset it" if file else "fix the Temporal client configuration"
             raise ConfigurationError(
-                "temporal_config", f"cannot load the Temporal client configuration ({one_line_error(error)}); {fix}"
+                ClientErrorCode.TEMPORAL_CONFIG,
+                f"cannot load the Temporal client configuration ({one_line_error(error)}); {fix}",
             ) from None
         except OSError as error:  # a certificate or key path that cannot be read
-            raise ConfigurationError("temporal_tls_file", _unreadable_tls_file(given, error)) from None
+            raise ConfigurationError(ClientErrorCode.TEMPORAL_TLS_FILE, _unreadable_tls_file(given, error)) from None
         address = config.pop("target_host", None)
         namespace = config.pop("namespace", None)
         return cls(
@@ -107,7 +109,7 @@ async def connect(
     when the standard OTEL variables turn tracing on (docs/tracing.md), else none. A worker built on the
     client runs them too. A tracing misconfiguration is a :class:`ConfigurationError`. ``runtime`` is
     the Temporal runtime to use (default: the SDK's): the worker's serves Prometheus metrics
-    (:mod:`activities.metrics_runtime`).
+    (:mod:`activities.runtime.metrics_runtime`).
     """
     if interceptors is None:
         interceptors = client_interceptors()
@@ -122,7 +124,7 @@ async def connect(
         )
     except RuntimeError as error:
         raise TransientError(
-            "temporal_unavailable",
+            ClientErrorCode.TEMPORAL_UNAVAILABLE,
             f"cannot reach Temporal at {target.address} ({one_line_error(error)}); start a server "
             "(make dev-server) or set TEMPORAL_ADDRESS",
         ) from None
@@ -142,7 +144,7 @@ async def _require_namespace(client: Client, target: TemporalTarget) -> None:
     except RPCError as error:
         if error.status is RPCStatusCode.NOT_FOUND:
             raise ConfigurationError(
-                "namespace_unknown",
+                ClientErrorCode.NAMESPACE_UNKNOWN,
                 f"TEMPORAL_NAMESPACE={target.namespace}: no such namespace on {target.address}; create it "
                 f"(temporal operator namespace create --namespace {target.namespace}) or name an existing one",
             ) from None
@@ -171,7 +173,7 @@ async def require_worker(
     while await live_pollers(client, task_queue) == 0:
         if now() >= deadline:
             raise TransientError(
-                "worker_unavailable",
+                WaitCode.WORKER_UNAVAILABLE,
                 f"no worker polls task queue {task_queue!r} on {client.service_client.config.target_host} "
                 f"(namespace {client.namespace}); start one: {start_hint}",
             )

@@ -16,8 +16,8 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from enum import StrEnum
 
+from case_client._codes import WaitCode
 from case_client._pollers import QueuePollers, WorkerPresence, seconds_text
 from case_client._progress import CaseWork
 from case_client._reading import QueryUnanswered
@@ -30,19 +30,6 @@ that has waited this long while no listed worker polled since it became ready ha
 the worker that polled last has stopped (Temporal still lists it for a while)."""
 REPORT_EVERY_SECONDS = 30.0
 """How often a long wait says what the case is doing (a line on stderr at the command line)."""
-
-
-class WaitCode(StrEnum):
-    """How a wait for a case ended without the case settling (all transient: exit 5, try again)."""
-
-    WORKER_UNAVAILABLE = "worker_unavailable"
-    """No worker polls the case's task queue (or the one listed has stopped): the case waits for one."""
-    WORKER_BUSY = "worker_busy"
-    """A worker is there but did not answer the status query before the deadline: it is busy."""
-    COMMERCE_UNAVAILABLE = "commerce_unavailable"
-    """The case retries a step because the merchant's commerce server does not answer."""
-    CASE_WORKING = "case_still_working"
-    """The case is working (a slow model server, say) and had not settled by the deadline."""
 
 
 def worker_presence(pollers: QueuePollers, work: CaseWork | None) -> WorkerPresence:
@@ -95,7 +82,7 @@ class Waiting:
 
 def gave_up(waiting: Waiting) -> TransientError:
     """The error a wait ends with at its deadline: what the case is doing, not a worker to check."""
-    return TransientError(waiting.code.value, waiting.sentence())
+    return TransientError(waiting.code, waiting.sentence())
 
 
 def worker_unavailable(case_id: str, pollers: QueuePollers, work: CaseWork, start_hint: str) -> TransientError:
@@ -111,7 +98,7 @@ def worker_unavailable(case_id: str, pollers: QueuePollers, work: CaseWork, star
         build = f" of build {work.build_id}" if work.build_id and relevant.pollers != pollers.pollers else ""
         why = relevant.sentence().replace("worker", f"worker{build}", 1)
     hint = f"; start one: {start_hint}" if start_hint else ""
-    return TransientError(WaitCode.WORKER_UNAVAILABLE.value, f"case {case_id}: {why}{hint}")
+    return TransientError(WaitCode.WORKER_UNAVAILABLE, f"case {case_id}: {why}{hint}")
 
 
 @dataclass(frozen=True)

@@ -32,6 +32,7 @@ from temporalio.client import Client
 from temporalio.service import RPCError
 
 from case_client._busy_server import ask_again_while_busy
+from case_client._codes import ClientErrorCode
 from contracts.errors import TransientError
 
 DESCRIBE_TIMEOUT = timedelta(seconds=5)
@@ -134,7 +135,7 @@ async def describe_pollers(client: Client, task_queue: str, *, clock: Callable[[
             )
         except RPCError as error:
             raise TransientError(
-                "temporal_unavailable", f"cannot describe task queue {task_queue!r}: {error}"
+                ClientErrorCode.TEMPORAL_UNAVAILABLE, f"cannot describe task queue {task_queue!r}: {error}"
             ) from None
         listed += response.pollers
     return QueuePollers(task_queue, pollers_from(listed, now=clock()))

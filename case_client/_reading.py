@@ -10,9 +10,11 @@ from datetime import datetime, timedelta
 from temporalio.client import Client, WorkflowExecutionStatus, WorkflowHandle
 from temporalio.service import RPCError, RPCStatusCode
 
+from case_client._codes import ClientErrorCode, WaitCode
 from case_client._connection import RPC_TIMEOUT, now, require_worker
 from case_client._rules import CASE_NOT_ACCESSIBLE, may_see
-from contracts.case import TERMINAL_STATUSES, CaseInput, CaseStatus, CaseView
+from contracts.case import TERMINAL_STATUSES, CaseStatus, CaseView
+from contracts.case_input import CaseInput
 from contracts.errors import AuthorizationError, BusinessError, TransientError
 from contracts.identity import Identity
 from contracts.names import QueryName, workflow_id
@@ -35,7 +37,9 @@ async def first_start(client: Client, case_id: str) -> tuple[datetime | None, Wo
     except RPCError as error:
         if error.status is RPCStatusCode.NOT_FOUND:
             return None, None
-        raise TransientError("temporal_unavailable", f"cannot describe {handle.id}: {error.message}") from None
+        raise TransientError(
+            ClientErrorCode.TEMPORAL_UNAVAILABLE, f"cannot describe {handle.id}: {error.message}"
+        ) from None
     first_run = description.raw_description.workflow_execution_info.first_run_id
     started = description.start_time
     if first_run and first_run != description.run_id:
@@ -50,7 +54,7 @@ async def started_question(client: Client, handle: WorkflowHandle) -> str:
         payloads = event.workflow_execution_started_event_attributes.input.payloads
         [case] = await client.data_converter.decode(payloads, [CaseInput])
         return str(case.question)
-    raise TransientError("case_not_found", f"{handle.id} has no history to read its question from")
+    raise TransientError(ClientErrorCode.CASE_NOT_FOUND, f"{handle.id} has no history to read its question from")
 
 
 async def query_status(handle: WorkflowHandle, *, rpc_timeout: timedelta | None = None) -> CaseView:
@@ -95,8 +99,10 @@ async def read_handle(
         description = await handle.describe(rpc_timeout=RPC_TIMEOUT)
     except RPCError as error:
         if error.status is RPCStatusCode.NOT_FOUND:
-            raise AuthorizationError("case_not_accessible", CASE_NOT_ACCESSIBLE) from None
-        raise TransientError("temporal_unavailable", f"cannot describe {handle.id}: {error.message}") from None
+            raise AuthorizationError(ClientErrorCode.CASE_NOT_ACCESSIBLE, CASE_NOT_ACCESSIBLE) from None
+        raise TransientError(
+            ClientErrorCode.TEMPORAL_UNAVAILABLE, f"cannot describe {handle.id}: {error.message}"
+        ) from None
     if description.status in (None, WorkflowExecutionStatus.RUNNING):
         if check_worker:
             await require_worker(client, description.task_queue, start_hint=start_hint)
@@ -107,16 +113,18 @@ async def read_handle(
                 raise QueryUnanswered from None
             await require_worker(client, description.task_queue, start_hint=start_hint, grace_seconds=0)
             raise TransientError(
-                "worker_busy",
+                WaitCode.WORKER_BUSY,
                 f"the worker on task queue {description.task_queue!r} polls but did not answer a status query "
                 f"within {QUERY_TIMEOUT.total_seconds():.0f}s ({error.message}): it is busy or stopping",
             ) from None
     elif description.status is WorkflowExecutionStatus.COMPLETED:
         view = await handle.result()
     else:
-        raise BusinessError("case_not_available", f"case workflow {handle.id} ended as {description.status.name}")
+        raise BusinessError(
+            ClientErrorCode.CASE_NOT_AVAILABLE, f"case workflow {handle.id} ended as {description.status.name}"
+        )
     if not may_see(view, identity):
-        raise AuthorizationError("case_not_accessible", CASE_NOT_ACCESSIBLE)
+        raise AuthorizationError(ClientErrorCode.CASE_NOT_ACCESSIBLE, CASE_NOT_ACCESSIBLE)
     return view
 
 
@@ -139,7 +147,7 @@ async def wait_until_settled(
         except QueryUnanswered:
             if now() > deadline:
                 unanswered = f"no status answer within {wait_seconds:.0f}s; check worker.py"
-                raise TransientError("wait_timeout", unanswered) from None
+                raise TransientError(ClientErrorCode.WAIT_TIMEOUT, unanswered) from None
             await asyncio.sleep(poll_seconds)
             continue
         first = False
@@ -151,7 +159,8 @@ async def wait_until_settled(
         on_progress(view)
         if now() > deadline:
             raise TransientError(
-                "wait_timeout", f"case {view.case_id} still running after {wait_seconds:.0f}s; check worker.py"
+                ClientErrorCode.WAIT_TIMEOUT,
+                f"case {view.case_id} still running after {wait_seconds:.0f}s; check worker.py",
             )
         await asyncio.sleep(poll_seconds)
 
@@ -167,7 +176,8 @@ async def wait_for(
             return view
         if now() > deadline:
             raise TransientError(
-                "wait_timeout", f"case {view.case_id} still {view.status}/{view.phase} after {wait_seconds:.0f}s"
+                ClientErrorCode.WAIT_TIMEOUT,
+                f"case {view.case_id} still {view.status}/{view.phase} after {wait_seconds:.0f}s",
             )
         await asyncio.sleep(poll_seconds)
 
@@ -177,4 +187,6 @@ async def wait_until_ended(handle: WorkflowHandle, case_id: str, *, wait_seconds
     try:
         return await asyncio.wait_for(handle.result(), timeout=wait_seconds)
     except TimeoutError:
-        raise TransientError("wait_timeout", f"case {case_id} has not ended after {wait_seconds:.0f}s") from None
+        raise TransientError(
+            ClientErrorCode.WAIT_TIMEOUT, f"case {case_id} has not ended after {wait_seconds:.0f}s"
+        ) from None

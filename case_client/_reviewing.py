@@ -6,10 +6,27 @@ from temporalio.client import WorkflowHandle, WorkflowUpdateFailedError
 from temporalio.exceptions import ApplicationError
 from temporalio.service import RPCError
 
+from case_client._codes import ClientErrorCode
 from contracts.case import ReviewDecision, ReviewOutcome
 from contracts.credentials import SignedReview
-from contracts.errors import AuthorizationError, BusinessError
+from contracts.errors import MAX_CODE_CHARS, AuthorizationError, BusinessError, WireCode, bounded
 from contracts.names import REVIEW
+
+
+class ReviewRefused(AuthorizationError):
+    """A review the case refused (``review_refused``); ``refusal`` is why, as the workflow sent it: a
+    :class:`contracts.names.ReviewRefusal` or a credential check's code, or None when it sent none."""
+
+    def __init__(self, refusal: WireCode | None, message: str) -> None:
+        super().__init__(ClientErrorCode.REVIEW_REFUSED, message)
+        self.refusal = refusal
+
+
+def _refusal_of(cause: BaseException | None) -> WireCode | None:
+    """The refusal code a refused update's failure carries in its details (``{"code": ...}``)."""
+    details = cause.details if isinstance(cause, ApplicationError) else ()
+    code = details[0].get("code") if details and isinstance(details[0], dict) else None
+    return WireCode(bounded(code, MAX_CODE_CHARS)) if isinstance(code, str) and code else None
 
 
 async def review_by_update(
@@ -22,11 +39,13 @@ async def review_by_update(
     except WorkflowUpdateFailedError as error:
         cause = error.cause
         reason = cause.message if isinstance(cause, ApplicationError) else str(cause or error)
-        raise AuthorizationError("review_refused", f"{reason} (recorded in the case events)") from None
+        raise ReviewRefused(_refusal_of(cause), f"{reason} (recorded in the case events)") from None
     except RPCError as error:
-        raise BusinessError("case_not_waiting", f"case {case_id} cannot take a review: {error.message}") from None
+        raise BusinessError(
+            ClientErrorCode.CASE_NOT_WAITING, f"case {case_id} cannot take a review: {error.message}"
+        ) from None
     if not outcome.accepted:
-        raise AuthorizationError("review_refused", f"{outcome.reason} (recorded in the case events)")
+        raise ReviewRefused(WireCode(outcome.reason), f"{outcome.reason} (recorded in the case events)")
     return outcome
 
 

@@ -9,16 +9,10 @@ from dataclasses import dataclass
 
 from temporalio.common import SearchAttributePair, TypedSearchAttributes
 
+from case_client._codes import ClientErrorCode
 from contracts import search_attributes as sa
-from contracts.case import (
-    MAX_APPROVAL_TTL_SECONDS,
-    MAX_QUESTION_CHARS,
-    MIN_APPROVAL_TTL_SECONDS,
-    CaseInput,
-    CaseOptions,
-    CaseStatus,
-    CaseView,
-)
+from contracts.case import MAX_APPROVAL_TTL_SECONDS, MAX_QUESTION_CHARS, MIN_APPROVAL_TTL_SECONDS, CaseStatus, CaseView
+from contracts.case_input import CaseInput, CaseOptions
 from contracts.effect_card import markdown_text
 from contracts.errors import ConfigurationError, ContractError
 from contracts.identity import Identity, Role
@@ -112,10 +106,13 @@ def check_question(question: str) -> str:
     """The question without surrounding blanks, or one line saying what is wrong and the limit."""
     text = question.strip()
     if not text:
-        raise ContractError("invalid_question", 'the question is empty; ask something, e.g. "Where is QH-1005?"')
+        raise ContractError(
+            ClientErrorCode.INVALID_QUESTION, 'the question is empty; ask something, e.g. "Where is QH-1005?"'
+        )
     if len(text) > MAX_QUESTION_CHARS:
         raise ContractError(
-            "invalid_question", f"the question has {len(text)} characters; the limit is {MAX_QUESTION_CHARS}"
+            ClientErrorCode.INVALID_QUESTION,
+            f"the question has {len(text)} characters; the limit is {MAX_QUESTION_CHARS}",
         )
     return text
 
@@ -123,7 +120,7 @@ def check_question(question: str) -> str:
 def check_ttl(seconds: int) -> int:
     if not MIN_APPROVAL_TTL_SECONDS <= seconds <= MAX_APPROVAL_TTL_SECONDS:
         raise ContractError(
-            "invalid_ttl",
+            ClientErrorCode.INVALID_TTL,
             f"--ttl-seconds must be from {MIN_APPROVAL_TTL_SECONDS} to {MAX_APPROVAL_TTL_SECONDS} "
             f"(7 days); got {seconds}",
         )
@@ -143,7 +140,7 @@ def retry_window_seconds(value: str | None) -> float:
         seconds = -1.0
     if not 0 <= seconds <= MAX_RETRY_WINDOW_SECONDS:  # also refuses nan
         raise ConfigurationError(
-            "invalid_retry_window",
+            ClientErrorCode.INVALID_RETRY_WINDOW,
             f"SUPPORT_RETRY_WINDOW_SECONDS must be from 0 (off) to {MAX_RETRY_WINDOW_SECONDS:.0f} seconds; "
             f"got {value[:40]!r}",
         )
@@ -153,7 +150,8 @@ def retry_window_seconds(value: str | None) -> float:
 def check_request_key(key: str | None) -> str | None:
     if key is not None and not 1 <= len(key) <= MAX_REQUEST_KEY_CHARS:
         raise ContractError(
-            "invalid_request_key", f"--request-key must be 1 to {MAX_REQUEST_KEY_CHARS} characters; got {len(key)}"
+            ClientErrorCode.INVALID_REQUEST_KEY,
+            f"--request-key must be 1 to {MAX_REQUEST_KEY_CHARS} characters; got {len(key)}",
         )
     return key
 

@@ -30,6 +30,7 @@ from temporalio.service import RPCError, RPCStatusCode
 from temporalio.worker import WorkerDeploymentConfig
 
 from case_client._busy_server import START_BACKOFF, Backoff, ask_until_served
+from case_client._codes import ClientErrorCode
 from contracts.errors import ConfigurationError, TransientError
 from contracts.names import DEPLOYMENT_NAME, WORKFLOW_NAME
 
@@ -66,7 +67,8 @@ def package_version(root: Path = PROJECT_ROOT) -> str:
             version: str = tomllib.load(file)["project"]["version"]
     except (OSError, KeyError, tomllib.TOMLDecodeError) as error:
         raise ConfigurationError(
-            "build_id", f"cannot read the package version from {root / 'pyproject.toml'} ({error}); set {BUILD_ID_ENV}"
+            ClientErrorCode.BUILD_ID,
+            f"cannot read the package version from {root / 'pyproject.toml'} ({error}); set {BUILD_ID_ENV}",
         ) from None
     return version
 
@@ -101,7 +103,8 @@ def release(environ: Mapping[str, str] = os.environ, root: Path = PROJECT_ROOT) 
     if given:
         if not _BUILD_ID.fullmatch(given):
             raise ConfigurationError(
-                "build_id", f"{BUILD_ID_ENV}={given[:40]!r} is not a build id: letters, digits and . _ + - only"
+                ClientErrorCode.BUILD_ID,
+                f"{BUILD_ID_ENV}={given[:40]!r} is not a build id: letters, digits and . _ + - only",
             )
         return Release(WorkerDeploymentVersion(DEPLOYMENT_NAME, given), f"from {BUILD_ID_ENV}")
     version = package_version(root)
@@ -109,7 +112,7 @@ def release(environ: Mapping[str, str] = os.environ, root: Path = PROJECT_ROOT) 
     if label:
         if not _IMAGE_BUILD.fullmatch(label):
             raise ConfigurationError(
-                "build_id",
+                ClientErrorCode.BUILD_ID,
                 f"{IMAGE_BUILD_ENV}={label[:40]!r} is not a build label: letters, digits and . _ - only, "
                 "at most 64 characters",
             )
@@ -197,7 +200,9 @@ async def make_current(
         except RPCError as error:
             waiting = error.status in (RPCStatusCode.NOT_FOUND, RPCStatusCode.FAILED_PRECONDITION)
             if not waiting or backoff.clock() >= deadline:
-                raise TransientError("deployment_not_current", f"could not {what}: {error.message[:200]}") from None
+                raise TransientError(
+                    ClientErrorCode.DEPLOYMENT_NOT_CURRENT, f"could not {what}: {error.message[:200]}"
+                ) from None
             await backoff.sleep(0.2)
             continue
         previous = answer.previous_deployment_version

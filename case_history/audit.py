@@ -30,6 +30,7 @@ from case_history.audit_shapes import (
 from case_history.trail import (
     ACTIVITY_ENDS,
     CaseTrail,
+    End,
     LocalActivity,
     activity_failure,
     decode,
@@ -42,9 +43,11 @@ from case_history.trail import (
     trail_from_history,
     unverified_claims,
 )
-from contracts.case import (
-    CaseRecord,
-    CaseView,
+from contracts.case import CaseRecord, CaseView
+from contracts.commerce import RefundReceipt
+from contracts.credentials import VerifiedApplicant
+from contracts.errors import decode_activity_failure
+from contracts.model_io import (
     ComposeResult,
     InvestigateResult,
     ModelCallMeta,
@@ -54,9 +57,6 @@ from contracts.case import (
     ToolObservation,
     ToolRequest,
 )
-from contracts.commerce import RefundReceipt
-from contracts.credentials import VerifiedApplicant
-from contracts.errors import decode_activity_failure
 from contracts.names import REVIEW, ActivityName, tool_activity_id
 
 __all__ = [
@@ -126,8 +126,8 @@ def audit_from_history(history: WorkflowHistory) -> CaseAudit:
                 problems.append(f"the workflow's result: {decoded_result.problem}")
     case = trail.case.value
     carried = case.carried if case else None
-    log = list(record.events) if record else list(carried.events if carried else [])
-    own_events = log[len(carried.events) :] if carried and record else ([] if carried else log)
+    log = list(record.events) if record else list(carried.log.events if carried else [])
+    own_events = log[len(carried.log.events) :] if carried and record else ([] if carried else log)
     reviews = [
         replace(review, answer=answers.get(update_ids[review.event_id])) if review.event_id in update_ids else review
         for review in reviews
@@ -162,7 +162,7 @@ def audit_from_history(history: WorkflowHistory) -> CaseAudit:
 def _activity(event: HistoryEvent, attempt: int, end: HistoryEvent | None) -> ActivityCall:
     attributes = event.activity_task_scheduled_event_attributes
     kind = attributes.activity_type.name
-    outcome = ACTIVITY_ENDS[end.event_type] if end is not None else "pending"
+    outcome = ACTIVITY_ENDS[end.event_type] if end is not None else End.PENDING
     call = ActivityCall(event.event_id, event_time(event), kind, outcome, attempt, summary=event_summary(event))
     result: Payload | None = None
     if end is not None and end.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_COMPLETED:

@@ -8,9 +8,10 @@ from datetime import datetime
 from typing import Any
 
 from case_history.audit_reviews import ReviewAttempt
-from case_history.trail import CaseTrail
-from contracts.case import CaseEvent, CaseStatus, CaseView, ModelCallMeta
+from case_history.trail import CaseTrail, End
+from contracts.case import CaseEvent, CaseStatus, CaseView
 from contracts.commerce import RefundProposal, RefundReceipt
+from contracts.model_io import ModelCallMeta
 from contracts.names import ActivityName, EventKind
 
 MODEL_KINDS = frozenset(
@@ -85,7 +86,7 @@ class Ending:
 
     @property
     def still_running(self) -> bool:
-        return self.run_end is None or self.run_end == "continued as new"
+        return self.run_end is None or self.run_end == End.CONTINUED_AS_NEW
 
 
 @dataclass(frozen=True)

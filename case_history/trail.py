@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from enum import StrEnum
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
@@ -28,7 +29,9 @@ from temporalio.api.failure.v1 import Failure
 from temporalio.api.history.v1 import HistoryEvent
 from temporalio.client import WorkflowHistory
 
-from contracts.case import CaseInput, CaseRecord, CaseStatus, CaseView, SettleRequest
+from case_history.earlier_inputs import earlier_carried_input
+from contracts.case import CaseRecord, CaseStatus, CaseView, SettleRequest
+from contracts.case_input import CaseInput
 from contracts.commerce import RefundProposal, RefundReceipt
 from contracts.credentials import SignedReview
 from contracts.errors import ContractError
@@ -39,20 +42,40 @@ T = TypeVar("T")
 LOCAL_ACTIVITY_MARKER = "core_local_activity"
 """The marker name of a local activity's ``MarkerRecorded`` event (Temporal's core SDK writes it)."""
 _CONVERTER = HISTORY_PAYLOAD_CONVERTER
+
+
+class End(StrEnum):
+    """How an activity or a run ended, as the audit names it."""
+
+    COMPLETED = "completed"
+    FAILED = "failed"
+    TIMED_OUT = "timed out"
+    CANCELED = "canceled"
+    TERMINATED = "terminated"
+    CONTINUED_AS_NEW = "continued as new"
+    PENDING = "pending"
+    """An activity scheduled that has not ended (yet)."""
+
+
 ACTIVITY_ENDS = {
-    EventType.EVENT_TYPE_ACTIVITY_TASK_COMPLETED: "completed",
-    EventType.EVENT_TYPE_ACTIVITY_TASK_FAILED: "failed",
-    EventType.EVENT_TYPE_ACTIVITY_TASK_TIMED_OUT: "timed out",
-    EventType.EVENT_TYPE_ACTIVITY_TASK_CANCELED: "canceled",
+    EventType.EVENT_TYPE_ACTIVITY_TASK_COMPLETED: End.COMPLETED,
+    EventType.EVENT_TYPE_ACTIVITY_TASK_FAILED: End.FAILED,
+    EventType.EVENT_TYPE_ACTIVITY_TASK_TIMED_OUT: End.TIMED_OUT,
+    EventType.EVENT_TYPE_ACTIVITY_TASK_CANCELED: End.CANCELED,
 }
 RUN_ENDS = {
-    EventType.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED: "completed",
-    EventType.EVENT_TYPE_WORKFLOW_EXECUTION_FAILED: "failed",
-    EventType.EVENT_TYPE_WORKFLOW_EXECUTION_TIMED_OUT: "timed out",
-    EventType.EVENT_TYPE_WORKFLOW_EXECUTION_CANCELED: "canceled",
-    EventType.EVENT_TYPE_WORKFLOW_EXECUTION_TERMINATED: "terminated",
-    EventType.EVENT_TYPE_WORKFLOW_EXECUTION_CONTINUED_AS_NEW: "continued as new",
+    EventType.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED: End.COMPLETED,
+    EventType.EVENT_TYPE_WORKFLOW_EXECUTION_FAILED: End.FAILED,
+    EventType.EVENT_TYPE_WORKFLOW_EXECUTION_TIMED_OUT: End.TIMED_OUT,
+    EventType.EVENT_TYPE_WORKFLOW_EXECUTION_CANCELED: End.CANCELED,
+    EventType.EVENT_TYPE_WORKFLOW_EXECUTION_TERMINATED: End.TERMINATED,
+    EventType.EVENT_TYPE_WORKFLOW_EXECUTION_CONTINUED_AS_NEW: End.CONTINUED_AS_NEW,
 }
+
+
+class HistoryErrorCode(StrEnum):
+    HISTORY_UNREADABLE = "history_unreadable"
+    """An exported history that is not a case's history this code can read."""
 
 
 @dataclass(frozen=True)
@@ -131,6 +154,14 @@ def decode(payloads: Payloads | None, kind: type[T]) -> Decoded[T]:
     return decode_payload(payloads.payloads[0], kind)
 
 
+def _earlier_input(payload: Payload) -> CaseInput | None:
+    """The input of a run that an earlier release continued as new (:mod:`case_history.earlier_inputs`)."""
+    try:
+        return earlier_carried_input(_CONVERTER.from_payload(payload))
+    except Exception:  # anything a writer of the history put there: not an earlier input, never raised
+        return None
+
+
 def decode_payload(payload: Payload, kind: type[T]) -> Decoded[T]:
     try:
         return Decoded(value=_CONVERTER.from_payload(payload, kind))
@@ -159,7 +190,7 @@ class LocalActivity:
 
     @property
     def outcome(self) -> str:
-        return "failed" if self.failure is not None or self.result is None else "completed"
+        return End.FAILED if self.failure is not None or self.result is None else End.COMPLETED
 
 
 def local_activity(event: HistoryEvent) -> LocalActivity | None:
@@ -194,6 +225,9 @@ def trail_from_history(history: WorkflowHistory) -> CaseTrail:
     start = events[0]
     started = start.workflow_execution_started_event_attributes
     case = decode(started.input, CaseInput)
+    if case.value is None and started.input.payloads:
+        earlier = _earlier_input(started.input.payloads[0])
+        case = Decoded(value=earlier) if earlier is not None else case
     settlement: Settlement | None = None
     proposal: RefundProposal | None = None
     tokens: list[str] = []
@@ -262,7 +296,7 @@ def history_from_json(text: str, workflow_id: str) -> WorkflowHistory:
         return WorkflowHistory.from_json(workflow_id, data)
     except Exception as error:  # a file that is not a history is the caller's input, said in one line
         raise ContractError(
-            "history_unreadable",
+            HistoryErrorCode.HISTORY_UNREADABLE,
             f"not a workflow history in JSON ({type(error).__name__}); export one with "
             "`temporal workflow show --workflow-id case-CASE --output json`",
         ) from None
@@ -272,7 +306,9 @@ def history_from_file(path: Path, workflow_id: str) -> WorkflowHistory:
     try:
         text = Path(path).read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as error:
-        raise ContractError("history_unreadable", f"cannot read {path}: {type(error).__name__}") from None
+        raise ContractError(
+            HistoryErrorCode.HISTORY_UNREADABLE, f"cannot read {path}: {type(error).__name__}"
+        ) from None
     return history_from_json(text, workflow_id)
 
 
@@ -343,7 +379,7 @@ def _case_started_at(case: CaseInput | None, run_started: datetime) -> datetime:
     """The case's own start as the run tells it: this run's, or for a continued run the first
     ``case_started`` event of its carried state."""
     if case is not None and case.carried is not None:
-        for event in case.carried.events:
+        for event in case.carried.log.events:
             if event.kind == EventKind.CASE_STARTED:
                 return event.at
     return run_started

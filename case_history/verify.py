@@ -13,18 +13,18 @@ from datetime import datetime
 from enum import StrEnum
 from itertools import pairwise
 
-from case_history.trail import CaseTrail, unverified_claims
+from case_history.trail import CaseTrail, End, unverified_claims
 from case_history.verify_wording import moment, printable, refusal_text, short, where_the_case_is
-from contracts.case import CaseInput
+from contracts.approval_verification import ApprovalTerms, approval_meets, signed_approval
+from contracts.case import Decision
+from contracts.case_input import CaseInput
 from contracts.commerce import RefundProposal
 from contracts.credentials import (
     SETTLE_WINDOW,
     ApprovalClaims,
     CredentialRefused,
-    check_approval,
     key_set,
     verify_applicant_token,
-    verify_approval_token,
     verify_receipt,
 )
 from contracts.directory import Directory
@@ -32,7 +32,7 @@ from contracts.identity import Identity
 
 APPLICANT, PROPOSAL, APPROVAL, RECEIPT = "applicant token", "proposal digest", "approval token", "receipt"
 LINK_NAMES = (APPLICANT, PROPOSAL, APPROVAL, RECEIPT)
-SIGNED_DECISION = {"approve": "an approval", "reject": "a rejection"}
+SIGNED_DECISION = {Decision.APPROVE: "an approval", Decision.REJECT: "a rejection"}
 
 
 class LinkState(StrEnum):
@@ -279,12 +279,12 @@ def _approval(trail: CaseTrail, keys: Directory, known: _Known) -> str:
         raise _Broken("missing: the settlement carries no approval token (nothing a reviewer signed)")
     claims = _approved(request.approval_token, keys, proposal, digest, applicant)
     known.approval = claims
-    if claims.decision != "approve":
+    if claims.decision != Decision.APPROVE:
         raise _Broken(f"{claims.sub} signed a rejection, yet the settlement pays it")
     if request.reviewer != claims.sub:
         raise _Broken(f"the settlement names reviewer {printable(request.reviewer)}, but {claims.sub} signed")
     co_signers = [_approved(token, keys, proposal, digest, applicant) for token in request.co_approval_tokens]
-    if any(co.decision != "approve" for co in co_signers):
+    if any(co.decision != Decision.APPROVE for co in co_signers):
         raise _Broken("a co-approval the settlement carries is a rejection")
     reviewers = [claims.sub, *(co.sub for co in co_signers)]
     if len(set(reviewers)) != len(reviewers):
@@ -313,27 +313,22 @@ def _approved(
 ) -> ApprovalClaims:
     """The claims of an approval token that holds for this proposal, as the commerce server checks it,
     at the moment it was signed (the time checks that matter offline are against the proposal)."""
+    terms = ApprovalTerms(
+        case_id=proposal.case_id, digest=digest, applicant=applicant, proposal_expires_at=proposal.expires_at
+    )
     try:
-        claims = verify_approval_token(token, keys)
-        check_approval(
-            claims,
-            keys,
-            case_id=proposal.case_id,
-            digest=digest,
-            applicant=applicant,
-            proposal_expires_at=proposal.expires_at,
-            now=claims.issued_at,
-            settle_window=SETTLE_WINDOW,
-        )
+        signed = signed_approval(token, keys)
+        approval_meets(signed, terms, keys, now=signed.claims.issued_at, settle_window=SETTLE_WINDOW)
     except CredentialRefused as refused:
         raise _Broken(refusal_text(refused)) from None
-    return claims
+    return signed.claims
 
 
 def _signed(claims: ApprovalClaims, proposal: RefundProposal) -> str:
     margin = int((proposal.expires_at - claims.issued_at).total_seconds())
+    signed = SIGNED_DECISION[Decision(claims.decision)]
     return (
-        f"{claims.sub} ({claims.tenant}) signed {SIGNED_DECISION[claims.decision]} of this case and digest at "
+        f"{claims.sub} ({claims.tenant}) signed {signed} of this case and digest at "
         f"{moment(claims.issued_at)}, {margin} s before the proposal expired; token id {claims.jti}"
     )
 
@@ -345,7 +340,7 @@ def _receipt(trail: CaseTrail, keys: Directory, known: _Known) -> str:
     settlement = trail.settlement
     if settlement is None:
         raise _Absent(f"no settlement in the history ({where_the_case_is(trail)})")
-    if settlement.outcome != "completed":
+    if settlement.outcome != End.COMPLETED:
         raise _Absent(f"the settlement activity {settlement.outcome}: no receipt ({where_the_case_is(trail)})")
     receipt = settlement.receipt.value
     if receipt is None:

@@ -17,12 +17,13 @@ from typing import Annotated
 
 import typer
 
-from case_client import CASE_NOT_ACCESSIBLE, TemporalTarget, workflow_id
+from case_client import CASE_NOT_ACCESSIBLE, ClientErrorCode, TemporalTarget, workflow_id
 from case_history.audit import CaseAudit, audit_from_history
-from case_history.trail import history_from_file
+from case_history.trail import HistoryErrorCode, history_from_file
 from cli.app import app, settings_of
 from cli.audit_json import audit_json
 from cli.audit_render import audit_lines
+from cli.codes import CliErrorCode
 from cli.exit_codes import ExitCode
 from cli.verify_command import fetch_history, may_verify
 from contracts.errors import AuthorizationError, ContractError
@@ -34,17 +35,19 @@ def read_audit(ctx: typer.Context, case_id: str, history: Path | None) -> tuple[
     if history is not None:
         case_audit = audit_from_history(history_from_file(history, workflow_id(case_id)))
         if case_audit.trail.started_at is None:
-            raise ContractError("history_unreadable", f"{history} holds no workflow start event: not a case's history")
+            raise ContractError(
+                HistoryErrorCode.HISTORY_UNREADABLE, f"{history} holds no workflow start event: not a case's history"
+            )
         recorded = case_audit.trail.case.value
         if recorded is not None and recorded.case_id != case_id:
             message = f"the history file {history} is of case {recorded.case_id}, not {case_id}"
-            raise ContractError("history_of_another_case", message)
+            raise ContractError(CliErrorCode.HISTORY_OF_ANOTHER_CASE, message)
         return case_audit, f"the history file {history}"
     settings = settings_of(ctx)
     target = TemporalTarget.from_env()
     case_audit = audit_from_history(asyncio.run(fetch_history(target, case_id)))
     if not may_verify(case_audit.trail, settings.identity):
-        raise AuthorizationError("case_not_accessible", CASE_NOT_ACCESSIBLE)
+        raise AuthorizationError(ClientErrorCode.CASE_NOT_ACCESSIBLE, CASE_NOT_ACCESSIBLE)
     return case_audit, f"the workflow history on {target.address} (namespace {target.namespace})"
 
 

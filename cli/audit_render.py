@@ -13,10 +13,11 @@ from rich.cells import cell_len
 
 from case_history.audit import NOT_VERIFIED, PROPOSED_ARGUMENTS, ActivityCall, CaseAudit
 from case_history.audit_reviews import CLAIMED, ReviewAttempt
-from case_history.trail import unverified_claims
+from case_history.trail import End, unverified_claims
 from cli.render import ANSWER_AUTHORS
 from cli.text_layout import INDENT, WIDTH, at, brief, brief_value, clean, collapsed, stamp, wrap
-from contracts.case import ModelCallMeta
+from contracts.model_io import ModelCallMeta
+from contracts.names import EventKind
 
 ANSWER_LINES = 12
 _MARKDOWN_ESCAPE = re.compile(r"\\([!-/:-@\[-`{-~])")
@@ -101,9 +102,9 @@ def _timeline(audit: CaseAudit) -> list[str]:
     entries.sort(key=lambda entry: entry[0])
     models, tools = audit.model_requests, audit.tool_calls
     known = [call.model.usage.total_tokens for call in models if call.model and call.model.usage]
-    failed = sum(1 for call in models if call.outcome != "completed")
+    failed = sum(1 for call in models if call.outcome != End.COMPLETED)
     tokens = f"{sum(known)} tokens reported by {len(known)}" if known else "no token usage reported"
-    refused = sum(1 for event in audit.refusals if event.kind == "tool_refused")
+    refused = sum(1 for event in audit.refusals if event.kind == EventKind.TOOL_REFUSED)
     totals = [
         *wrap(f"model requests: {len(models)}, {failed} not completed, {tokens}"),
         *wrap(f"tool calls: {len(tools)} run, {refused} refused by the workflow"),
@@ -249,11 +250,11 @@ def _outcome(audit: CaseAudit) -> list[str]:
     status = f"{ending.status.value if ending.status else 'unknown'}" + (
         f": {clean(ending.reason)}" if ending.reason else ""
     )
-    if ending.run_end == "continued as new":
+    if ending.run_end == End.CONTINUED_AS_NEW:
         text = f"still running: this run continued as new (last recorded: {status})"
     elif ending.run_end is None:
         text = f"still running (last recorded: {status}, from {ending.source})"
-    elif ending.run_end == "completed":
+    elif ending.run_end == End.COMPLETED:
         text = f"final status {status} (from {ending.source})"
     else:
         text = f"the run {ending.run_end} (last recorded: {status}, from {ending.source})"

@@ -47,10 +47,10 @@ from contracts.case import (
     MAX_QUESTION_CHARS,
     MIN_APPROVAL_TTL_SECONDS,
     TERMINAL_STATUSES,
-    CaseInput,
     CaseStatus,
     CaseView,
 )
+from contracts.case_input import CaseInput
 from contracts.errors import TransientError
 from contracts.knowledge import Language
 from keystore.signers import KeyFileSigner
@@ -70,7 +70,7 @@ def ask(
     ] = DEFAULT_APPROVAL_TTL_SECONDS,
 ) -> None:
     """Start a case, with an applicant token signed by the state dir's issuer key (starter.py stands in
-    for the login service), and wait until it waits for a reviewer or ends (exit status: see README)."""
+    for the login service), and wait until it waits for a reviewer or ends (exit status: see docs/cli.md)."""
     from activities import LanguagePreferences
 
     # The input is checked before anything else happens (one line on stderr, nothing started).
@@ -146,7 +146,7 @@ def status(
     wait: Annotated[bool, typer.Option("--wait", help="Wait until the case has ended.")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print the case as JSON (for scripts).")] = False,
 ) -> None:
-    """Show a case: status, answer, proposal, receipt, budgets and record path (exit status: see README)."""
+    """Show a case: status, answer, proposal, receipt, budgets and record path (exit status: see docs/cli.md)."""
     from rich.text import Text
 
     settings = settings_of(ctx)

@@ -91,7 +91,7 @@ def signed_review_forms(
     temporal = f"{temporal_cli_for_display()} workflow"
     where = f"--address {target.address} --namespace {target.namespace} --workflow-id {workflow_id(view.case_id)}"
     return [
-        f"{reviewer} signed {SIGNED_DECISION[decision.value]} of case {view.case_id}, digest {view.digest}. "
+        f"{reviewer} signed {SIGNED_DECISION[decision]} of case {view.case_id}, digest {view.digest}. "
         f"The token is valid until {valid_until.isoformat(timespec='seconds')} and decides the case once: "
         "send it one way only.",
         "Temporal CLI, an update (it answers; a refused one exits non-zero):",
@@ -227,7 +227,7 @@ def case_list_lines(query: str, cases: Iterable[CaseSummary]) -> list[str]:
     rows = [
         (
             case.case_id,
-            (case.status or "-") + (f"/{case.phase}" if case.phase and case.status == "running" else ""),
+            (case.status or "-") + (f"/{case.phase}" if case.phase and case.status == CaseStatus.RUNNING else ""),
             case.order_id or "-",
             str(case.refund_cents) if case.refund_cents is not None else "-",
             case.started.astimezone(UTC).strftime("%Y-%m-%d %H:%MZ"),

@@ -16,11 +16,13 @@ from typing import Annotated
 
 import typer
 
-from case_client import CaseClient, TemporalTarget, workflow_id
+from case_client import CaseClient, ClientErrorCode, TemporalTarget, workflow_id
 from cli.app import WAIT_SECONDS, app, settings_of
+from cli.codes import CliErrorCode
 from cli.exit_codes import exit_code_for
 from cli.following import Followed, case_goes_on, read_with_progress, saying_on_interrupt, settle_with_progress
 from cli.render import console, print_case_card, show_case, signed_review_forms, starter_command
+from contracts.approval_claims import CredentialCode
 from contracts.case import CaseStatus, CaseView, Decision
 from contracts.credentials import APPROVAL_TOKEN_TTL
 from contracts.errors import AuthorizationError, BusinessError, ContractError, TransientError
@@ -34,7 +36,7 @@ DIGEST = re.compile(r"[0-9a-f]{64}")
 def chosen_decision(approve: bool, reject: bool, *, required: bool) -> Decision | None:
     """``--approve`` or ``--reject`` (exactly one when ``required``, at most one otherwise)."""
     if (approve and reject) or (required and not (approve or reject)):
-        raise ContractError("invalid_arguments", "give exactly one of --approve or --reject")
+        raise ContractError(CliErrorCode.INVALID_ARGUMENTS, "give exactly one of --approve or --reject")
     if approve:
         return Decision.APPROVE
     return Decision.REJECT if reject else None
@@ -45,7 +47,7 @@ def refuse_swallowed_flag(digest: str) -> None:
     digest, not a missing decision (checked before the decision for that reason)."""
     if digest.startswith("-"):
         raise ContractError(
-            "digest_missing",
+            CliErrorCode.DIGEST_MISSING,
             f"--digest has no value ({digest} was read as the digest): give the 64 hexadecimal digits "
             "review-info shows, e.g. review CASE --digest DIGEST --approve",
         )
@@ -55,7 +57,7 @@ def require_reviewer(identity: Identity) -> Identity:
     """Only a reviewer holds a key that signs approvals; anyone else is told so before anything is sent."""
     if identity.role is not Role.REVIEWER:
         raise AuthorizationError(
-            "not_a_reviewer",
+            CredentialCode.NOT_A_REVIEWER,
             f"profile {identity.subject} is a {identity.role.value} and holds no reviewer key; an approval is "
             "signed with a reviewer's own key (e.g. --profile chen)",
         )
@@ -75,7 +77,9 @@ def review(
     decision = chosen_decision(approve, reject, required=True)
     assert decision is not None
     if not DIGEST.fullmatch(digest):
-        raise ContractError("invalid_digest", "--digest must be the 64 hexadecimal digits shown by review-info")
+        raise ContractError(
+            CliErrorCode.INVALID_DIGEST, "--digest must be the 64 hexadecimal digits shown by review-info"
+        )
     settings = settings_of(ctx)
     reviewer = require_reviewer(settings.identity)
     plain_id = case_id_of(workflow_id(case_id))
@@ -140,7 +144,8 @@ def review_info(
         return
     if view.status is not CaseStatus.WAITING_APPROVAL or view.digest is None:
         raise BusinessError(
-            "case_not_waiting", f"case {view.case_id} is {view.status.value}: there is no proposal to sign"
+            ClientErrorCode.CASE_NOT_WAITING,
+            f"case {view.case_id} is {view.status.value}: there is no proposal to sign",
         )
     now = datetime.fromtimestamp(int(datetime.now(UTC).timestamp()), UTC)  # a token's times are whole seconds
     token = KeyFileSigner(settings.state_dir).approval_token(

@@ -19,6 +19,7 @@ from temporalio.client import WorkflowExecution
 
 from case_client import CaseClient, TemporalTarget, listing_query
 from cli.app import app, settings_of
+from cli.codes import CliErrorCode
 from cli.render import console
 from cli.usage_report import (
     USAGE_MEMO_KEY,
@@ -30,6 +31,7 @@ from cli.usage_report import (
     usage_table,
 )
 from contracts import search_attributes as sa
+from contracts.approval_claims import CredentialCode
 from contracts.errors import AuthorizationError, ContractError
 from contracts.identity import Identity, Role
 from contracts.names import case_id_of
@@ -39,7 +41,7 @@ def usage_reviewer(identity: Identity) -> Identity:
     """Only a reviewer sees a tenant's cases; anyone else is told so before anything is read."""
     if identity.role is not Role.REVIEWER:
         raise AuthorizationError(
-            "not_a_reviewer",
+            CredentialCode.NOT_A_REVIEWER,
             f"profile {identity.subject} is a {identity.role.value}; usage shows a tenant's cases to the "
             "tenant's reviewers (e.g. --profile chen)",
         )
@@ -50,7 +52,7 @@ def checked_tenant(tenant: str | None, reviewer: Identity) -> str:
     """The reviewer's own tenant; ``--tenant`` naming another is refused (a reviewer sees their own only)."""
     if tenant is not None and tenant != reviewer.tenant:
         raise AuthorizationError(
-            "other_tenant",
+            CliErrorCode.OTHER_TENANT,
             f"--tenant {tenant[:40]!r} is not your tenant: {reviewer.subject} may see the usage of tenant "
             f"{reviewer.tenant!r} only",
         )
@@ -68,7 +70,7 @@ def parse_since(value: str | None) -> datetime | None:
         moment = datetime.fromisoformat(text)
     except ValueError:
         raise ContractError(
-            "invalid_since",
+            CliErrorCode.INVALID_SINCE,
             f"--since {value[:40]!r} is not a date or time: give e.g. 2026-12-01 (UTC) or 2026-12-01T08:00:00+08:00",
         ) from None
     return moment if moment.tzinfo else moment.replace(tzinfo=UTC)

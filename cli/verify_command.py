@@ -19,7 +19,7 @@ import typer
 from temporalio.client import Client, WorkflowHistory
 from temporalio.service import RPCError, RPCStatusCode
 
-from case_client import CASE_NOT_ACCESSIBLE, CaseClient, TemporalTarget, workflow_id
+from case_client import CASE_NOT_ACCESSIBLE, CaseClient, ClientErrorCode, TemporalTarget, workflow_id
 from case_history.trail import MAX_CHAIN_RUNS, CaseTrail, history_from_file, run_chain, trail_from_history
 from case_history.verify import ChainReport, OtherStart, verify_chain
 from cli.app import app, settings_of
@@ -73,9 +73,9 @@ async def _history(client: Client, case_id: str, run_id: str | None) -> Workflow
         return await client.get_workflow_handle(workflow_id(case_id), run_id=run_id).fetch_history()
     except RPCError as error:
         if error.status is RPCStatusCode.NOT_FOUND:
-            raise AuthorizationError("case_not_accessible", CASE_NOT_ACCESSIBLE) from None
+            raise AuthorizationError(ClientErrorCode.CASE_NOT_ACCESSIBLE, CASE_NOT_ACCESSIBLE) from None
         message = f"cannot fetch the history of case {case_id}: {error.message}"
-        raise TransientError("temporal_unavailable", message) from None
+        raise TransientError(ClientErrorCode.TEMPORAL_UNAVAILABLE, message) from None
 
 
 def exit_code_of(report: ChainReport) -> ExitCode:
@@ -110,7 +110,7 @@ def verify(
         target = TemporalTarget.from_env()
         runs, others = asyncio.run(fetch_chain(target, plain_id))
         if not may_verify(runs[0], settings.identity):
-            raise AuthorizationError("case_not_accessible", CASE_NOT_ACCESSIBLE)
+            raise AuthorizationError(ClientErrorCode.CASE_NOT_ACCESSIBLE, CASE_NOT_ACCESSIBLE)
         runs_read = f"{len(runs)} runs" if len(runs) > 1 else "1 run"
         source = f"the workflow history on {target.address} (namespace {target.namespace}; {runs_read})"
     report = verify_chain(runs, keys, case_id=plain_id, other_starts=others)

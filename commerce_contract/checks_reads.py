@@ -14,7 +14,7 @@ from typing import Any
 from mcp_types import CallToolResult, Tool
 from pydantic import BaseModel
 
-from activities.commerce_client import tool_error_from_result
+from activities.commerce.commerce_client import tool_error_from_result
 from commerce_contract.context import CheckFailed, Run, text_of
 from commerce_contract.fixture import Fixture
 from contracts.commerce import OrderList, ProposalClosure, RefundApproval

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 
-from activities.commerce_client import tool_error_from_result
+from activities.commerce.commerce_client import tool_error_from_result
 from commerce_contract.approvals import ATTACKS, BACKSTOP_ATTACKS, Approver, Attack, proposal_of, reused
 from commerce_contract.context import CheckFailed, CheckSkipped, Payment, Run
 from contracts.commerce import (

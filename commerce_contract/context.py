@@ -15,7 +15,7 @@ from typing import Any
 
 from mcp_types import CallToolResult, TextContent
 
-from activities.commerce_client import tool_error_from_result
+from activities.commerce.commerce_client import tool_error_from_result
 from commerce_contract.fixture import Fixture, KitKeys
 from commerce_contract.target import Target
 from contracts.commerce import Order, RefundApproval, RefundQuote, RefundReceipt

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from enum import StrEnum
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -31,6 +32,13 @@ from contracts.identity import Identity, Role
 from keystore import keys_dir, load_directory, private_key_path
 from keystore.directory_file import DIRECTORY_FILE, first_problem
 from keystore.signers import KeyFileSigner
+
+
+class FixtureErrorCode(StrEnum):
+    FIXTURE_UNREADABLE = "fixture_unreadable"
+    FIXTURE_INVALID = "fixture_invalid"
+    FIXTURE_CUSTOMER_UNKNOWN = "fixture_customer_unknown"
+    REVIEWER_KEYS_MISSING = "reviewer_keys_missing"
 
 
 class Fixture(BaseModel):
@@ -78,11 +86,17 @@ def load_fixture(path: Path | None) -> Fixture:
     try:
         return Fixture.model_validate(json.loads(path.read_text(encoding="utf-8")))
     except OSError as error:
-        raise ConfigurationError("fixture_unreadable", f"cannot read the fixture {path}: {error.strerror}") from None
+        raise ConfigurationError(
+            FixtureErrorCode.FIXTURE_UNREADABLE, f"cannot read the fixture {path}: {error.strerror}"
+        ) from None
     except json.JSONDecodeError as error:
-        raise ConfigurationError("fixture_invalid", f"the fixture {path} is not JSON ({error.msg})") from None
+        raise ConfigurationError(
+            FixtureErrorCode.FIXTURE_INVALID, f"the fixture {path} is not JSON ({error.msg})"
+        ) from None
     except ValidationError as error:
-        raise ConfigurationError("fixture_invalid", f"the fixture {path} is invalid: {first_problem(error)}") from None
+        raise ConfigurationError(
+            FixtureErrorCode.FIXTURE_INVALID, f"the fixture {path} is invalid: {first_problem(error)}"
+        ) from None
 
 
 @dataclass(frozen=True)
@@ -106,7 +120,9 @@ class KitKeys:
         """``subject`` as the directory lists them; a configuration error unless a customer."""
         person = self.directory.person(subject)
         if person is None or person.role is not Role.CUSTOMER:
-            raise ConfigurationError("fixture_customer_unknown", f"the directory lists no customer {subject!r}")
+            raise ConfigurationError(
+                FixtureErrorCode.FIXTURE_CUSTOMER_UNKNOWN, f"the directory lists no customer {subject!r}"
+            )
         return person.identity()
 
     def reviewers(self, tenant: str, count: int) -> list[tuple[Identity, str]]:
@@ -122,7 +138,7 @@ class KitKeys:
         ]
         if len(held) < count:
             raise ConfigurationError(
-                "reviewer_keys_missing",
+                FixtureErrorCode.REVIEWER_KEYS_MISSING,
                 f"the kit needs {count} reviewer key(s) of tenant {tenant!r} under {keys_dir(self.state_dir)}; "
                 f"it holds {len(held)}",
             )
@@ -134,7 +150,9 @@ class KitKeys:
         if named is not None:
             other = self.customer(named)
             if other.subject == customer.subject:
-                raise ConfigurationError("fixture_invalid", f"other_customer {named!r} is the fixture's customer")
+                raise ConfigurationError(
+                    FixtureErrorCode.FIXTURE_INVALID, f"other_customer {named!r} is the fixture's customer"
+                )
             return other
         others = [
             person.identity()
@@ -160,7 +178,7 @@ class KitKeys:
             return next(iter(held.values()), None)
         if named not in held:
             raise ConfigurationError(
-                "fixture_invalid",
+                FixtureErrorCode.FIXTURE_INVALID,
                 f"foreign_reviewer {named!r} is not a reviewer of another tenant than {tenant!r} whose key the kit "
                 f"holds under {keys_dir(self.state_dir)}",
             )

@@ -4,7 +4,7 @@ Over stdio the merchant's command is started once and acts for the customer it w
 identity is bound by the process, never a tool argument). Over HTTP every call opens a short
 stateless session with a freshly minted bearer token for the fixture customer, the call's case and the
 one scope the tool needs, exactly as the worker calls a deployed server
-(:class:`activities.commerce_http.CommerceHttpCaller`).
+(:class:`activities.commerce.commerce_http.CommerceHttpCaller`).
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from mcp.client import Client
 from mcp.client.stdio import StdioServerParameters
 from mcp_types import CallToolResult, Tool
 
-from activities.commerce_client import CALL_TIMEOUT_SECONDS, CommerceClient, open_http_client
+from activities.commerce.commerce_client import CALL_TIMEOUT_SECONDS, CommerceClient, open_http_client
 from commerce_server.tokens import TOOL_SCOPES, mint_token
 from contracts.identity import Identity
 from contracts.tools import Scope

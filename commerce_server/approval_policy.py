@@ -15,25 +15,26 @@ from datetime import datetime
 from sqlmodel import Session
 
 from commerce_server.db import ApprovalUseRow, CoApprovalUseRow
+from contracts.approval_claims import ApprovalClaims
+from contracts.approval_verification import ApprovalRefused, SignedApproval, VerifiedApproval, signed_approval
+from contracts.case import Decision
 from contracts.commerce import RefundApproval
-from contracts.credentials import ApprovalClaims, verify_approval_token
 from contracts.directory import Directory
-from contracts.errors import AuthorizationError, CommerceErrorCode, error_from_code
+from contracts.errors import CommerceErrorCode, error_from_code
 
 POLICY_NOT_MET = "approval_policy_not_met"
 
 
 def co_approvals(
     approval: RefundApproval,
-    primary: ApprovalClaims,
+    primary: VerifiedApproval,
     directory: Directory,
     session: Session,
     *,
-    check: Callable[[ApprovalClaims], None],
-    now: datetime,
+    meets: Callable[[SignedApproval], VerifiedApproval],
 ) -> list[ApprovalClaims]:
     """The further approvals this refund needs under the tenant's policy, verified: each signed by a
-    listed reviewer's key, passing ``check`` (the rules the first approval passed), an approval, by a
+    listed reviewer's key, meeting the terms the first approval met (``meets``), an approval, by a
     reviewer distinct from every other one shown, and never consumed before. Refused with
     ``approval_invalid`` (``approval_policy_not_met: ...``) when fewer distinct reviewers approved
     than the policy needs; tokens beyond the policy's need are refused too, so nothing is consumed
@@ -47,17 +48,17 @@ def co_approvals(
             f"{POLICY_NOT_MET}: tenant {proposal.tenant} needs {required} distinct reviewer(s) for "
             f"{proposal.amount_cents} cents; {shown} approval(s) were shown.",
         )
-    reviewers = {primary.sub}
+    reviewers = {primary.reviewer}
     verified: list[ApprovalClaims] = []
     for token in approval.co_approval_tokens:
         try:
-            claims = verify_approval_token(token, directory)
-        except AuthorizationError as refused:
+            signed = signed_approval(token, directory)
+        except ApprovalRefused as refused:
             raise error_from_code(
                 CommerceErrorCode.APPROVAL_SIGNATURE_INVALID, f"co-approval: {refused.code}: {refused.message}"
             ) from None
-        check(claims)
-        if claims.decision != "approve":
+        claims = meets(signed).claims
+        if claims.decision != Decision.APPROVE:
             raise error_from_code(CommerceErrorCode.APPROVAL_INVALID, "not_an_approval: A co-approval is a rejection.")
         if claims.sub in reviewers:
             raise error_from_code(

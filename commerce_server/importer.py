@@ -17,6 +17,7 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import date
+from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -44,18 +45,23 @@ Name = Annotated[str, Field(pattern=NAME_PATTERN)]
 Text = Annotated[str, Field(min_length=1, max_length=500)]
 
 
+class ImportErrorCode(StrEnum):
+    IMPORT_FILE_INVALID = "import_file_invalid"
+    IMPORT_CONFLICT = "import_conflict"
+
+
 class ImportFileError(ContractError):
     """The import file cannot be read or is not a valid import of one tenant (nothing was written)."""
 
     def __init__(self, message: str) -> None:
-        super().__init__("import_file_invalid", message)
+        super().__init__(ImportErrorCode.IMPORT_FILE_INVALID, message)
 
 
 class ImportConflict(BusinessError):
     """A row of the file exists with other content, or belongs to another tenant (nothing was written)."""
 
     def __init__(self, message: str) -> None:
-        super().__init__("import_conflict", message)
+        super().__init__(ImportErrorCode.IMPORT_CONFLICT, message)
 
 
 class _Strict(BaseModel):

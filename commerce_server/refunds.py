@@ -26,15 +26,19 @@ from commerce_server.db import ApprovalUseRow, OrderRow, RefundRow
 from commerce_server.keys import CommerceKeys
 from commerce_server.metrics import count_refund_paid
 from commerce_server.receipts import signed_receipt
+from contracts.approval_claims import ApprovalClaims, CredentialCode
+from contracts.approval_verification import (
+    ApprovalRefused,
+    ApprovalTerms,
+    SignedApproval,
+    VerifiedApproval,
+    approval_meets,
+    signed_approval,
+)
+from contracts.case import Decision
 from contracts.case_start import check_held_at_start, token_times
 from contracts.commerce import Order, RefundApproval, RefundQuote, RefundReceipt
-from contracts.credentials import (
-    SETTLE_WINDOW,
-    ApprovalClaims,
-    check_approval,
-    verify_applicant_of_proposal,
-    verify_approval_token,
-)
+from contracts.credentials import SETTLE_WINDOW, verify_applicant_of_proposal
 from contracts.errors import AuthorizationError, CommerceErrorCode, error_from_code
 from contracts.identity import Identity
 from contracts.logs import log_fields
@@ -45,7 +49,7 @@ PAID_LOGGER = "commerce_server.refunds.paid"
 """Logs each refund paid, at INFO: the process keeps these lines whatever its level (a money record)."""
 paid_log = logging.getLogger(PAID_LOGGER)
 
-LATE = frozenset({"proposal_expired", "settle_window_passed"})
+LATE = frozenset({CredentialCode.PROPOSAL_EXPIRED, CredentialCode.SETTLE_WINDOW_PASSED})
 """Credential refusals that mean "too late" (``approval_expired``, business); every other one is an
 authorization refusal."""
 
@@ -101,12 +105,12 @@ class RefundSettlement:
         the record, consumes the token id, writes the case's ``paid`` decision and moves the balance,
         guarded by the approved order version.
         """
-        claims = self._verified_token(approval)
+        signed = self._signed(approval)
         self._keys.signing_key()  # a server that could not sign the receipt pays nothing
-        recorded = self._session.get(RefundRow, approval.approval_id) or self._paid_with_token(approval, claims)
+        recorded = self._session.get(RefundRow, approval.approval_id) or self._paid_with_token(approval, signed.claims)
         if recorded is not None:
-            return self._replay(recorded, approval, claims)
-        self._check_approval(approval, claims)
+            return self._replay(recorded, approval, signed.claims)
+        claims = self._check_approval(approval, signed).claims
         refuse_if_decided(self._session, approval.proposal.case_id, approval_id=approval.approval_id)
         self._check_ledger(approval)
         quote = self._fresh_quote(approval)
@@ -115,17 +119,19 @@ class RefundSettlement:
             return self._replay_or_quote_changed(approval, claims)
         return self._record_refund(approval, claims, quote)
 
-    def _verified_token(self, approval: RefundApproval) -> ApprovalClaims:
-        """The claims of the approval token, signed by the reviewer it names (checked with this
-        server's own public keys); a missing or forged token is refused."""
+    def _signed(self, approval: RefundApproval) -> SignedApproval:
+        """The approval token, signed by the reviewer it names (checked with this server's own
+        directory: :func:`contracts.approval_verification.signed_approval`); a missing or forged token
+        is refused. Its terms are checked later, after the idempotency record: a replay of a paid
+        approval is answered whatever the time."""
         if not approval.approval_token:
             raise error_from_code(
                 CommerceErrorCode.APPROVAL_SIGNATURE_REQUIRED,
                 "A refund is paid only on a reviewer's signed approval token; this approval carries none.",
             )
         try:
-            return verify_approval_token(approval.approval_token, self._keys.directory())
-        except AuthorizationError as refused:
+            return signed_approval(approval.approval_token, self._keys.directory())
+        except ApprovalRefused as refused:
             raise error_from_code(
                 CommerceErrorCode.APPROVAL_SIGNATURE_INVALID, f"{refused.code}: {refused.message}"
             ) from None
@@ -161,10 +167,11 @@ class RefundSettlement:
             )
         return self._session.get(RefundRow, use.approval_id)
 
-    def _check_approval(self, approval: RefundApproval, claims: ApprovalClaims) -> None:
+    def _check_approval(self, approval: RefundApproval, signed: SignedApproval) -> VerifiedApproval:
         """The signed approval must be this customer's, for exactly this proposal of a case the issuer
         vouched for, by a reviewer of the tenant who is not the applicant, signed before the proposal
-        expired, within the settle window."""
+        expired, within the settle window; with the further approvals the tenant's policy needs."""
+        claims = signed.claims
         proposal = approval.proposal
         if approval.digest != proposal.digest():
             raise error_from_code(
@@ -178,36 +185,35 @@ class RefundSettlement:
                 CommerceErrorCode.APPROVAL_INVALID,
                 "reviewer_mismatch: The approval names another reviewer than the one who signed.",
             )
-        if claims.decision != "approve":
+        if claims.decision != Decision.APPROVE:
             raise error_from_code(
                 CommerceErrorCode.APPROVAL_INVALID, "not_an_approval: The reviewer's signed decision is a rejection."
             )
-        self._check_rules(approval, claims)
+        verified = self._meets(approval, signed)
         self._co_approvals = co_approvals(
             approval,
-            claims,
+            verified,
             self._keys.directory(),
             self._session,
-            check=lambda co: self._check_rules(approval, co),
-            now=datetime.now(UTC),
+            meets=lambda co: self._meets(approval, co),
         )
+        return verified
 
-    def _check_rules(self, approval: RefundApproval, claims: ApprovalClaims) -> None:
-        """The rules every approval of this refund meets (:func:`contracts.credentials.check_approval`),
-        with this server's own directory and the settle window."""
+    def _meets(self, approval: RefundApproval, signed: SignedApproval) -> VerifiedApproval:
+        """The terms every approval of this refund meets (:func:`contracts.approval_verification.approval_meets`),
+        with this server's own directory and the settle window; a late one is ``approval_expired``."""
         proposal = approval.proposal
+        terms = ApprovalTerms(
+            case_id=proposal.case_id,
+            digest=approval.digest,
+            applicant=self._identity,
+            proposal_expires_at=proposal.expires_at,
+        )
         try:
-            check_approval(
-                claims,
-                self._keys.directory(),
-                case_id=proposal.case_id,
-                digest=approval.digest,
-                applicant=self._identity,
-                proposal_expires_at=proposal.expires_at,
-                now=datetime.now(UTC),
-                settle_window=SETTLE_WINDOW,
+            return approval_meets(
+                signed, terms, self._keys.directory(), now=datetime.now(UTC), settle_window=SETTLE_WINDOW
             )
-        except AuthorizationError as refused:
+        except ApprovalRefused as refused:
             code = CommerceErrorCode.APPROVAL_EXPIRED if refused.code in LATE else CommerceErrorCode.APPROVAL_INVALID
             raise error_from_code(code, f"{refused.code}: {refused.message}") from None
 

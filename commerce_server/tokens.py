@@ -20,7 +20,7 @@ import jwt
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from contracts.directory import Directory
-from contracts.errors import AuthorizationError, CommerceErrorCode, ConfigurationError
+from contracts.errors import AuthorizationError, CommerceErrorCode, ConfigurationError, SettingCode
 from contracts.identity import Identity
 from contracts.tools import COMMERCE_TOOLS, Scope
 
@@ -92,7 +92,7 @@ def token_secret_from_env(environ: Mapping[str, str] = os.environ) -> str:
     secret = environ.get(TOKEN_SECRET_ENV, "")
     if len(secret) < MIN_SECRET_CHARS:
         raise ConfigurationError(
-            "token_secret_missing",
+            SettingCode.TOKEN_SECRET_MISSING,
             f"Set {TOKEN_SECRET_ENV} to a random secret of at least {MIN_SECRET_CHARS} characters.",
         )
     return secret

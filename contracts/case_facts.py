@@ -15,10 +15,11 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import Any, TypeVar
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, GetCoreSchemaHandler, ValidationError
+from pydantic_core import core_schema
 
 from contracts.commerce import Invoice, Order, OrderList, Product, RefundQuote, Shipment, Ticket
-from contracts.tools import FactKey, LanguagePreferenceResult
+from contracts.tools import FactKey
 
 _M = TypeVar("_M", bound=BaseModel)
 
@@ -38,6 +39,15 @@ class CaseFacts:
     def wire(self) -> dict[str, Any]:
         """The facts as the JSON object they travel as (a copy: keys in the order they were first kept)."""
         return dict(self._wire)
+
+    @classmethod
+    def __get_pydantic_core_schema__(cls, source: Any, handler: GetCoreSchemaHandler) -> core_schema.CoreSchema:
+        """In a pydantic model (the case's carried state) the facts are their wire object."""
+        from_wire = core_schema.no_info_after_validator_function(cls, core_schema.dict_schema(core_schema.str_schema()))
+        return core_schema.union_schema(
+            [core_schema.is_instance_schema(cls), from_wire],
+            serialization=core_schema.plain_serializer_function_ser_schema(cls.wire),
+        )
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, CaseFacts) and self._wire == other._wire
@@ -82,10 +92,6 @@ class CaseFacts:
     @property
     def quote(self) -> RefundQuote | None:
         return self.typed(FactKey.QUOTE, RefundQuote)
-
-    @property
-    def language_preference(self) -> LanguagePreferenceResult | None:
-        return self.typed(FactKey.LANGUAGE_PREFERENCE, LanguagePreferenceResult)
 
     def recorded_cents(self) -> Iterator[int]:
         """Every amount in cents the records state (their ``*_cents`` fields): the order, its invoice, the

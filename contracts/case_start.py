@@ -18,7 +18,7 @@ from typing import Any
 
 import jwt
 
-from contracts.approval_claims import CredentialRefused
+from contracts.approval_claims import CredentialCode, CredentialRefused
 
 __all__ = [
     "CLOCK_SKEW",
@@ -42,11 +42,11 @@ day of work (the slowest configured model takes at most 20 requests of 600 s eac
 def check_first_served(started_at: datetime, now: datetime) -> None:
     """A case first served at ``now`` must have started no later than now and within :data:`UNSERVED_LIMIT`."""
     if started_at > now + CLOCK_SKEW:
-        raise CredentialRefused("case_started_in_future", "The case's recorded start is in the future.")
+        raise CredentialRefused(CredentialCode.CASE_STARTED_IN_FUTURE, "The case's recorded start is in the future.")
     if now - started_at > UNSERVED_LIMIT:
         hours = int(UNSERVED_LIMIT.total_seconds() // 3600)
         raise CredentialRefused(
-            "case_waited_unserved", f"The case waited more than {hours} hours for a worker; ask again."
+            CredentialCode.CASE_WAITED_UNSERVED, f"The case waited more than {hours} hours for a worker; ask again."
         )
 
 
@@ -64,19 +64,27 @@ def check_held_at_start(
     before it."""
     anchor = started_at if started_at is not None else proposal_created_at
     if issued_at is not None and issued_at > anchor + CLOCK_SKEW:
-        raise CredentialRefused("issued_after_case_start", "The applicant token was issued after the case started.")
+        raise CredentialRefused(
+            CredentialCode.ISSUED_AFTER_CASE_START, "The applicant token was issued after the case started."
+        )
     if started_at is None:
         if proposal_created_at - expires_at > PROPOSAL_AFTER_START_LIMIT:
             raise CredentialRefused(
-                "token_older_than_proposal", "The applicant token expired long before the proposal."
+                CredentialCode.TOKEN_OLDER_THAN_PROPOSAL, "The applicant token expired long before the proposal."
             )
         return
     if started_at >= expires_at:
-        raise CredentialRefused("token_expired_at_case_start", "The applicant token had expired when the case started.")
+        raise CredentialRefused(
+            CredentialCode.TOKEN_EXPIRED_AT_CASE_START, "The applicant token had expired when the case started."
+        )
     if proposal_created_at < started_at - CLOCK_SKEW:
-        raise CredentialRefused("proposal_before_case_start", "The proposal is dated before its case started.")
+        raise CredentialRefused(
+            CredentialCode.PROPOSAL_BEFORE_CASE_START, "The proposal is dated before its case started."
+        )
     if proposal_created_at - started_at > PROPOSAL_AFTER_START_LIMIT:
-        raise CredentialRefused("token_older_than_proposal", "The proposal was made too long after its case started.")
+        raise CredentialRefused(
+            CredentialCode.TOKEN_OLDER_THAN_PROPOSAL, "The proposal was made too long after its case started."
+        )
 
 
 def token_times(token: str) -> tuple[datetime | None, datetime]:
@@ -89,4 +97,4 @@ def token_times(token: str) -> tuple[datetime | None, datetime]:
             datetime.fromtimestamp(int(claims["exp"]), UTC),
         )
     except Exception:  # a verified token without a readable expiry proves no time: refused
-        raise CredentialRefused("malformed_claims", "The applicant token states no expiry.") from None
+        raise CredentialRefused(CredentialCode.MALFORMED_CLAIMS, "The applicant token states no expiry.") from None

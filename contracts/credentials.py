@@ -21,6 +21,7 @@ from contracts.approval_claims import (
     APPROVAL_TOKEN_TTL,
     MAX_TOKEN_CHARS,
     ApprovalClaims,
+    CredentialCode,
     CredentialRefused,
     TimedClaims,
 )
@@ -40,6 +41,7 @@ __all__ = [
     "ApplicantCheck",
     "ApprovalClaims",
     "CaseDirectoryRequest",
+    "CredentialCode",
     "CredentialRefused",
     "PublicKeys",
     "ReceiptClaims",
@@ -47,7 +49,7 @@ __all__ = [
     "VerifiedApplicant",
     "applicant_claims",
     "approval_claims",
-    "check_approval",
+    "check_token_time",
     "claimed_subject",
     "key_set",
     "sign",
@@ -106,12 +108,14 @@ class PublicKeys(BaseModel):
         for key in self.keys:
             if key.get("kid") == kid:
                 if "d" in key:
-                    raise AuthorizationError("private_key_in_key_set", "The key set holds a private key; refused.")
+                    raise AuthorizationError(
+                        CredentialCode.PRIVATE_KEY_IN_KEY_SET, "The key set holds a private key; refused."
+                    )
                 try:
                     return jwt.PyJWK.from_dict(key, algorithm=ALGORITHM).key
                 except PyJWKError:
                     break
-        raise AuthorizationError("unknown_signer", f"No public key is published for {kid[:60]!r}.")
+        raise AuthorizationError(CredentialCode.UNKNOWN_SIGNER, f"No public key is published for {kid[:60]!r}.")
 
 
 class SignedReview(BaseModel):
@@ -164,7 +168,7 @@ def key_set(directory: Directory) -> PublicKeys:
     return PublicKeys(keys=list(directory.keys))
 
 
-def _refuse(code: str, message: str) -> CredentialRefused:
+def _refuse(code: CredentialCode, message: str) -> CredentialRefused:
     return CredentialRefused(code, message)
 
 
@@ -172,18 +176,20 @@ def _verified(token: str, keys: PublicKeys, *, audience: str, allowed_kids: tupl
     """The claims of a token signed with EdDSA by the key its ``kid`` names, which must be one of
     ``allowed_kids``; time is not checked here (the caller passes its own clock)."""
     if not isinstance(token, str) or not token or len(token) > MAX_TOKEN_CHARS:
-        raise _refuse("malformed_token", "The credential is missing or not a token.")
+        raise _refuse(CredentialCode.MALFORMED_TOKEN, "The credential is missing or not a token.")
     try:
         header = jwt.get_unverified_header(token)
     except InvalidTokenError:
-        raise _refuse("malformed_token", "The credential is not a signed token.") from None
+        raise _refuse(CredentialCode.MALFORMED_TOKEN, "The credential is not a signed token.") from None
     if header.get("alg") != ALGORITHM:
-        raise _refuse("wrong_algorithm", f"Only {ALGORITHM} signatures are accepted.")
+        raise _refuse(CredentialCode.WRONG_ALGORITHM, f"Only {ALGORITHM} signatures are accepted.")
     kid = str(header.get("kid", ""))
     if not allowed_kids:
-        raise _refuse("unknown_signer", "No public key is published for the signer the token names.")
+        raise _refuse(CredentialCode.UNKNOWN_SIGNER, "No public key is published for the signer the token names.")
     if kid not in allowed_kids:
-        raise _refuse("wrong_signer", f"The token is signed as {kid[:60]!r}, not with a key of the signer it names.")
+        raise _refuse(
+            CredentialCode.WRONG_SIGNER, f"The token is signed as {kid[:60]!r}, not with a key of the signer it names."
+        )
     try:
         return jwt.decode(
             token,
@@ -195,23 +201,24 @@ def _verified(token: str, keys: PublicKeys, *, audience: str, allowed_kids: tupl
     except CredentialRefused:
         raise
     except AuthorizationError as error:
-        raise _refuse(error.code, error.message) from None
+        raise CredentialRefused(error.code, error.message) from None
     except InvalidTokenError as error:
-        raise _refuse("bad_signature", f"The token does not verify: {type(error).__name__}.") from None
+        raise _refuse(CredentialCode.BAD_SIGNATURE, f"The token does not verify: {type(error).__name__}.") from None
 
 
-def _check_time(claims: TimedClaims, now: datetime) -> None:
+def check_token_time(claims: TimedClaims, now: datetime) -> None:
+    """Issued no later than ``now`` (give or take the clock skew) and not yet expired."""
     if claims.issued_at > now + CLOCK_SKEW:
-        raise _refuse("issued_in_future", "The token is dated in the future.")
+        raise _refuse(CredentialCode.ISSUED_IN_FUTURE, "The token is dated in the future.")
     if now >= claims.expires_at:
-        raise _refuse("token_expired", "The token has expired.")
+        raise _refuse(CredentialCode.TOKEN_EXPIRED, "The token has expired.")
 
 
 def verify_applicant_token(token: str, directory: Directory, *, case_id: str, now: datetime) -> Identity:
     """The applicant the built-in issuer's token proves, for this case, now, as the directory lists
     them; else :class:`CredentialRefused`."""
     claims = _applicant_claims(token, directory)
-    _check_time(claims, now)
+    check_token_time(claims, now)
     return _applicant_of_case(claims, directory, case_id=case_id)
 
 
@@ -221,12 +228,12 @@ def _applicant_claims(token: str, directory: Directory) -> ApplicantClaims:
     try:
         return ApplicantClaims.model_validate(raw)
     except ValidationError:
-        raise _refuse("malformed_claims", "The applicant token lacks a required claim.") from None
+        raise _refuse(CredentialCode.MALFORMED_CLAIMS, "The applicant token lacks a required claim.") from None
 
 
 def _applicant_of_case(claims: ApplicantClaims, directory: Directory, *, case_id: str) -> Identity:
     if claims.case_id != case_id:
-        raise _refuse("token_for_another_case", "The applicant token was issued for another case.")
+        raise _refuse(CredentialCode.TOKEN_FOR_ANOTHER_CASE, "The applicant token was issued for another case.")
     return directory_customer(directory, claims.sub, tenant=claims.tenant, role=claims.role)
 
 
@@ -235,9 +242,9 @@ def directory_customer(directory: Directory, subject: str, *, tenant: str, role:
     the token states one) agree with it; else ``unknown_applicant``."""
     known = directory.person(subject)
     if known is None or known.role is not Role.CUSTOMER or known.tenant != tenant:
-        raise _refuse("unknown_applicant", "The applicant token names no customer of the directory.")
+        raise _refuse(CredentialCode.UNKNOWN_APPLICANT, "The applicant token names no customer of the directory.")
     if role is not None and role != Role.CUSTOMER.value:
-        raise _refuse("unknown_applicant", "The applicant token names no customer of the directory.")
+        raise _refuse(CredentialCode.UNKNOWN_APPLICANT, "The applicant token names no customer of the directory.")
     return known.identity()
 
 
@@ -270,55 +277,20 @@ def claimed_subject(token: str) -> str | None:
 def verify_approval_token(token: str, directory: Directory) -> ApprovalClaims:
     """The claims of an approval token signed with a key the directory lists for the person it names,
     or of a passkey approval (``passkey1.``, :mod:`contracts.passkey`) signed by a passkey the directory
-    lists for the reviewer it names (no case, time or rule checks: :func:`check_approval` applies those)."""
+    lists for the reviewer it names (no case, time or rule checks: :mod:`contracts.approval_verification`
+    applies those, after this)."""
     if is_passkey_approval(token):
         return verify_passkey_approval(token, directory)
     subject = claimed_subject(token)
     if subject is None:
-        raise _refuse("malformed_token", "The credential is not a signed token.")
+        raise _refuse(CredentialCode.MALFORMED_TOKEN, "The credential is not a signed token.")
     person = directory.person(subject)
     kids = tuple(person.kids) if person is not None else ()
     raw = _verified(token, key_set(directory), audience=APPROVAL_AUDIENCE, allowed_kids=kids)
     try:
         return ApprovalClaims.model_validate(raw)
     except ValidationError:
-        raise _refuse("malformed_claims", "The approval token lacks a required claim.") from None
-
-
-def check_approval(
-    claims: ApprovalClaims,
-    directory: Directory,
-    *,
-    case_id: str,
-    digest: str,
-    applicant: Identity,
-    proposal_expires_at: datetime,
-    now: datetime,
-    settle_window: timedelta | None = None,
-) -> None:
-    """The rules every approval meets, at the workflow and again at the commerce server: this case and
-    this exact proposal, a reviewer of the applicant's tenant who is not the applicant, signed before
-    the proposal expired, and still valid: before the token's expiry (the workflow, deciding), or
-    within ``settle_window`` of its signing (the commerce server, paying what was decided in time)."""
-    if claims.case_id != case_id:
-        raise _refuse("token_for_another_case", "The approval was signed for another case.")
-    if claims.digest != digest:
-        raise _refuse("digest_mismatch", "The approval was signed for another proposal.")
-    reviewer = directory.person(claims.sub)
-    if reviewer is None or reviewer.role is not Role.REVIEWER:
-        raise _refuse("not_a_reviewer", "The approval is not signed by a reviewer.")
-    if reviewer.subject == applicant.subject:
-        raise _refuse("applicant_cannot_review", "The applicant cannot approve their own refund.")
-    if reviewer.tenant != applicant.tenant or claims.tenant != applicant.tenant:
-        raise _refuse("reviewer_of_another_tenant", "The reviewer belongs to another tenant.")
-    if claims.issued_at >= proposal_expires_at:
-        raise _refuse("proposal_expired", "The approval was signed after the proposal expired.")
-    if settle_window is None:
-        _check_time(claims, now)
-    elif claims.issued_at > now + CLOCK_SKEW:
-        raise _refuse("issued_in_future", "The approval is dated in the future.")
-    elif now > claims.issued_at + settle_window:
-        raise _refuse("settle_window_passed", "The approval is older than the settle window; ask for a new one.")
+        raise _refuse(CredentialCode.MALFORMED_CLAIMS, "The approval token lacks a required claim.") from None
 
 
 def sign(claims: dict[str, Any], private_key: Any, *, kid: str) -> str:
@@ -363,4 +335,4 @@ def verify_receipt(token: str, keys: PublicKeys) -> ReceiptClaims:
     try:
         return ReceiptClaims.model_validate(raw)
     except ValidationError:
-        raise _refuse("malformed_claims", "The receipt lacks a required claim.") from None
+        raise _refuse(CredentialCode.MALFORMED_CLAIMS, "The receipt lacks a required claim.") from None

@@ -33,6 +33,7 @@ import jwt
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer, model_validator
 
+from contracts.approval_claims import CredentialCode
 from contracts.errors import AuthorizationError, WorkerErrorCode
 from contracts.identity import Identity, Role
 
@@ -172,7 +173,9 @@ class Directory(BaseModel):
         """The person ``subject`` as an identity; ``unknown_person`` (authorization) when not listed."""
         person = self.person(subject)
         if person is None:
-            raise AuthorizationError("unknown_person", f"{subject[:40]!r} is not in the support directory.")
+            raise AuthorizationError(
+                CredentialCode.UNKNOWN_PERSON, f"{subject[:40]!r} is not in the support directory."
+            )
         return person.identity()
 
     def check_listed(self, identity: Identity) -> str:

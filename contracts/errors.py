@@ -8,8 +8,10 @@ in workflow code, is :func:`decode_activity_failure`, which rebuilds the same ty
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from enum import StrEnum
-from typing import Any, ClassVar, Self
+from typing import Any, ClassVar, NewType, Self, TypeAlias
 
 from temporalio.exceptions import ActivityError, ApplicationError
 from temporalio.exceptions import TimeoutError as TemporalTimeoutError
@@ -23,6 +25,15 @@ class ErrorClass(StrEnum):
     CONFIGURATION = "configuration"
 
 
+WireCode = NewType("WireCode", str)
+"""A code that arrived as text from across a wire (an activity's failure, a commerce tool error) and is
+rebuilt as it came: only the decoders here make one. Code that raises names an enum member (each room
+keeps its codes in a ``StrEnum`` beside its errors), so a bare string literal is a type error."""
+
+ErrorCode: TypeAlias = StrEnum | WireCode
+"""What a :class:`SupportError`'s ``code`` is: a member of a room's code enum, or a decoded wire code."""
+
+
 class SupportError(Exception):
     """A typed, classed failure with a stable machine-readable ``code``."""
 
@@ -30,7 +41,7 @@ class SupportError(Exception):
 
     def __init__(
         self,
-        code: str,
+        code: ErrorCode,
         message: str,
         *,
         retry_after_seconds: float | None = None,
@@ -184,12 +195,24 @@ class WorkerErrorCode(StrEnum):
     RECEIPT_MISMATCH = "receipt_mismatch"
     COMMERCE_TOKEN_REJECTED = "commerce_token_rejected"
     COMMERCE_UNREACHABLE = "commerce_unreachable"
+    DIRECTORY_HAS_NO_CUSTOMER = "directory_has_no_customer"
+
+
+class SettingCode(StrEnum):
+    """The codes of a process setting (an environment variable) that cannot be used: the process stops."""
+
+    INVALID_LOG_FORMAT = "invalid_log_format"
+    INVALID_LOG_LEVEL = "invalid_log_level"
+    INVALID_METRICS_PORT = "invalid_metrics_port"
+    TRACING_CONFIG = "tracing_config"
+    DATA_CONVERTER = "data_converter"
+    TOKEN_SECRET_MISSING = "token_secret_missing"
 
 
 def error_from_code(code: str, message: str) -> SupportError:
     """Rebuild a typed error from a stable code (unknown codes are treated as contract errors)."""
     error_class = COMMERCE_ERROR_CLASSES.get(code, ErrorClass.CONTRACT)
-    return ERROR_TYPES[error_class](code, message)
+    return ERROR_TYPES[error_class](code if isinstance(code, StrEnum) else WireCode(code), message)
 
 
 MAX_FAILURE_MESSAGE_CHARS = 300
@@ -222,6 +245,7 @@ def to_application_error(error: BaseException, *, attempt: int | None = None) ->
     """
     from datetime import timedelta
 
+    code: str
     if isinstance(error, SupportError):
         code, error_type, message = error.code, error.error_class.value, error.message
         retryable = error.retryable
@@ -270,7 +294,7 @@ class UnclassifiedError(TransientError):
     """An activity's failure of a type that is no :class:`ErrorClass` (Temporal's own, such as
     ``NotFoundError`` for an activity no worker registers): handled as transient, its type kept."""
 
-    def __init__(self, failure_type: str, code: str, message: str, **fields: Any) -> None:
+    def __init__(self, failure_type: str, code: ErrorCode, message: str, **fields: Any) -> None:
         super().__init__(code, message, **fields)
         self.failure_type = failure_type
 
@@ -280,8 +304,12 @@ class UnclassifiedError(TransientError):
         return self.failure_type
 
 
-ACTIVITY_TIMEOUT = "activity_timeout"
-"""The code of an activity that failed without an error of its own (a timeout, a cancellation)."""
+class ActivityFailureCode(StrEnum):
+    ACTIVITY_TIMEOUT = "activity_timeout"
+    """An activity that failed without an error of its own (a timeout, a cancellation)."""
+
+
+ACTIVITY_TIMEOUT = ActivityFailureCode.ACTIVITY_TIMEOUT
 
 
 ACTIVITY_FAILURES = (ActivityError, ApplicationError, TemporalTimeoutError)
@@ -304,7 +332,7 @@ def decode_activity_failure(error: ActivityError | ApplicationError | TemporalTi
     if not isinstance(cause, ApplicationError):
         return TransientError(ACTIVITY_TIMEOUT, "The activity failed without an error of its own.")
     details = cause.details[0] if cause.details and isinstance(cause.details[0], dict) else {}
-    code = bounded(str(details.get("code", cause.type or "unknown")), MAX_CODE_CHARS)
+    code = WireCode(bounded(str(details.get("code", cause.type or "unknown")), MAX_CODE_CHARS))
     text = bounded(cause.message or code)
     if not text.startswith(f"{code}:"):
         text = bounded(f"{code}: {text}")
@@ -327,3 +355,15 @@ def _reported_usage(usage: object) -> dict[str, int] | None:
     counts = {name: usage.get(name) for name in USAGE_FIELDS} if isinstance(usage, dict) else {}
     reported = {name: c for name, c in counts.items() if isinstance(c, int) and c >= 0}
     return reported if len(reported) == len(USAGE_FIELDS) else None
+
+
+@contextmanager
+def rebuilt_activity_failures() -> Iterator[None]:
+    """Awaiting an activity inside this block raises its failure as the typed :class:`SupportError` it
+    carries (:func:`decode_activity_failure`), whichever of :data:`ACTIVITY_FAILURES` arrived; the
+    caller catches ``SupportError`` and branches on the class. Only the failure's type changes: what
+    the workflow schedules, and when, is the same."""
+    try:
+        yield
+    except ACTIVITY_FAILURES as error:
+        raise decode_activity_failure(error) from None

@@ -10,6 +10,22 @@ from pydantic import BaseModel, ConfigDict
 from contracts.errors import ContractError
 
 
+class KnowledgeErrorCode(StrEnum):
+    """The codes of the knowledge base's failures: a document, skill, rule or search the service cannot use."""
+
+    INVALID_KNOWLEDGE = "invalid_knowledge"
+    INVALID_LANGUAGE = "invalid_language"
+    INVALID_QUERY = "invalid_query"
+    INVALID_RULE = "invalid_rule"
+    INVALID_TOP_K = "invalid_top_k"
+    KNOWLEDGE_DIR = "knowledge_dir"
+    MALFORMED_DOCUMENT = "malformed_document"
+    MALFORMED_SKILL = "malformed_skill"
+    PASSAGE_TOO_LONG = "passage_too_long"
+    SKILL_NOT_FOUND = "skill_not_found"
+    UNSUPPORTED_RULE = "unsupported_rule"
+
+
 class Language(StrEnum):
     EN = "en"
     ZH = "zh"
@@ -20,7 +36,9 @@ def parse_language(value: Language | str) -> Language:
     try:
         return Language(value)
     except ValueError as exc:
-        raise ContractError("invalid_language", f"Unsupported language {value!r}; use 'en' or 'zh'.") from exc
+        raise ContractError(
+            KnowledgeErrorCode.INVALID_LANGUAGE, f"Unsupported language {value!r}; use 'en' or 'zh'."
+        ) from exc
 
 
 CHINESE_SHARE = 0.3

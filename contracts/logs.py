@@ -12,7 +12,7 @@ record carries is written, so a stray attribute never carries customer text or a
 Two of Temporal's habits are changed here, because an operator reads them every day:
 
 * An activity's failure is logged by the SDK with its stack trace. A failure that crossed
-  :mod:`activities.boundary` is a classed error with a stable code, so :class:`OneLineFailures`
+  :mod:`activities.runtime.boundary` is a classed error with a stable code, so :class:`OneLineFailures`
   writes it as one line with its code and case id instead (the boundary logs the stack of an
   unexpected error itself, where the stack still points at the bug).
 * The SDK's Rust core writes its own plain lines to stderr; :func:`core_logging` forwards them to
@@ -34,7 +34,7 @@ from temporalio import activity, workflow
 from temporalio.exceptions import ApplicationError
 from temporalio.runtime import LogForwardingConfig, LoggingConfig, TelemetryFilter
 
-from contracts.errors import ConfigurationError
+from contracts.errors import ConfigurationError, SettingCode
 from contracts.names import WORKFLOW_ID_PREFIX, case_id_of
 
 LOG_FORMAT_ENV = "SUPPORT_LOG_FORMAT"
@@ -128,7 +128,7 @@ def log_format(environ: Mapping[str, str] = os.environ) -> LogFormat:
     except ValueError:
         choices = ", ".join(form.value for form in LogFormat)
         raise ConfigurationError(
-            "invalid_log_format", f"{LOG_FORMAT_ENV}={raw[:20]!r} is not a log format; use one of {choices}"
+            SettingCode.INVALID_LOG_FORMAT, f"{LOG_FORMAT_ENV}={raw[:20]!r} is not a log format; use one of {choices}"
         ) from None
 
 
@@ -137,7 +137,8 @@ def log_level(environ: Mapping[str, str] = os.environ, default: str = "WARNING")
     name = (environ.get(LOG_LEVEL_ENV) or default).strip().upper()
     if name not in LOG_LEVELS:
         raise ConfigurationError(
-            "invalid_log_level", f"{LOG_LEVEL_ENV}={name[:20]!r} is not a level; use one of {', '.join(LOG_LEVELS)}"
+            SettingCode.INVALID_LOG_LEVEL,
+            f"{LOG_LEVEL_ENV}={name[:20]!r} is not a level; use one of {', '.join(LOG_LEVELS)}",
         )
     level: int = getattr(logging, name)
     return level
@@ -199,7 +200,7 @@ def _utc_time(created: float) -> str:
 
 class OneLineFailures(logging.Filter):
     """On Temporal's activity logger: its "Completing activity as failed" record of a failure that
-    crossed :mod:`activities.boundary` (an ``ApplicationError`` whose details carry a ``code``)
+    crossed :mod:`activities.runtime.boundary` (an ``ApplicationError`` whose details carry a ``code``)
     becomes one line, "activity X refused: code: message" (not retried) or "activity X failed,
     Temporal retries it: ..." (retried), with the code, class and retry posture as fields and no
     stack. The stack would only show the boundary re-raising the classed error; an unexpected error's

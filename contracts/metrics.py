@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 
-from contracts.errors import ConfigurationError
+from contracts.errors import ConfigurationError, SettingCode
 
 
 class WorkerMetric(StrEnum):
@@ -144,6 +144,6 @@ def metrics_endpoint_from(environ: Mapping[str, str], port_env: str, host_env: s
         return None
     if not raw.isdigit() or not 1 <= int(raw) <= 65535:
         raise ConfigurationError(
-            "invalid_metrics_port", f"{port_env}={raw[:20]!r} is not a port; use 1-65535 or unset it"
+            SettingCode.INVALID_METRICS_PORT, f"{port_env}={raw[:20]!r} is not a port; use 1-65535 or unset it"
         )
     return MetricsEndpoint((environ.get(host_env) or "").strip() or DEFAULT_METRICS_HOST, int(raw))

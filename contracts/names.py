@@ -137,6 +137,8 @@ class ReviewRefusal(StrEnum):
     """Why a review was refused (the update's failure type is ``review_refused``, its message this code)."""
 
     MALFORMED_REVIEW = "malformed_review"
+    MALFORMED_PAYLOAD = "malformed_payload"
+    """A review payload that does not decode as a review (counted and logged; its event says why)."""
     CASE_NOT_WAITING_FOR_REVIEW = "case_not_waiting_for_review"
     ALREADY_DECIDED = "already_decided"
     UNKNOWN_REVIEWER = "unknown_reviewer"
@@ -166,6 +168,8 @@ class CaseInputRefusal(StrEnum):
     CARRIED_STATE_NOT_CONTINUED = "carried_state_not_continued"
     """A client started a run with a waiting case's carried state: only continue-as-new may carry it."""
     CARRIED_STATE_OF_ANOTHER_CASE = "carried_state_of_another_case"
+    CARRIED_STATE_NOT_WAITING = "carried_state_not_waiting"
+    """A carried state that is not a case waiting, undecided, for its reviewer: no run ever carries one."""
     CRON_SCHEDULE = "cron_schedule_refused"
     """A case is one request, never a schedule: a run with a cron schedule refuses any input."""
 

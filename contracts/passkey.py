@@ -36,6 +36,7 @@ from contracts.approval_claims import (
     APPROVAL_TOKEN_TTL,
     MAX_TOKEN_CHARS,
     ApprovalClaims,
+    CredentialCode,
     CredentialRefused,
 )
 from contracts.directory import BASE64URL_PATTERN, Directory, Passkey
@@ -61,14 +62,20 @@ CHALLENGE_CONTEXT = b"support-review/1\n"
 LATEST_ISSUED_AT = 4_102_444_800
 """2100-01-01 in unix seconds: a statement dated later is malformed (and its expiry still a date)."""
 
-PASSKEY_REFUSALS: dict[str, str] = {
-    "passkey_challenge_mismatch": "The passkey signed another case, proposal, decision or nonce than stated.",
-    "passkey_wrong_origin": "The passkey was used on another page than the reviewer console it was enrolled at.",
-    "passkey_wrong_rp": "The passkey assertion is for another relying party than the one it was enrolled for.",
-    "passkey_user_not_verified": "The authenticator did not verify the reviewer (PIN or biometric).",
-    "passkey_user_not_present": "The authenticator did not see the reviewer present.",
-    "bad_signature": "The passkey assertion's signature does not match the enrolled public key.",
-    "malformed_token": "The passkey approval is not a well-formed WebAuthn assertion.",
+PASSKEY_REFUSALS: dict[CredentialCode, str] = {
+    CredentialCode.PASSKEY_CHALLENGE_MISMATCH: (
+        "The passkey signed another case, proposal, decision or nonce than stated."
+    ),
+    CredentialCode.PASSKEY_WRONG_ORIGIN: (
+        "The passkey was used on another page than the reviewer console it was enrolled at."
+    ),
+    CredentialCode.PASSKEY_WRONG_RP: (
+        "The passkey assertion is for another relying party than the one it was enrolled for."
+    ),
+    CredentialCode.PASSKEY_USER_NOT_VERIFIED: "The authenticator did not verify the reviewer (PIN or biometric).",
+    CredentialCode.PASSKEY_USER_NOT_PRESENT: "The authenticator did not see the reviewer present.",
+    CredentialCode.BAD_SIGNATURE: "The passkey assertion's signature does not match the enrolled public key.",
+    CredentialCode.MALFORMED_TOKEN: "The passkey approval is not a well-formed WebAuthn assertion.",
 }
 """Each refusal of a passkey approval after its credential was found, with its one sentence."""
 
@@ -132,7 +139,7 @@ class PasskeyApproval(BaseModel):
     """The user handle the authenticator returned; informational, the signature does not cover it."""
 
 
-def _refused(code: str) -> CredentialRefused:
+def _refused(code: CredentialCode) -> CredentialRefused:
     return CredentialRefused(code, PASSKEY_REFUSALS[code])
 
 
@@ -141,7 +148,9 @@ def encode_passkey_approval(approval: PasskeyApproval) -> str:
     (``malformed_token``) when it would not fit a review's token field."""
     token = PASSKEY_PREFIX + _base64url(approval.model_dump_json().encode("utf-8"))
     if len(token) >= MAX_TOKEN_CHARS:
-        raise CredentialRefused("malformed_token", f"The passkey approval is over {MAX_TOKEN_CHARS} characters.")
+        raise CredentialRefused(
+            CredentialCode.MALFORMED_TOKEN, f"The passkey approval is over {MAX_TOKEN_CHARS} characters."
+        )
     return token
 
 
@@ -149,13 +158,13 @@ def decode_passkey_approval(token: str) -> PasskeyApproval:
     """The approval a ``passkey1.`` string carries; ``malformed_token`` for anything that is not exactly
     what :func:`encode_passkey_approval` writes (so one approval has one spelling)."""
     if not isinstance(token, str) or len(token) >= MAX_TOKEN_CHARS or not token.startswith(PASSKEY_PREFIX):
-        raise _refused("malformed_token")
+        raise _refused(CredentialCode.MALFORMED_TOKEN)
     try:
         approval = PasskeyApproval.model_validate_json(_unbase64url(token[len(PASSKEY_PREFIX) :]))
     except (ValueError, ValidationError, binascii.Error):
-        raise _refused("malformed_token") from None
+        raise _refused(CredentialCode.MALFORMED_TOKEN) from None
     if encode_passkey_approval(approval) != token:
-        raise _refused("malformed_token")
+        raise _refused(CredentialCode.MALFORMED_TOKEN)
     return approval
 
 
@@ -175,14 +184,15 @@ def claimed_reviewer(token: str) -> str | None:
 def verify_passkey_approval(token: str, directory: Directory) -> ApprovalClaims:
     """The claims of a passkey approval signed by a passkey the directory lists for the reviewer its
     statement names, over exactly that statement, on the enrolled origin and relying party, with the
-    reviewer present and verified. No case, time or rule checks (:func:`check_approval` applies those).
+    reviewer present and verified. No case, time or rule checks (:mod:`contracts.approval_verification`
+    applies those).
     Raises :class:`CredentialRefused` and nothing else, whatever ``token`` holds."""
     try:
         return _verified(token, directory)
     except CredentialRefused:
         raise
     except Exception:  # anything a sender can put in an envelope: a refusal, never a crash of the caller
-        raise _refused("malformed_token") from None
+        raise _refused(CredentialCode.MALFORMED_TOKEN) from None
 
 
 def _verified(token: str, directory: Directory) -> ApprovalClaims:
@@ -190,10 +200,14 @@ def _verified(token: str, directory: Directory) -> ApprovalClaims:
     statement = approval.statement
     held = directory.passkey_holder(approval.credential_id)
     if held is None:
-        raise CredentialRefused("unknown_signer", "No passkey with this credential id is enrolled in the directory.")
+        raise CredentialRefused(
+            CredentialCode.UNKNOWN_SIGNER, "No passkey with this credential id is enrolled in the directory."
+        )
     holder, passkey = held
     if statement.reviewer != holder.subject:
-        raise CredentialRefused("wrong_signer", "The passkey belongs to another reviewer than the statement names.")
+        raise CredentialRefused(
+            CredentialCode.WRONG_SIGNER, "The passkey belongs to another reviewer than the statement names."
+        )
     challenge = review_challenge(statement)
     try:
         verify_authentication_response(
@@ -208,7 +222,7 @@ def _verified(token: str, directory: Directory) -> ApprovalClaims:
     except Exception as error:
         raise _refused(_failed_check(approval, passkey, challenge, error)) from None
     if _cross_origin(approval):
-        raise _refused("passkey_wrong_origin")
+        raise _refused(CredentialCode.PASSKEY_WRONG_ORIGIN)
     return ApprovalClaims(
         sub=holder.subject,
         tenant=holder.tenant,
@@ -233,29 +247,29 @@ def _assertion_json(approval: PasskeyApproval) -> dict[str, Any]:
     return {"id": approval.credential_id, "rawId": approval.credential_id, "type": "public-key", "response": response}
 
 
-def _failed_check(approval: PasskeyApproval, passkey: Passkey, challenge: bytes, error: Exception) -> str:
+def _failed_check(approval: PasskeyApproval, passkey: Passkey, challenge: bytes, error: Exception) -> CredentialCode:
     """Which check py_webauthn's refusal of ``approval`` failed, read off the same bytes with its own
     parsers in the order it checks them; the signature when every earlier check holds."""
     try:
         client = parse_client_data_json(_unbase64url(approval.client_data_json))
         authenticator = parse_authenticator_data(_unbase64url(approval.authenticator_data))
     except Exception:
-        return "malformed_token"
+        return CredentialCode.MALFORMED_TOKEN
     if client.type != ClientDataType.WEBAUTHN_GET:
-        return "malformed_token"
+        return CredentialCode.MALFORMED_TOKEN
     if client.challenge != challenge:
-        return "passkey_challenge_mismatch"
+        return CredentialCode.PASSKEY_CHALLENGE_MISMATCH
     if client.origin != passkey.origin:
-        return "passkey_wrong_origin"
+        return CredentialCode.PASSKEY_WRONG_ORIGIN
     if authenticator.rp_id_hash != hashlib.sha256(passkey.rp_id.encode("utf-8")).digest():
-        return "passkey_wrong_rp"
+        return CredentialCode.PASSKEY_WRONG_RP
     if not authenticator.flags.up:
-        return "passkey_user_not_present"
+        return CredentialCode.PASSKEY_USER_NOT_PRESENT
     if not authenticator.flags.uv:
-        return "passkey_user_not_verified"
+        return CredentialCode.PASSKEY_USER_NOT_VERIFIED
     if isinstance(error, InvalidAuthenticationResponse):
-        return "bad_signature"
-    return "malformed_token"
+        return CredentialCode.BAD_SIGNATURE
+    return CredentialCode.MALFORMED_TOKEN
 
 
 def _cross_origin(approval: PasskeyApproval) -> bool:
@@ -280,7 +294,9 @@ def passkey_approval_from_browser(statement: ReviewStatement, credential: dict[s
             user_handle=response.get("userHandle") or None,
         )
     except (KeyError, TypeError, AttributeError, ValueError):
-        raise CredentialRefused("malformed_token", "The browser assertion lacks a field or is not base64url.") from None
+        raise CredentialRefused(
+            CredentialCode.MALFORMED_TOKEN, "The browser assertion lacks a field or is not base64url."
+        ) from None
 
 
 def verify_passkey_enrollment(
@@ -306,8 +322,8 @@ def verify_passkey_enrollment(
         )
     except ValidationError:
         raise CredentialRefused(
-            "enrollment_refused", "The new passkey's credential id or public key is too long or too short."
+            CredentialCode.ENROLLMENT_REFUSED, "The new passkey's credential id or public key is too long or too short."
         ) from None
     except Exception as error:
         reason = str(error).split(". See __cause__")[0][:160] or type(error).__name__
-        raise CredentialRefused("enrollment_refused", f"The passkey was not enrolled: {reason}.") from None
+        raise CredentialRefused(CredentialCode.ENROLLMENT_REFUSED, f"The passkey was not enrolled: {reason}.") from None

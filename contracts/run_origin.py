@@ -1,4 +1,4 @@
-"""What the ``confirm_continued_run`` activity is asked, and what it confirms (:mod:`activities.run_origin`)."""
+"""What the ``confirm_continued_run`` activity is asked, and what it confirms (:mod:`activities.case.run_origin`)."""
 
 from __future__ import annotations
 

@@ -8,15 +8,14 @@ requested. Host-injected values (identity, tenant, language, as-of date) are nev
 
 Each spec names the bearer-token scope the commerce server requires for it (commerce tools only), and
 the pydantic model of a successful result. On the wire (activity results, carried facts) a result stays
-the JSON object the tool returned; readers parse it into the model with :meth:`ToolSpec.typed_result`.
+the JSON object the tool returned; readers parse it into the model (``CaseFacts.typed``).
 """
 
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import Any
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict
 
 from contracts.commerce import (
     ORDER_ID_SCHEMA_PATTERN,
@@ -170,13 +169,6 @@ class ToolSpec(_Frozen):
     """A read: the model may request it. Writes are the worker's own calls, never the model's."""
     fact: FactKey | None = None
     """Where a case's facts keep a successful result (None: the result is no fact)."""
-
-    def typed_result(self, result: Any) -> BaseModel | None:
-        """``result`` (a JSON object as the tool returned it) as this tool's result model; None if it is not one."""
-        try:
-            return self.result.model_validate(result)
-        except ValidationError:
-            return None
 
     def openai_schema(self) -> dict:
         properties = {

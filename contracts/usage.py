@@ -1,6 +1,6 @@
 """What a case's model requests used and cost: tokens per request kind, priced from the operator's table.
 
-A price is what the operator set for a provider profile and model (activities/model_prices.py reads the
+A price is what the operator set for a provider profile and model (activities/model/model_prices.py reads the
 table; the model activity attaches the price that applied to its reply). Nothing here guesses: a reply
 without reported usage, or a model without a price, makes the case's cost ``unknown``, never zero.
 Cost is summed exactly in pico-US-dollars (a price in micro-dollars per million tokens times tokens).

@@ -99,11 +99,11 @@ async def rehearsal_stack(root: Path, **server_options: Any) -> AsyncIterator[Re
     and keys unless ``COMMERCE_DIRECTORY`` / ``COMMERCE_SIGNING_KEY`` name others. Used by
     scripts/record_histories.py and the benchmarks; ``server_options`` go to :func:`start_dev_server`.
     """
-    from activities.model_settings import load_model_settings
+    from activities.model.model_settings import load_model_settings
     from case_client import TemporalTarget, connect
     from case_client.deployment import release
+    from case_worker import support_worker
     from keystore import directory_location
-    from worker import support_worker
 
     server = start_dev_server(root / "temporal", **server_options)
     try:

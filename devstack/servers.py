@@ -18,6 +18,7 @@ from pathlib import Path
 
 from contracts.errors import ConfigurationError
 from contracts.search_attributes import dev_server_flags
+from devstack.codes import DevStackErrorCode
 from devstack.ports import answers, last_line
 from devstack.temporal_cli import temporal_cli
 
@@ -57,13 +58,17 @@ def wait_for_port(host: str, port: int, timeout: float, process: subprocess.Pope
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if process is not None and process.poll() is not None:
-            raise ConfigurationError("dev_server_exited", f"the Temporal dev server exited ({process.returncode})")
+            raise ConfigurationError(
+                DevStackErrorCode.DEV_SERVER_EXITED, f"the Temporal dev server exited ({process.returncode})"
+            )
         try:
             with socket.create_connection((host, port), timeout=0.5):
                 return
         except OSError:
             time.sleep(0.2)
-    raise ConfigurationError("dev_server_timeout", f"nothing answered on {host}:{port} within {timeout:.0f}s")
+    raise ConfigurationError(
+        DevStackErrorCode.DEV_SERVER_TIMEOUT, f"nothing answered on {host}:{port} within {timeout:.0f}s"
+    )
 
 
 def _output_since(log_path: Path, offset: int) -> str:
@@ -98,12 +103,15 @@ def wait_until_serving(
     while True:
         output = _output_since(log_path, offset)
         if process.poll() is not None:
-            raise ConfigurationError(f"{code}_exited", f"the {what} exited ({process.returncode}): {last_line(output)}")
+            raise ConfigurationError(
+                DevStackErrorCode(f"{code}_exited"), f"the {what} exited ({process.returncode}): {last_line(output)}"
+            )
         if ready(output) and answers(port) and process.poll() is None:
             return
         if time.monotonic() > deadline:
             raise ConfigurationError(
-                f"{code}_timeout", f"the {what} did not start within {timeout:.0f}s: {last_line(output)}"
+                DevStackErrorCode(f"{code}_timeout"),
+                f"the {what} did not start within {timeout:.0f}s: {last_line(output)}",
             )
         time.sleep(0.1)
 
@@ -146,7 +154,9 @@ def start_dev_server(
     payloads (``--ui-codec-endpoint``); it needs the UI.
     """
     if codec_endpoint and not ui_port:
-        raise ConfigurationError("codec_endpoint", "a codec endpoint is for the Web UI: give ui_port too")
+        raise ConfigurationError(
+            DevStackErrorCode.CODEC_ENDPOINT, "a codec endpoint is for the Web UI: give ui_port too"
+        )
     state_dir.mkdir(parents=True, exist_ok=True)
     port = port or free_port()
     db_file = state_dir / db_name

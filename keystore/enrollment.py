@@ -20,6 +20,7 @@ import jwt
 from jwt.exceptions import InvalidTokenError
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from contracts.approval_claims import CredentialCode
 from contracts.credentials import ALGORITHM, CLOCK_SKEW, MAX_TOKEN_CHARS, CredentialRefused, key_set
 from contracts.directory import ISSUER_KID, Directory, Person
 from contracts.errors import AuthorizationError
@@ -62,10 +63,10 @@ def enrolling_reviewer(directory: Directory, subject: str) -> Person:
     """The reviewer ``subject``; ``unknown_person`` or ``not_a_reviewer`` (refusals) otherwise."""
     person = directory.person(subject)
     if person is None:
-        raise CredentialRefused("unknown_person", f"{subject[:40]!r} is not in the support directory.")
+        raise CredentialRefused(CredentialCode.UNKNOWN_PERSON, f"{subject[:40]!r} is not in the support directory.")
     if person.role is not Role.REVIEWER:
         raise CredentialRefused(
-            "not_a_reviewer", f"{subject} is a {person.role.value}; only a reviewer enrolls a passkey."
+            CredentialCode.NOT_A_REVIEWER, f"{subject} is a {person.role.value}; only a reviewer enrolls a passkey."
         )
     return person
 
@@ -96,11 +97,11 @@ def verify_enrollment_token(token: str, directory: Directory, *, now: datetime) 
     """The claims of an enrollment token signed by the directory's issuer key, for this audience, not
     expired, naming a reviewer the directory lists; :class:`CredentialRefused` otherwise."""
     if not isinstance(token, str) or not token or len(token) > MAX_TOKEN_CHARS:
-        raise CredentialRefused("malformed_token", "The enrollment link carries no token.")
+        raise CredentialRefused(CredentialCode.MALFORMED_TOKEN, "The enrollment link carries no token.")
     try:
         header = jwt.get_unverified_header(token)
         if header.get("alg") != ALGORITHM or header.get("kid") != ISSUER_KID:
-            raise CredentialRefused("wrong_signer", "The enrollment link is not signed by the issuer.")
+            raise CredentialRefused(CredentialCode.WRONG_SIGNER, "The enrollment link is not signed by the issuer.")
         raw = jwt.decode(
             token,
             key_set(directory).key_for(ISSUER_KID),
@@ -114,11 +115,11 @@ def verify_enrollment_token(token: str, directory: Directory, *, now: datetime) 
     except AuthorizationError as error:
         raise CredentialRefused(error.code, error.message) from None
     except (InvalidTokenError, ValidationError):
-        raise CredentialRefused("bad_signature", "The enrollment link does not verify.") from None
+        raise CredentialRefused(CredentialCode.BAD_SIGNATURE, "The enrollment link does not verify.") from None
     stamp = int(now.timestamp())
     if claims.iat > stamp + CLOCK_SKEW.total_seconds():
-        raise CredentialRefused("issued_in_future", "The enrollment link is dated in the future.")
+        raise CredentialRefused(CredentialCode.ISSUED_IN_FUTURE, "The enrollment link is dated in the future.")
     if stamp >= claims.exp:
-        raise CredentialRefused("token_expired", "The enrollment link has expired; ask for a new one.")
+        raise CredentialRefused(CredentialCode.TOKEN_EXPIRED, "The enrollment link has expired; ask for a new one.")
     enrolling_reviewer(directory, claims.sub)
     return claims

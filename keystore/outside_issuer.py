@@ -28,12 +28,8 @@ retryable) and :class:`~contracts.errors.ConfigurationError` (``applicant_issuer
 
 from __future__ import annotations
 
-import http.client
-import json
 import math
 import os
-import time
-import urllib.error
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
@@ -60,11 +56,14 @@ from jwt.exceptions import (
     PyJWKSetError,
 )
 
+from contracts.approval_claims import CredentialCode
 from contracts.credentials import APPLICANT_AUDIENCE, CLOCK_SKEW, CredentialRefused, directory_customer
 from contracts.directory import Directory
-from contracts.errors import ConfigurationError, TransientError
+from contracts.errors import ConfigurationError
 from contracts.identity import Identity
-from keystore.bounded_fetch import FetchTooLarge, FetchTooSlow, fetch_bounded
+from keystore.bounded_fetch import FetchTooLarge, FetchTooSlow
+from keystore.codes import KeystoreErrorCode
+from keystore.outside_jwks import BoundedJWKClient, keys_refused, keys_unavailable
 
 __all__ = [
     "ALGORITHMS_ENV",
@@ -127,52 +126,11 @@ _ENV_FOR_FIELD = {
 
 
 def _invalid(name: str, problem: str) -> ConfigurationError:
-    return ConfigurationError("applicant_issuer_invalid", f"{name}: {problem}")
+    return ConfigurationError(KeystoreErrorCode.APPLICANT_ISSUER_INVALID, f"{name}: {problem}")
 
 
-def _refuse(code: str, message: str) -> CredentialRefused:
+def _refuse(code: CredentialCode, message: str) -> CredentialRefused:
     return CredentialRefused(code, message)
-
-
-def _keys_unavailable(detail: str) -> TransientError:
-    return TransientError("applicant_jwks_unavailable", f"The identity provider's key set is unavailable: {detail}")
-
-
-def _keys_refused(refused: FetchTooSlow | FetchTooLarge) -> TransientError:
-    """The key set fetch that was stopped at its deadline or its byte cap, as one line with its own code."""
-    if isinstance(refused, FetchTooSlow):
-        return TransientError("applicant_jwks_too_slow", f"The identity provider's key set is too slow: {refused}.")
-    return TransientError("applicant_jwks_too_large", f"The identity provider's key set is too large: {refused}.")
-
-
-class _BoundedJWKClient(jwt.PyJWKClient):
-    """PyJWT's key set client, fetching with a total deadline and a byte cap (:func:`fetch_bounded`)
-    instead of ``urlopen`` with a per-read timeout and an unbounded ``json.load``. Everything else (the
-    key set cache, the refresh cooldown, the key lookup) is PyJWT's."""
-
-    def __init__(self, uri: str, *, deadline_seconds: float, max_bytes: int, lifespan: float) -> None:
-        super().__init__(uri, cache_keys=False, lifespan=lifespan, timeout=deadline_seconds)
-        self._deadline_seconds = deadline_seconds
-        self._max_bytes = max_bytes
-
-    def fetch_data(self) -> Any:
-        try:
-            body = fetch_bounded(
-                self.uri,
-                deadline_seconds=self._deadline_seconds,
-                max_bytes=self._max_bytes,
-                headers=self.headers,
-                follow_redirects=False,
-            )
-        except (urllib.error.URLError, TimeoutError, http.client.HTTPException) as error:
-            if isinstance(error, urllib.error.HTTPError):
-                error.close()
-            raise PyJWKClientConnectionError(f'Fail to fetch data from the url, err: "{error}"') from error
-        jwk_set = self._as_jwk_set_payload(json.loads(body))
-        if self.jwk_set_cache is not None:
-            self.jwk_set_cache.put(jwk_set)
-        self._last_successful_fetch = time.monotonic()
-        return jwk_set
 
 
 @dataclass(frozen=True)
@@ -234,7 +192,7 @@ class OutsideIssuer:
     def _client(self) -> jwt.PyJWKClient:
         """One key set client per issuer, so the key set is fetched once per cache lifetime. No per-kid
         cache (``cache_keys``): PyJWT's never expires, and a key the provider withdrew must stop working."""
-        return _BoundedJWKClient(
+        return BoundedJWKClient(
             self.jwks_url,
             deadline_seconds=self.jwks_deadline_seconds,
             max_bytes=self.jwks_max_bytes,
@@ -247,26 +205,26 @@ class OutsideIssuer:
         re-checks at pay time a token that was valid when the case started). Blocking: it may fetch
         the key set over the network."""
         if not isinstance(token, str) or not token or len(token) > MAX_OUTSIDE_TOKEN_CHARS:
-            raise _refuse("malformed_token", "The credential is missing or not a token.")
+            raise _refuse(CredentialCode.MALFORMED_TOKEN, "The credential is missing or not a token.")
         try:
             header = jwt.get_unverified_header(token)
         except Exception:  # anything a sender can put in a header: refused, never raised
-            raise _refuse("malformed_token", "The credential is not a signed token.") from None
+            raise _refuse(CredentialCode.MALFORMED_TOKEN, "The credential is not a signed token.") from None
         algorithm = header.get("alg")
         if not isinstance(algorithm, str) or algorithm not in self.algorithms:
-            raise _refuse("wrong_algorithm", f"Only {', '.join(self.algorithms)} signatures are accepted.")
+            raise _refuse(CredentialCode.WRONG_ALGORITHM, f"Only {', '.join(self.algorithms)} signatures are accepted.")
         kid = header.get("kid")
         if not isinstance(kid, str) or not kid:
-            raise _refuse("unknown_signer", "The token names no key of the identity provider.")
+            raise _refuse(CredentialCode.UNKNOWN_SIGNER, "The token names no key of the identity provider.")
         claims = self._decode(token, self._public_key(kid, algorithm), algorithm)
         if check_time:
             _check_time(claims, now)
         subject, tenant = claims["sub"], claims.get(self.tenant_claim)
         if not isinstance(subject, str) or not subject or not isinstance(tenant, str):
-            raise _refuse("malformed_claims", "The applicant token lacks its subject or tenant.")
+            raise _refuse(CredentialCode.MALFORMED_CLAIMS, "The applicant token lacks its subject or tenant.")
         role = claims.get(self.role_claim) if self.role_claim else None
         if role is not None and not isinstance(role, str):
-            raise _refuse("malformed_claims", "The applicant token's role is not a name.")
+            raise _refuse(CredentialCode.MALFORMED_CLAIMS, "The applicant token's role is not a name.")
         return directory_customer(directory, subject, tenant=tenant, role=role)
 
     def _public_key(self, kid: str, algorithm: str) -> Any:
@@ -274,25 +232,31 @@ class OutsideIssuer:
         try:
             self._client.get_signing_keys()  # the cached key set, fetched when missing or stale
         except (FetchTooSlow, FetchTooLarge) as refused:
-            raise _keys_refused(refused) from None
+            raise keys_refused(refused) from None
         except PyJWKClientConnectionError as error:
-            raise _keys_unavailable(str(error)[:200]) from None
+            raise keys_unavailable(str(error)[:200]) from None
         except Exception as error:  # a key set that is no JSON object, holds no usable key, ...
-            raise _keys_unavailable(f"{type(error).__name__}: {str(error)[:160]}") from None
+            raise keys_unavailable(f"{type(error).__name__}: {str(error)[:160]}") from None
         try:
             jwk = self._client.get_signing_key(kid)  # refreshes once for a new kid, after a cooldown
         except (FetchTooSlow, FetchTooLarge) as refused:
-            raise _keys_refused(refused) from None
+            raise keys_refused(refused) from None
         except PyJWKClientConnectionError as error:
-            raise _keys_unavailable(str(error)[:200]) from None
+            raise keys_unavailable(str(error)[:200]) from None
         except (PyJWKClientError, PyJWKSetError):
-            raise _refuse("unknown_signer", f"The identity provider publishes no key {kid[:60]!r}.") from None
+            raise _refuse(
+                CredentialCode.UNKNOWN_SIGNER, f"The identity provider publishes no key {kid[:60]!r}."
+            ) from None
         except Exception as error:
-            raise _keys_unavailable(f"{type(error).__name__}: {str(error)[:160]}") from None
+            raise keys_unavailable(f"{type(error).__name__}: {str(error)[:160]}") from None
         if jwk.algorithm_name != algorithm:
-            raise _refuse("wrong_algorithm", f"Key {kid[:60]!r} is for {jwk.algorithm_name}, not {algorithm}.")
+            raise _refuse(
+                CredentialCode.WRONG_ALGORITHM, f"Key {kid[:60]!r} is for {jwk.algorithm_name}, not {algorithm}."
+            )
         if not isinstance(jwk.key, PUBLIC_KEY_TYPES):
-            raise _refuse("private_key_in_key_set", "The identity provider's key set holds a private key; refused.")
+            raise _refuse(
+                CredentialCode.PRIVATE_KEY_IN_KEY_SET, "The identity provider's key set holds a private key; refused."
+            )
         return jwk.key
 
     def _decode(self, token: str, key: Any, algorithm: str) -> dict[str, Any]:
@@ -311,17 +275,21 @@ class OutsideIssuer:
                 },
             )
         except InvalidSignatureError:
-            raise _refuse("bad_signature", "The token does not verify with the identity provider's key.") from None
+            raise _refuse(
+                CredentialCode.BAD_SIGNATURE, "The token does not verify with the identity provider's key."
+            ) from None
         except InvalidIssuerError:
-            raise _refuse("wrong_issuer", "The token was issued by another identity provider.") from None
+            raise _refuse(CredentialCode.WRONG_ISSUER, "The token was issued by another identity provider.") from None
         except InvalidAudienceError:
-            raise _refuse("wrong_audience", "The token was issued for another audience.") from None
+            raise _refuse(CredentialCode.WRONG_AUDIENCE, "The token was issued for another audience.") from None
         except (MissingRequiredClaimError, InvalidSubjectError, InvalidJTIError, DecodeError):
-            raise _refuse("malformed_claims", "The applicant token lacks a required claim.") from None
+            raise _refuse(CredentialCode.MALFORMED_CLAIMS, "The applicant token lacks a required claim.") from None
         except InvalidTokenError as error:
-            raise _refuse("bad_signature", f"The token does not verify: {type(error).__name__}.") from None
+            raise _refuse(CredentialCode.BAD_SIGNATURE, f"The token does not verify: {type(error).__name__}.") from None
         except Exception as error:  # a crafted token must be refused, not crash the caller
-            raise _refuse("malformed_token", f"The token cannot be checked: {type(error).__name__}.") from None
+            raise _refuse(
+                CredentialCode.MALFORMED_TOKEN, f"The token cannot be checked: {type(error).__name__}."
+            ) from None
         return claims
 
 
@@ -332,11 +300,11 @@ def _check_time(claims: Mapping[str, Any], now: datetime) -> None:
     current = now.timestamp()
     issued, expires, not_before = claims["iat"], claims["exp"], claims.get("nbf", claims["iat"])
     if not all(_is_time(value) for value in (issued, expires, not_before)):
-        raise _refuse("malformed_claims", "The applicant token's times are not numbers.")
+        raise _refuse(CredentialCode.MALFORMED_CLAIMS, "The applicant token's times are not numbers.")
     if issued > current + skew or not_before > current + skew:
-        raise _refuse("issued_in_future", "The token is dated in the future.")
+        raise _refuse(CredentialCode.ISSUED_IN_FUTURE, "The token is dated in the future.")
     if current >= expires + skew:
-        raise _refuse("token_expired", "The token has expired.")
+        raise _refuse(CredentialCode.TOKEN_EXPIRED, "The token has expired.")
 
 
 def _is_time(value: object) -> bool:

@@ -12,6 +12,7 @@ from contracts.credentials import ISSUER_KID, SignedReview, applicant_claims, ap
 from contracts.errors import ConfigurationError
 from contracts.identity import Identity
 from keystore import directory_location, load_directory, load_private_key, private_key_path
+from keystore.codes import KeystoreErrorCode
 
 
 class KeyFileSigner:
@@ -39,7 +40,8 @@ class KeyFileSigner:
         person = load_directory(directory_location(self.state_dir)).person(reviewer.subject)
         if person is None or not person.kids:
             raise ConfigurationError(
-                "reviewer_key_missing", f"The directory lists no key for {reviewer.subject!r}; add them as a reviewer."
+                KeystoreErrorCode.REVIEWER_KEY_MISSING,
+                f"The directory lists no key for {reviewer.subject!r}; add them as a reviewer.",
             )
         return person.kids[-1]
 

@@ -26,7 +26,7 @@ from pydantic import ValidationError
 
 from contracts.directory import NAME_PATTERN
 from contracts.errors import ConfigurationError, ContractError
-from contracts.knowledge import DocumentHeader
+from contracts.knowledge import DocumentHeader, KnowledgeErrorCode
 from knowledge.check_rules import check_rules
 from knowledge.location import KNOWLEDGE_DIR_ENV, KnowledgeLocation, knowledge_location
 from knowledge.passages import MAX_PARAGRAPH_CHARS, parse_document
@@ -98,7 +98,7 @@ def require_valid_knowledge(environ: Mapping[str, str] = os.environ) -> Knowledg
     if report.problems:
         count = len(report.problems)
         raise ConfigurationError(
-            "invalid_knowledge",
+            KnowledgeErrorCode.INVALID_KNOWLEDGE,
             f"{KNOWLEDGE_DIR_ENV}={location.root}: {count} problem{'s' if count > 1 else ''}, the first "
             f"{report.problems[0]} (starter.py knowledge check {location.root} lists them all)",
         )

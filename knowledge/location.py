@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from contracts.errors import ConfigurationError
+from contracts.knowledge import KnowledgeErrorCode
 
 KNOWLEDGE_DIR_ENV = "SUPPORT_KNOWLEDGE_DIR"
 PACKAGED_ROOT = Path(__file__).resolve().parent
@@ -65,12 +66,15 @@ def knowledge_location(environ: Mapping[str, str] = os.environ) -> KnowledgeLoca
         return PACKAGED
     root = Path(value).expanduser()
     if not root.is_dir():
-        raise ConfigurationError("knowledge_dir", f"{KNOWLEDGE_DIR_ENV}={value!r} is not a directory.")
+        raise ConfigurationError(KnowledgeErrorCode.KNOWLEDGE_DIR, f"{KNOWLEDGE_DIR_ENV}={value!r} is not a directory.")
     location = KnowledgeLocation(root.resolve(), packaged=False)
     if not location.documents.is_dir():
-        raise ConfigurationError("knowledge_dir", f"{KNOWLEDGE_DIR_ENV}={value!r} has no {DOCUMENTS}/ folder.")
+        raise ConfigurationError(
+            KnowledgeErrorCode.KNOWLEDGE_DIR, f"{KNOWLEDGE_DIR_ENV}={value!r} has no {DOCUMENTS}/ folder."
+        )
     if not location.rules_file.is_file() and not location.rules_dir.is_dir():
         raise ConfigurationError(
-            "knowledge_dir", f"{KNOWLEDGE_DIR_ENV}={value!r} has neither {RULES_FILE} nor a {RULES_DIR}/ folder."
+            KnowledgeErrorCode.KNOWLEDGE_DIR,
+            f"{KNOWLEDGE_DIR_ENV}={value!r} has neither {RULES_FILE} nor a {RULES_DIR}/ folder.",
         )
     return location

@@ -17,7 +17,7 @@ import yaml
 from pydantic import ValidationError
 
 from contracts.errors import ContractError
-from contracts.knowledge import DocumentHeader, Language, Passage
+from contracts.knowledge import DocumentHeader, KnowledgeErrorCode, Language, Passage
 
 MAX_PARAGRAPH_CHARS = 2500
 """A longer paragraph is an authoring error: it must be split at a meaningful boundary by a person."""
@@ -54,7 +54,7 @@ def parse_document(text: str, *, source: str) -> ParsedDocument:
     for number, page in enumerate(_split_pages(body, source), start=1):
         if page.page_no != f"p{number:02d}":
             raise ContractError(
-                "malformed_document",
+                KnowledgeErrorCode.MALFORMED_DOCUMENT,
                 f"{source}: page {page.page_no} is out of order; expected p{number:02d} (pages are "
                 "numbered p01, p02, ... in order).",
             )
@@ -65,18 +65,20 @@ def parse_document(text: str, *, source: str) -> ParsedDocument:
                 for index, paragraph in enumerate(paragraphs)
             )
     if not passages:
-        raise ContractError("malformed_document", f"{source}: the document has no pages.")
+        raise ContractError(KnowledgeErrorCode.MALFORMED_DOCUMENT, f"{source}: the document has no pages.")
     return ParsedDocument(header=header, passages=passages)
 
 
 def _split_front_matter(text: str, source: str) -> tuple[str, list[str]]:
     lines = text.splitlines()
     if not lines or lines[0].strip() != "---":
-        raise ContractError("malformed_document", f"{source}: the file must start with a '---' front-matter.")
+        raise ContractError(
+            KnowledgeErrorCode.MALFORMED_DOCUMENT, f"{source}: the file must start with a '---' front-matter."
+        )
     for end in range(1, len(lines)):
         if lines[end].strip() == "---":
             return "\n".join(lines[1:end]), lines[end + 1 :]
-    raise ContractError("malformed_document", f"{source}: the front-matter is not closed with '---'.")
+    raise ContractError(KnowledgeErrorCode.MALFORMED_DOCUMENT, f"{source}: the front-matter is not closed with '---'.")
 
 
 def _parse_header(header_text: str, source: str) -> DocumentHeader:
@@ -84,7 +86,7 @@ def _parse_header(header_text: str, source: str) -> DocumentHeader:
         raw = yaml.safe_load(header_text)
         return DocumentHeader.model_validate(raw)
     except (yaml.YAMLError, ValidationError) as exc:
-        raise ContractError("malformed_document", f"{source}: invalid front-matter: {exc}") from exc
+        raise ContractError(KnowledgeErrorCode.MALFORMED_DOCUMENT, f"{source}: invalid front-matter: {exc}") from exc
 
 
 def _split_pages(body: list[str], source: str) -> list[_RawPage]:
@@ -94,7 +96,7 @@ def _split_pages(body: list[str], source: str) -> list[_RawPage]:
             match = _PAGE_HEADING.match(line)
             if match is None:
                 raise ContractError(
-                    "malformed_document",
+                    KnowledgeErrorCode.MALFORMED_DOCUMENT,
                     f"{source}: unknown heading {line!r}; a page heading is '# pNN | English | 中文'.",
                 )
             page_no, title_en, title_zh = match.groups()
@@ -102,7 +104,7 @@ def _split_pages(body: list[str], source: str) -> list[_RawPage]:
         elif pages:
             pages[-1].lines.append(line)
         elif line.strip():
-            raise ContractError("malformed_document", f"{source}: text before the first page heading.")
+            raise ContractError(KnowledgeErrorCode.MALFORMED_DOCUMENT, f"{source}: text before the first page heading.")
     return pages
 
 
@@ -116,20 +118,20 @@ def _split_languages(lines: list[str], source: str, page_no: str) -> dict[Langua
             expected = _LANGUAGE_ORDER[len(sections)] if len(sections) < len(_LANGUAGE_ORDER) else None
             if match is None or expected is None or match.group(1) != expected.value:
                 raise ContractError(
-                    "malformed_document",
+                    KnowledgeErrorCode.MALFORMED_DOCUMENT,
                     f"{source} {page_no}: unknown or misplaced heading {line!r}; each page has '## en' then '## zh'.",
                 )
             current = sections[expected] = []
         elif current is not None:
             current.append(line)
         elif line.strip():
-            raise ContractError("malformed_document", f"{source} {page_no}: text before '## en'.")
+            raise ContractError(KnowledgeErrorCode.MALFORMED_DOCUMENT, f"{source} {page_no}: text before '## en'.")
     paragraphs: dict[Language, list[str]] = {}
     for language in _LANGUAGE_ORDER:
         found = _paragraphs(sections.get(language, []))
         if not found:
             raise ContractError(
-                "malformed_document",
+                KnowledgeErrorCode.MALFORMED_DOCUMENT,
                 f"{source} {page_no}: the '## {language.value}' section is missing or empty.",
             )
         paragraphs[language] = found
@@ -159,7 +161,7 @@ def _passage(
 ) -> Passage:
     if len(text) > MAX_PARAGRAPH_CHARS:
         raise ContractError(
-            "passage_too_long",
+            KnowledgeErrorCode.PASSAGE_TOO_LONG,
             f"{source} {page_no} {language.value} paragraph {index}: {len(text)} characters, over the "
             f"{MAX_PARAGRAPH_CHARS}-character limit; split it at a meaningful boundary.",
         )

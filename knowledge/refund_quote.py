@@ -22,6 +22,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from contracts.commerce import FIXTURE_AS_OF, Order, OrderStatus, RefundQuote, canonical_digest
 from contracts.errors import ConfigurationError, SupportError
+from contracts.knowledge import KnowledgeErrorCode
 from knowledge.location import PACKAGED, KnowledgeLocation, knowledge_location
 from knowledge.store import KnowledgeBase
 
@@ -79,12 +80,17 @@ def parse_refund_rules(text: str, *, source: str) -> RefundRules:
     try:
         rules = RefundRules.model_validate(json.loads(text))
     except (ValueError, ValidationError) as exc:
-        raise ConfigurationError("invalid_rule", f"{source}: {' '.join(str(exc).split())[:300]}") from exc
+        raise ConfigurationError(
+            KnowledgeErrorCode.INVALID_RULE, f"{source}: {' '.join(str(exc).split())[:300]}"
+        ) from exc
     if rules.refund_freight:
-        raise ConfigurationError("unsupported_rule", f"{source}: automatic freight refunds are not supported.")
+        raise ConfigurationError(
+            KnowledgeErrorCode.UNSUPPORTED_RULE, f"{source}: automatic freight refunds are not supported."
+        )
     if sorted(rules.reason_order) != sorted(REASONS):
         raise ConfigurationError(
-            "invalid_rule", f"{source}: reason_order must list each of {', '.join(REASONS)} exactly once."
+            KnowledgeErrorCode.INVALID_RULE,
+            f"{source}: reason_order must list each of {', '.join(REASONS)} exactly once.",
         )
     return rules
 
@@ -106,13 +112,15 @@ def load_rule_set(location: KnowledgeLocation) -> RefundRuleSet:
         rule = parse_refund_rules(path.read_text(encoding="utf-8"), source=name)
         if path.parent == location.rules_dir and rule.tenant != path.stem:
             raise ConfigurationError(
-                "invalid_rule", f"{name}: the rule is for tenant {rule.tenant!r}, not {path.stem!r}."
+                KnowledgeErrorCode.INVALID_RULE, f"{name}: the rule is for tenant {rule.tenant!r}, not {path.stem!r}."
             )
         if rule.tenant in rules:
-            raise ConfigurationError("invalid_rule", f"{name}: tenant {rule.tenant!r} already has a refund rule.")
+            raise ConfigurationError(
+                KnowledgeErrorCode.INVALID_RULE, f"{name}: tenant {rule.tenant!r} already has a refund rule."
+            )
         rules[rule.tenant] = rule
     if not rules:
-        raise ConfigurationError("invalid_rule", f"{location.describe()}: no refund rule file.")
+        raise ConfigurationError(KnowledgeErrorCode.INVALID_RULE, f"{location.describe()}: no refund rule file.")
     return RefundRuleSet(rules=rules, default=next(iter(rules.values())))
 
 

@@ -16,7 +16,7 @@ from pathlib import Path
 import yaml
 
 from contracts.errors import AuthorizationError, ContractError
-from contracts.knowledge import Language, SkillSummary
+from contracts.knowledge import KnowledgeErrorCode, Language, SkillSummary
 from knowledge.location import knowledge_location
 
 SKILLS_DIR = Path(__file__).parent / "skills"
@@ -43,7 +43,8 @@ class SkillCatalogue:
             skill = parse_skill(path.read_text(encoding="utf-8-sig"), source=str(path.relative_to(directory)))
             if skill.summary.name != path.parent.name:
                 raise ContractError(
-                    "malformed_skill", f"{path.parent.name}/SKILL.md declares name {skill.summary.name!r}."
+                    KnowledgeErrorCode.MALFORMED_SKILL,
+                    f"{path.parent.name}/SKILL.md declares name {skill.summary.name!r}.",
                 )
             skills[skill.summary.name] = skill
         return cls(skills)
@@ -56,29 +57,33 @@ class SkillCatalogue:
         skill = self._skills.get(name) if isinstance(name, str) else None
         if skill is None:
             known = ", ".join(self._skills)
-            raise AuthorizationError("skill_not_found", f"No skill with that name; known skills: {known}.")
+            raise AuthorizationError(
+                KnowledgeErrorCode.SKILL_NOT_FOUND, f"No skill with that name; known skills: {known}."
+            )
         try:
             return skill.bodies[Language(language)]
         except ValueError as exc:
-            raise ContractError("invalid_language", f"Unsupported language {language!r}.") from exc
+            raise ContractError(KnowledgeErrorCode.INVALID_LANGUAGE, f"Unsupported language {language!r}.") from exc
 
 
 def parse_skill(text: str, *, source: str) -> Skill:
     """Front-matter ``name`` and ``description``, then a ``## en`` and a ``## zh`` body."""
     match = _FRONT_MATTER.match(text.replace("\r\n", "\n"))
     if match is None:
-        raise ContractError("malformed_skill", f"{source}: missing '---' front-matter.")
+        raise ContractError(KnowledgeErrorCode.MALFORMED_SKILL, f"{source}: missing '---' front-matter.")
     try:
         meta = yaml.safe_load(match.group(1)) or {}
         summary = SkillSummary.model_validate({"name": meta.get("name"), "description": meta.get("description")})
     except (yaml.YAMLError, AttributeError, ValueError) as exc:
-        raise ContractError("malformed_skill", f"{source}: invalid front-matter: {exc}") from exc
+        raise ContractError(KnowledgeErrorCode.MALFORMED_SKILL, f"{source}: invalid front-matter: {exc}") from exc
     parts = _LANGUAGE_HEADING.split(match.group(2))
     bodies = {Language(parts[i]): parts[i + 1].strip() for i in range(1, len(parts), 2)}
     if sorted(bodies) != sorted(Language) or len(parts) != 2 * len(Language) + 1:
-        raise ContractError("malformed_skill", f"{source}: needs exactly one '## en' and one '## zh' body.")
+        raise ContractError(
+            KnowledgeErrorCode.MALFORMED_SKILL, f"{source}: needs exactly one '## en' and one '## zh' body."
+        )
     if any(not body for body in bodies.values()):
-        raise ContractError("malformed_skill", f"{source}: a language body is empty.")
+        raise ContractError(KnowledgeErrorCode.MALFORMED_SKILL, f"{source}: a language body is empty.")
     return Skill(summary=summary, bodies=bodies)
 
 

@@ -15,7 +15,15 @@ from datetime import date
 from pathlib import Path
 
 from contracts.errors import AuthorizationError, ContractError, WorkerErrorCode
-from contracts.knowledge import DocumentHeader, DocumentStatus, Language, Passage, SearchHit, parse_language
+from contracts.knowledge import (
+    DocumentHeader,
+    DocumentStatus,
+    KnowledgeErrorCode,
+    Language,
+    Passage,
+    SearchHit,
+    parse_language,
+)
 from knowledge.location import knowledge_location
 from knowledge.passages import parse_document_file
 from knowledge.ranking import PassageRanker
@@ -47,7 +55,9 @@ class KnowledgeBase:
             parsed = parse_document_file(path)
             doc_id = parsed.header.id
             if path.stem != doc_id:
-                raise ContractError("malformed_document", f"{path.name}: header id {doc_id!r} != file name.")
+                raise ContractError(
+                    KnowledgeErrorCode.MALFORMED_DOCUMENT, f"{path.name}: header id {doc_id!r} != file name."
+                )
             documents[doc_id] = parsed.header
             passages.extend(parsed.passages)
         return cls(documents, passages)
@@ -66,12 +76,14 @@ class KnowledgeBase:
     ) -> list[SearchHit]:
         """Rank applicable passages in ``language``; at most ``top_k`` hits, positive scores only."""
         if type(top_k) is not int or not 1 <= top_k <= MAX_TOP_K:
-            raise ContractError("invalid_top_k", f"top_k must be a whole number from 1 to {MAX_TOP_K}, got {top_k!r}.")
+            raise ContractError(
+                KnowledgeErrorCode.INVALID_TOP_K, f"top_k must be a whole number from 1 to {MAX_TOP_K}, got {top_k!r}."
+            )
         if not isinstance(query, str) or not query.strip():
-            raise ContractError("invalid_query", "The search query is empty.")
+            raise ContractError(KnowledgeErrorCode.INVALID_QUERY, "The search query is empty.")
         if len(query) > MAX_QUERY_CHARS:
             raise ContractError(
-                "invalid_query",
+                KnowledgeErrorCode.INVALID_QUERY,
                 f"The search query has {len(query)} characters; the limit is {MAX_QUERY_CHARS}.",
             )
         ranker = self._index(tenant, parse_language(language), as_of)

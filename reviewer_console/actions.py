@@ -10,13 +10,15 @@ import json
 import re
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pydantic import ValidationError
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
-from contracts.case import CaseStatus
+from case_client import ReviewRefused
+from contracts.approval_claims import CredentialCode
+from contracts.case import CaseStatus, Decision
 from contracts.credentials import CredentialRefused, SignedReview
 from contracts.directory import Directory, Passkey
 from contracts.errors import AuthorizationError, ConfigurationError, SupportError
@@ -31,11 +33,10 @@ from keystore.directory_edit import DirectoryEditError, add_passkey
 from keystore.directory_file import load_directory, write_directory
 from keystore.enrollment import EnrollmentClaims, enrolling_reviewer, verify_enrollment_token
 from reviewer_console import ceremonies
+from reviewer_console.codes import ConsoleErrorCode
+from reviewer_console.console import Console, console_of
 from reviewer_console.web import csrf_protected, now_utc, session_of, set_session_cookie
 from reviewer_console.words import Text, Words, parse_language
-
-if TYPE_CHECKING:
-    from reviewer_console.app import Console
 
 LINK_USED = "This enrollment link was already used; ask for a new one (starter.py directory enroll)."
 LINK_ELSEWHERE = (
@@ -43,7 +44,6 @@ LINK_ELSEWHERE = (
     "nothing was enrolled. If that was not you, tell your support lead and ask for a new link "
     "(starter.py directory enroll)."
 )
-ELSEWHERE_CODE = "enrollment_elsewhere"
 MAX_BODY_BYTES = 64 * 1024
 
 
@@ -73,22 +73,17 @@ async def _body(request: Request) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
-def _console(request: Request) -> Console:
-    console: Console = request.app.state.console
-    return console
-
-
 def publish_passkey(location: str, subject: str, passkey: Passkey) -> Directory:
     """The directory file at ``location`` with ``passkey`` added to reviewer ``subject``, validated and
     written atomically (read again first: someone may have edited it since the console last did)."""
     if published_at_url(location):
-        raise ConfigurationError("directory_not_writable", directory_not_writable(location))
+        raise ConfigurationError(ConsoleErrorCode.DIRECTORY_NOT_WRITABLE, directory_not_writable(location))
     directory = load_directory(location)
     person = enrolling_reviewer(directory, subject)
     try:
         edited = add_passkey(directory, person.subject, passkey)
     except DirectoryEditError as error:
-        raise ConfigurationError("directory_edit_refused", str(error)) from None
+        raise ConfigurationError(ConsoleErrorCode.DIRECTORY_EDIT_REFUSED, str(error)) from None
     write_directory(Path(location), edited)
     return edited
 
@@ -101,24 +96,24 @@ def _enrollment(console: Console, request: Request, body: dict[str, Any]) -> Enr
     now = now_utc()
     claims = verify_enrollment_token(token if isinstance(token, str) else "", console.directory.current(), now=now)
     if console.store.enrollment_used(claims.jti):
-        raise CredentialRefused("enrollment_used", LINK_USED)
+        raise CredentialRefused(CredentialCode.ENROLLMENT_USED, LINK_USED)
     expires_at = datetime.fromtimestamp(claims.exp, UTC)
     session_hash = session_of(request).session_hash
     if not console.store.claim_enrollment(claims.jti, session_hash=session_hash, expires_at=expires_at, now=now):
-        raise CredentialRefused(ELSEWHERE_CODE, LINK_ELSEWHERE)
+        raise CredentialRefused(CredentialCode.ENROLLMENT_ELSEWHERE, LINK_ELSEWHERE)
     return claims
 
 
 def _enrollment_refused(error: SupportError) -> Response:
     """A refused enrollment step: 403 when another browser session holds the link, 400 otherwise."""
-    return _answer(error.message, status_code=403 if error.code == ELSEWHERE_CODE else 400)
+    return _answer(error.message, status_code=403 if error.code == CredentialCode.ENROLLMENT_ELSEWHERE else 400)
 
 
 @csrf_protected
 async def enroll_claim_endpoint(request: Request) -> Response:
     """The enrollment page's first POST: its script sends the token from the link's fragment (never in
     a URL), and this browser session claims the link; the answer names the reviewer it enrolls."""
-    console = _console(request)
+    console = console_of(request)
     try:
         claims = _enrollment(console, request, await _body(request))
     except SupportError as error:
@@ -130,7 +125,7 @@ async def enroll_claim_endpoint(request: Request) -> Response:
 
 @csrf_protected
 async def enroll_options_endpoint(request: Request) -> Response:
-    console = _console(request)
+    console = console_of(request)
     try:
         claims = _enrollment(console, request, await _body(request))
         if published_at_url(console.directory.location):
@@ -152,7 +147,7 @@ async def enroll_options_endpoint(request: Request) -> Response:
 
 @csrf_protected
 async def enroll_finish_endpoint(request: Request) -> Response:
-    console = _console(request)
+    console = console_of(request)
     body = await _body(request)
     now = now_utc()
     try:
@@ -184,7 +179,7 @@ async def enroll_finish_endpoint(request: Request) -> Response:
 
 @csrf_protected
 async def signin_options_endpoint(request: Request) -> Response:
-    console = _console(request)
+    console = console_of(request)
     options, challenge = ceremonies.signin_options(console.config)
     ceremony = console.store.put_ceremony(
         "signin",
@@ -199,7 +194,7 @@ async def signin_options_endpoint(request: Request) -> Response:
 
 @csrf_protected
 async def signin_finish_endpoint(request: Request) -> Response:
-    console = _console(request)
+    console = console_of(request)
     words = console.words(request)
     body = await _body(request)
     now = now_utc()
@@ -232,14 +227,15 @@ def _review_words(console: Console, request: Request, body: dict[str, Any]) -> W
 
 @csrf_protected
 async def review_options_endpoint(request: Request) -> Response:
-    console = _console(request)
+    console = console_of(request)
     body = await _body(request)
     words = _review_words(console, request, body)
     person = console.reviewer(request)
     if person is None:
         return _answer(words(Text.SIGNED_OUT), status_code=401)
-    decision = body.get("decision")
-    if decision not in ("approve", "reject"):
+    try:
+        decision = Decision(str(body.get("decision")))
+    except ValueError:
         return _answer(words(Text.CHOOSE_DECISION), status_code=400)
     case_id = request.path_params["case_id"]
     try:
@@ -268,13 +264,13 @@ async def review_options_endpoint(request: Request) -> Response:
         payload=statement.model_dump_json(),
         now=now,
     )
-    touch = words(Text.TOUCH_TO_APPROVE if decision == "approve" else Text.TOUCH_TO_REJECT)
+    touch = words(Text.TOUCH_TO_APPROVE if decision is Decision.APPROVE else Text.TOUCH_TO_REJECT)
     return _answer(touch, ok=True, ceremony=ceremony, options=options)
 
 
 @csrf_protected
 async def review_finish_endpoint(request: Request) -> Response:
-    console = _console(request)
+    console = console_of(request)
     body = await _body(request)
     words = _review_words(console, request, body)
     person = console.reviewer(request)
@@ -298,21 +294,12 @@ async def review_finish_endpoint(request: Request) -> Response:
         token = encode_passkey_approval(approval)
         outcome = await console.cases.open(statement.case_id).review(SignedReview(approval_token=token))
     except AuthorizationError as error:
-        code = refusal_code(error)
+        code = error.refusal if isinstance(error, ReviewRefused) else None
         sentence = words.refusal(code, reviewer=person.subject) if code else error.message
         return _answer(words(Text.REFUSED, sentence=sentence.rstrip(".")), status_code=403, code=code or error.code)
     except SupportError as error:
         return _answer(error.message, status_code=409, code=error.code)
     if outcome.awaits_another_reviewer:
         return _answer(words(Text.YOU_APPROVED_WAITING), ok=True, waiting=True)
-    accepted = Text.ACCEPTED_APPROVE if statement.decision == "approve" else Text.ACCEPTED_REJECT
+    accepted = Text.ACCEPTED_APPROVE if statement.decision == Decision.APPROVE else Text.ACCEPTED_REJECT
     return _answer(words(accepted), ok=True)
-
-
-_REFUSAL_PREFIX = re.compile(r"^([a-z][a-z0-9_]{0,63}): ")
-
-
-def refusal_code(error: SupportError) -> str | None:
-    """The review refusal code a refused update's message starts with (``digest_mismatch: ...``)."""
-    found = _REFUSAL_PREFIX.match(error.message)
-    return found.group(1) if found else None

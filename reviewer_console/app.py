@@ -8,9 +8,7 @@ person reads is one sentence, never a stack trace.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 from starlette.applications import Starlette
@@ -22,14 +20,14 @@ from starlette.staticfiles import StaticFiles
 from starlette.templating import Jinja2Templates
 
 from contracts.directory import Person
-from contracts.errors import AuthorizationError, ConfigurationError, SupportError, TransientError
-from contracts.identity import Identity, Role
-from contracts.knowledge import Language
+from contracts.errors import AuthorizationError, SupportError, TransientError
+from contracts.identity import Identity
 from keystore.directory_file import DirectorySource
 from keystore.enrollment import verify_enrollment_token
 from knowledge.store import KnowledgeBase, default_knowledge_base
 from reviewer_console import actions
 from reviewer_console.config import ConsoleConfig
+from reviewer_console.console import Console, console_of
 from reviewer_console.reading import CaseReader, CaseSource, case_page, inbox, listed_row
 from reviewer_console.store import ConsoleStore
 from reviewer_console.web import (
@@ -39,78 +37,17 @@ from reviewer_console.web import (
     now_utc,
     session_of,
 )
-from reviewer_console.words import LANGUAGE_COOKIE, Text, Words, choose_language, parse_language
+from reviewer_console.words import LANGUAGE_COOKIE, Text, Words, parse_language
 
 HERE = Path(__file__).parent
 OLD_LINK = (
     "This enrollment link is of an old form that puts its secret in the address, where server and proxy logs "
     "keep it, so it has been cancelled; nothing was enrolled. Ask for a new link (starter.py directory enroll)."
 )
-INBOX_REFRESH_SECONDS = 10
-
-
-@dataclass
-class Console:
-    """What every route needs: the case client, the directory, the store, the settings, the templates."""
-
-    cases: CaseSource
-    directory: DirectorySource
-    store: ConsoleStore
-    config: ConsoleConfig
-    knowledge: KnowledgeBase
-    templates: Jinja2Templates
-
-    def page(
-        self,
-        request: Request,
-        name: str,
-        status_code: int = 200,
-        *,
-        case_language: Language | None = None,
-        **context: Any,
-    ) -> Response:
-        session = session_of(request)
-        words = self.words(request, case_language=case_language)
-        context = {
-            "csrf_token": session.csrf_token if session else "",
-            "reviewer": self.reviewer(request),
-            "refresh_seconds": INBOX_REFRESH_SECONDS,
-            "words": words,
-            "Text": Text,
-            "language": words.language.value,
-            "client_texts": words.client_texts(),
-            "here": request.url.path,
-            **context,
-        }
-        return self.templates.TemplateResponse(request, name, context, status_code=status_code)
-
-    def words(self, request: Request, *, case_language: Language | None = None) -> Words:
-        """The reviewer's language choice (the header switch), else the case's, else English."""
-        return Words(choose_language(request.cookies.get(LANGUAGE_COOKIE), case_language=case_language))
-
-    def message(self, request: Request, text: str, *, status_code: int, title: str = "Reviewer console") -> Response:
-        return self.page(request, "message.html", status_code=status_code, title=title, text=text)
-
-    def reviewer(self, request: Request) -> Person | None:
-        """The signed-in reviewer, as the directory lists them now (a person removed or no longer a
-        reviewer is signed out by this)."""
-        session = session_of(request)
-        if session is None or session.subject is None:
-            return None
-        try:
-            person = self.directory.current().person(session.subject)
-        except ConfigurationError:
-            return None
-        return person if person is not None and person.role is Role.REVIEWER else None
-
-
-def _console(request: Request) -> Console:
-    console: Console = request.app.state.console
-    return console
 
 
 async def inbox_page(request: Request) -> Response:
-    console = _console(request)
+    console = console_of(request)
     person = console.reviewer(request)
     if person is None:
         return RedirectResponse("/signin", status_code=303)
@@ -119,7 +56,7 @@ async def inbox_page(request: Request) -> Response:
 
 async def inbox_rows(request: Request) -> Response:
     """The inbox table alone: console.js fetches it every 10 s and swaps it in."""
-    console = _console(request)
+    console = console_of(request)
     person = console.reviewer(request)
     if person is None:
         return console.message(request, console.words(request)(Text.SIGNED_OUT), status_code=401)
@@ -145,7 +82,7 @@ def unavailable(words: Words, error: SupportError) -> str:
 async def case_detail(request: Request) -> Response:
     """The case page: read from the case; when no worker answers, the case as visibility lists it,
     its question from its history, and one sentence saying decisions wait."""
-    console = _console(request)
+    console = console_of(request)
     person = console.reviewer(request)
     if person is None:
         return RedirectResponse("/signin", status_code=303)
@@ -186,7 +123,7 @@ async def _listed_case_page(console: Console, request: Request, handle: CaseRead
 async def case_state(request: Request) -> Response:
     """What the case page follows (console.js asks every few seconds): the case's status, its digest
     and approvals, and whether a worker answers; the page reloads when any of them changes."""
-    console = _console(request)
+    console = console_of(request)
     person = console.reviewer(request)
     if person is None:
         return JSONResponse({"signed_in": False}, status_code=401)
@@ -227,13 +164,13 @@ async def choose_language_endpoint(request: Request) -> Response:
             max_age=365 * 86400,
             path="/",
             samesite="strict",
-            secure=_console(request).config.secure,
+            secure=console_of(request).config.secure,
         )
     return response
 
 
 async def signin_page(request: Request) -> Response:
-    console = _console(request)
+    console = console_of(request)
     if console.reviewer(request) is not None:
         return RedirectResponse("/", status_code=303)
     return console.page(request, "signin.html")
@@ -241,7 +178,7 @@ async def signin_page(request: Request) -> Response:
 
 @csrf_protected
 async def signout(request: Request) -> Response:
-    console = _console(request)
+    console = console_of(request)
     session = session_of(request)
     console.store.end_session(session.session_hash)
     response = RedirectResponse("/signin", status_code=303)
@@ -255,7 +192,7 @@ async def enroll_page(request: Request) -> Response:
     page's script posts it to ``/enroll/claim``, which claims the link for this browser session. A link
     of the old form, ``/enroll?token=...``, has put its token in the request line, where logs keep it:
     it is refused and, unless already used, cancelled (marked used), so a copy from a log enrolls nobody."""
-    console = _console(request)
+    console = console_of(request)
     if "token" in request.query_params:
         return _old_link(console, request, request.query_params["token"])
     if actions.published_at_url(console.directory.location):

@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 import secrets
 from datetime import datetime
-from typing import Any, Literal
+from typing import Any
 
 from webauthn import (
     generate_authentication_options,
@@ -31,6 +31,8 @@ from webauthn.helpers.structs import (
     UserVerificationRequirement,
 )
 
+from contracts.approval_claims import CredentialCode
+from contracts.case import Decision
 from contracts.credentials import CredentialRefused
 from contracts.directory import Directory, Passkey, Person
 from contracts.identity import Role
@@ -88,13 +90,15 @@ def signed_in_reviewer(config: ConsoleConfig, directory: Directory, credential: 
     """The reviewer whose listed passkey made ``credential`` over ``challenge`` (rp id, origin, user
     present and verified); :class:`CredentialRefused` otherwise, with one sentence."""
     if not isinstance(credential, dict) or not isinstance(credential.get("id"), str):
-        raise CredentialRefused("malformed_credential", "The browser sent no passkey assertion.")
+        raise CredentialRefused(CredentialCode.MALFORMED_CREDENTIAL, "The browser sent no passkey assertion.")
     held = directory.passkey_holder(credential["id"])
     if held is None:
-        raise CredentialRefused("unknown_passkey", "This passkey is not enrolled for any reviewer.")
+        raise CredentialRefused(CredentialCode.UNKNOWN_PASSKEY, "This passkey is not enrolled for any reviewer.")
     person, passkey = held
     if person.role is not Role.REVIEWER or passkey.rp_id != config.rp_id:
-        raise CredentialRefused("unknown_passkey", "This passkey is not enrolled for a reviewer of this console.")
+        raise CredentialRefused(
+            CredentialCode.UNKNOWN_PASSKEY, "This passkey is not enrolled for a reviewer of this console."
+        )
     try:
         verify_authentication_response(
             credential=credential,
@@ -106,18 +110,16 @@ def signed_in_reviewer(config: ConsoleConfig, directory: Directory, credential: 
             require_user_verification=True,
         )
     except WebAuthnException as error:
-        raise CredentialRefused("passkey_refused", f"The passkey sign-in was refused: {error}.") from None
+        raise CredentialRefused(CredentialCode.PASSKEY_REFUSED, f"The passkey sign-in was refused: {error}.") from None
     return person
 
 
-def review_statement(
-    *, case_id: str, digest: str, decision: Literal["approve", "reject"], reviewer: str, now: datetime
-) -> ReviewStatement:
+def review_statement(*, case_id: str, digest: str, decision: Decision, reviewer: str, now: datetime) -> ReviewStatement:
     """A fresh statement of exactly this decision on exactly this proposal, by the signed-in reviewer."""
     return ReviewStatement(
         case_id=case_id,
         digest=digest,
-        decision=decision,
+        decision=decision.value,
         reviewer=reviewer,
         nonce=bytes_to_base64url(secrets.token_bytes(NONCE_BYTES)),
         issued_at=int(now.timestamp()),

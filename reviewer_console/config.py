@@ -8,6 +8,7 @@ from urllib.parse import urlsplit
 
 from contracts.errors import ConfigurationError
 from keystore.enrollment import DEFAULT_CONSOLE_ORIGIN
+from reviewer_console.codes import ConsoleErrorCode
 
 DEFAULT_ORIGIN = DEFAULT_CONSOLE_ORIGIN
 RP_NAME = "Qinghe reviewer console (fictional)"
@@ -28,10 +29,12 @@ class ConsoleConfig:
         parts = urlsplit(origin)
         host = parts.hostname or ""
         if parts.scheme not in ("http", "https") or not host or parts.path not in ("", "/") or parts.query:
-            raise ConfigurationError("console_origin_invalid", f"--origin {origin!r} is not scheme://host[:port].")
+            raise ConfigurationError(
+                ConsoleErrorCode.CONSOLE_ORIGIN_INVALID, f"--origin {origin!r} is not scheme://host[:port]."
+            )
         if parts.scheme == "http" and host != "localhost" and not host.endswith(".localhost"):
             raise ConfigurationError(
-                "console_origin_insecure",
+                ConsoleErrorCode.CONSOLE_ORIGIN_INSECURE,
                 f"--origin {origin!r}: passkeys need https, or http on localhost (a browser's secure context).",
             )
         port = f":{parts.port}" if parts.port else ""

@@ -84,7 +84,7 @@ async def main_async(args: argparse.Namespace) -> int:
        waits for ``/v1/models``.
     2. Captures the requests the workflow really makes: one refund case (QH-1001) runs through a
        throwaway Temporal dev server with the rehearsal model, and every PlanRequest, InvestigateRequest,
-       ComposeRequest and ReviewRequest the worker hands to :class:`activities.model_gateway.ModelGateway`
+       ComposeRequest and ReviewRequest the worker hands to :class:`activities.model.model_gateway.ModelGateway`
        is recorded.
     3. Wire checks: those requests are sent again, through the project's own ``ModelGateway`` pointed at
        the real server (``OPENAI_BASE_URL``, ``SUPPORT_MODEL`` = the id the server reports,
@@ -113,7 +113,7 @@ async def main_async(args: argparse.Namespace) -> int:
     notes: list[str] = []
     if not profiles:
         notes.append(
-            "The adapter had no provider profiles when this ran (activities/provider_profiles.py absent or "
+            "The adapter had no provider profiles when this ran (activities/model/provider_profiles.py absent or "
             "ModelSettings without `profile`): the requests are the generic ones."
         )
 

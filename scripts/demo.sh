@@ -79,7 +79,7 @@ else
   say "3. Using the Temporal server at $TEMPORAL_ADDRESS (the worker registers the case search attributes)"
 fi
 
-say "4. The worker (model: rehearsal unless a provider is configured; see README)"
+say "4. The worker (model: rehearsal unless a provider is configured; see docs/models.md)"
 : >"$STATE_DIR/worker.log"  # exists before the worker starts, as dev-server.out above
 $BIN/python worker.py --state-dir "$STATE_DIR" --set-current >"$STATE_DIR/worker.log" 2>&1 &
 WORKER=$!

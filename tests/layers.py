@@ -12,6 +12,7 @@ an internet-family socket raises :class:`NeedsFullLayer`, which names what to ad
 from __future__ import annotations
 
 import dis
+import functools
 import importlib
 import inspect
 import os
@@ -80,8 +81,12 @@ def _is_ours(target: Any) -> bool:
     """Whether ``target`` is a function or class of this project (tests and support code included)."""
     if not (inspect.isfunction(target) or isinstance(target, type)):
         return False
-    module = sys.modules.get(getattr(target, "__module__", "") or "")
-    path = Path(getattr(module, "__file__", None) or "/").resolve()
+    return _module_is_ours(getattr(target, "__module__", "") or "")
+
+
+@functools.cache
+def _module_is_ours(name: str) -> bool:
+    path = Path(getattr(sys.modules.get(name), "__file__", None) or "/").resolve()
     return path.is_relative_to(ROOT) and ".venv" not in path.relative_to(ROOT).parts
 
 
@@ -100,8 +105,13 @@ def _codes(target: Any) -> Iterator[tuple[types.CodeType, dict[str, Any]]]:
             yield code, function.__globals__
 
 
+_IMPORT_FROM = dis.opmap["IMPORT_FROM"]
+
+
 def _imported_in(code: types.CodeType) -> Iterator[Any]:
     """What ``from module import name`` statements inside ``code`` import (a deferred import)."""
+    if _IMPORT_FROM not in code.co_code[::2]:  # the opcodes (every other byte): most code imports nothing
+        return
     module_name = None
     for instruction in dis.get_instructions(code):
         if instruction.opname == "IMPORT_NAME":

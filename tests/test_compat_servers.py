@@ -23,8 +23,8 @@ sys.path.insert(0, str(ROOT / "scripts"))
 from compat_run.report import merge_section  # noqa: E402
 from compat_run.server import CHAT_TEMPLATE, LlamaCppPythonServer, LlamaCppServer, model_env  # noqa: E402
 
-from activities.model_settings import load_model_settings  # noqa: E402
-from activities.provider_profiles import profile  # noqa: E402
+from activities.model.model_settings import load_model_settings  # noqa: E402
+from activities.model.provider_profiles import profile  # noqa: E402
 
 TOOLS: list[dict[str, object]] = [
     {

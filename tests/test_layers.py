@@ -38,7 +38,7 @@ def test_a_process_started_in_a_helper_it_calls_puts_a_test_in_the_full_layer() 
 
 
 def test_a_process_started_in_product_code_a_test_calls_counts_too() -> None:
-    from activities.commerce_sessions import CommerceSessionPool
+    from activities.commerce.commerce_sessions import CommerceSessionPool
 
     assert process_names(CommerceSessionPool)
 

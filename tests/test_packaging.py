@@ -41,6 +41,6 @@ def test_the_wheel_builds_without_warnings_and_holds_every_module_and_data_file(
     wanted = [path for path in _tracked() if path.split("/", 1)[0] in PACKAGED]
     assert len(wanted) > 100
     assert [path for path in wanted if path not in inside] == []
-    for module in ("starter.py", "worker.py", "temporal_dev.py", "dev_ports.py", "case_eval.py", "case_tracing.py"):
+    for module in ("starter.py", "worker.py", "case_worker.py", "case_eval.py", "case_tracing.py"):
         assert module in inside
     assert not [path for path in inside if path.startswith(("tests/", "benchmarks/", "scripts/"))]

@@ -1,8 +1,9 @@
-"""The README's marked command blocks, run as written, as a new user would run them.
+"""The marked command blocks of the README and docs/approving.md, run as written, as a new user would.
 
 Each block after a ``<!-- readme-test: NAME -->`` comment runs line by line in bash from the project
-root. A line ending in ``&`` starts in the background (and is waited for: the dev server until it
-listens, the worker until it polls). ``CASE`` and ``DIGEST`` are replaced by what the block's ``ask``
+root: the README's quickstart first, then the approval channels docs/approving.md shows. A line ending
+in ``&`` starts in the background (and is waited for: the dev server until it listens, the worker until
+it polls). ``CASE`` and ``DIGEST`` are replaced by what the block's ``ask``
 printed, and ``TOKEN`` by the approval token ``review-info --approve`` printed, as a user would copy
 them. Every other line must exit 0. The only differences from a user's
 shell: a fresh state dir and free ports, passed through the variables the README documents
@@ -30,14 +31,18 @@ pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
+# The documents whose marked blocks run: the README's quickstart, then docs/approving.md's channels.
+RUNNABLE = (README, ROOT / "docs" / "approving.md")
 BLOCK = re.compile(r"<!-- readme-test: ([\w-]+)[^>]*-->\s*```bash\n(.*?)```", re.DOTALL)
 
 
-def readme_blocks() -> dict[str, list[str]]:
-    """Marked blocks as lists of commands (continuation lines joined)."""
+def readme_blocks(documents: tuple[Path, ...] = RUNNABLE) -> dict[str, list[str]]:
+    """Marked blocks as lists of commands (continuation lines joined), from every runnable document."""
     blocks: dict[str, list[str]] = {}
-    for name, body in BLOCK.findall(README.read_text(encoding="utf-8")):
-        blocks[name] = [line.strip() for line in body.replace("\\\n", " ").splitlines() if line.strip()]
+    for document in documents:
+        for name, body in BLOCK.findall(document.read_text(encoding="utf-8")):
+            assert name not in blocks, f"two blocks named {name}"
+            blocks[name] = [line.strip() for line in body.replace("\\\n", " ").splitlines() if line.strip()]
     return blocks
 
 
@@ -148,6 +153,7 @@ def shell(tmp_path: Path) -> Iterator[Shell]:
 
 
 def test_the_readme_marks_its_runnable_blocks() -> None:
+    assert set(readme_blocks((README,))) == {"walkthrough"}
     assert set(readme_blocks()) == {"walkthrough", "approve-by-signal", "approve-by-update"}
 
 

@@ -1,4 +1,4 @@
-"""`make dev-server`'s script (temporal_dev.py run as a program) and a signal that comes while it starts.
+"""`make dev-server`'s script (``python -m devstack``) and a signal that comes while it starts.
 
 The dev server and the codec server run in sessions of their own, so that a terminal's Ctrl-C reaches
 only the script, which stops them. A SIGTERM that arrives before both answer must not kill the script
@@ -38,7 +38,7 @@ def _listening(port: int) -> bool:
 
 def test_a_sigterm_during_start_up_stops_both_servers(tmp_path: Path) -> None:
     port, ui_port, codec_port, console_port = free_port(), free_port(), free_port(), free_port()
-    command = [sys.executable, "temporal_dev.py", "--port", str(port), "--ui-port", str(ui_port)]
+    command = [sys.executable, "-m", "devstack", "--port", str(port), "--ui-port", str(ui_port)]
     command += ["--codec-port", str(codec_port), "--console-port", str(console_port)]
     command += ["--state-dir", str(tmp_path / "state")]
     script = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
@@ -94,7 +94,7 @@ def test_a_port_another_temporal_server_answers_on_is_refused_with_the_bind_erro
     other = start_dev_server(tmp_path / "other")  # someone else's dev server, already up
     try:
         port = int(other.address.rsplit(":", 1)[1])
-        command = [sys.executable, "temporal_dev.py", "--port", str(port), "--ui-port", str(free_port())]
+        command = [sys.executable, "-m", "devstack", "--port", str(port), "--ui-port", str(free_port())]
         command += ["--codec-port", "0", "--console-port", str(free_port()), "--state-dir", str(tmp_path / "mine")]
         done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=120)
     finally:
@@ -111,7 +111,7 @@ def test_a_port_another_temporal_server_answers_on_is_refused_with_the_bind_erro
 def test_a_taken_codec_port_is_refused_in_one_line_and_nothing_is_left_running(tmp_path: Path) -> None:
     port = free_port()
     with _held_port() as codec_port:
-        command = [sys.executable, "temporal_dev.py", "--port", str(port), "--ui-port", str(free_port())]
+        command = [sys.executable, "-m", "devstack", "--port", str(port), "--ui-port", str(free_port())]
         command += ["--codec-port", str(codec_port), "--console-port", str(free_port())]
         command += ["--state-dir", str(tmp_path / "state")]
         done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=120)

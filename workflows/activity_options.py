@@ -3,7 +3,7 @@
 Error classes (contracts.errors) decide retries: only ``transient`` failures are retried, every other
 class is listed as non-retryable here, so a refusal is never repeated.
 
-Every regular activity heartbeats (activities.boundary does it for them) and has a heartbeat timeout of
+Every regular activity heartbeats (activities.runtime.boundary does it for them) and has a heartbeat timeout of
 :data:`HEARTBEAT_TIMEOUT`: when a worker dies mid-activity, Temporal retries the activity on another
 worker within about that long, instead of waiting out a start-to-close timeout that must be long
 enough for a slow but healthy call (a model request may be allowed up to 600 s).
@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import Any
+from typing import TypedDict
 
 from temporalio.common import RetryPolicy
 
@@ -26,6 +26,29 @@ HEARTBEAT_TIMEOUT = timedelta(seconds=8)
 """With the first retry after 1 s, a killed worker's activity restarts elsewhere within ~10 s."""
 
 
+class ActivityKeywords(TypedDict):
+    """The keyword arguments of ``workflow.execute_activity`` that :class:`ActivityOptions` sets.
+
+    Each key is one of temporalio's ``workflow.ActivityConfig`` (tests/workflows check that), with its
+    type, so the type checker checks every key where it is splatted into ``execute_activity``.
+    ``ActivityConfig`` itself would not do: its keys are all optional and include ``summary`` and
+    ``activity_id``, which the call sites pass themselves.
+    """
+
+    start_to_close_timeout: timedelta
+    heartbeat_timeout: timedelta
+    retry_policy: RetryPolicy
+
+
+class LocalActivityKeywords(TypedDict):
+    """The keyword arguments of ``workflow.execute_local_activity`` that :class:`LocalActivityOptions`
+    sets: keys of temporalio's ``workflow.LocalActivityConfig``, each with its type."""
+
+    start_to_close_timeout: timedelta
+    retry_policy: RetryPolicy
+    local_retry_threshold: timedelta
+
+
 @dataclass(frozen=True)
 class ActivityOptions:
     """The timeouts and the retry policy of one kind of activity, passed together."""
@@ -34,13 +57,13 @@ class ActivityOptions:
     retry: RetryPolicy
     heartbeat: timedelta = HEARTBEAT_TIMEOUT
 
-    def kwargs(self) -> dict[str, Any]:
+    def kwargs(self) -> ActivityKeywords:
         """Keyword arguments for ``workflow.execute_activity``."""
-        return {
-            "start_to_close_timeout": self.start_to_close,
-            "heartbeat_timeout": self.heartbeat,
-            "retry_policy": self.retry,
-        }
+        return ActivityKeywords(
+            start_to_close_timeout=self.start_to_close,
+            heartbeat_timeout=self.heartbeat,
+            retry_policy=self.retry,
+        )
 
 
 def _retry(*, maximum_interval: timedelta, maximum_attempts: int) -> RetryPolicy:
@@ -87,16 +110,18 @@ SETTLE = ActivityOptions(
     retry=_retry(maximum_interval=timedelta(seconds=30), maximum_attempts=10),
 )
 
+RECORD = ActivityOptions(
+    start_to_close=timedelta(seconds=15),
+    retry=_retry(maximum_interval=timedelta(seconds=10), maximum_attempts=5),
+)
+"""Writing the case record. A regular activity, not a local one: its input (the record, the proposal in
+it) is then in the history, where ``verify`` and ``audit`` read the proposal a waiting case showed."""
+
 CLOSE = ActivityOptions(
     start_to_close=timedelta(seconds=30),
     retry=_retry(maximum_interval=timedelta(seconds=30), maximum_attempts=10),
 )
 """Closing a rejected or expired proposal at the commerce server: retried like a settlement."""
-
-RECORD = ActivityOptions(
-    start_to_close=timedelta(seconds=15),
-    retry=_retry(maximum_interval=timedelta(seconds=10), maximum_attempts=5),
-)
 
 
 LOCAL_RETRY_THRESHOLD = timedelta(seconds=10)
@@ -108,8 +133,8 @@ task; a longer backoff becomes a workflow timer. The policies below never back o
 class LocalActivityOptions:
     """The timeout and the retry policy of one kind of local activity (no heartbeat), passed together.
 
-    The short steps (patch ``short-steps-local``) run as local activities: no heartbeat (a local
-    activity cannot heartbeat; activities.boundary only heartbeats when a heartbeat timeout is set).
+    The short steps run as local activities: no heartbeat (a local
+    activity cannot heartbeat; activities.runtime.boundary only heartbeats when a heartbeat timeout is set).
     When a worker dies mid-step, its workflow task times out and another worker runs the step again
     from its first attempt.
     """
@@ -117,13 +142,13 @@ class LocalActivityOptions:
     start_to_close: timedelta
     retry: RetryPolicy
 
-    def kwargs(self) -> dict[str, Any]:
+    def kwargs(self) -> LocalActivityKeywords:
         """Keyword arguments for ``workflow.execute_local_activity``."""
-        return {
-            "start_to_close_timeout": self.start_to_close,
-            "retry_policy": self.retry,
-            "local_retry_threshold": LOCAL_RETRY_THRESHOLD,
-        }
+        return LocalActivityKeywords(
+            start_to_close_timeout=self.start_to_close,
+            retry_policy=self.retry,
+            local_retry_threshold=LOCAL_RETRY_THRESHOLD,
+        )
 
 
 VERIFY_LOCAL = LocalActivityOptions(start_to_close=VERIFY.start_to_close, retry=VERIFY.retry)

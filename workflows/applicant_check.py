@@ -15,12 +15,12 @@ from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
     from contracts.case import CaseStatus
+    from contracts.case_input import CaseState
     from contracts.credentials import ApplicantCheck, VerifiedApplicant
     from contracts.effect_card import markdown_text
-    from contracts.errors import ACTIVITY_FAILURES, decode_activity_failure
+    from contracts.errors import SupportError, rebuilt_activity_failures
     from contracts.names import ActivityName, EventKind, StopCode
     from workflows import activity_options as options
-    from workflows.case_state import CaseState
     from workflows.outcomes import CaseStopped
     from workflows.short_steps import execute_short_step
 
@@ -37,17 +37,16 @@ async def verify_applicant(s: CaseState, record: Callable[[EventKind, str], None
     )
     summary = f"verify applicant token ({markdown_text(case.applicant.subject, limit=40)})"
     try:
-        verified = await execute_short_step(
-            ActivityName.VERIFY_APPLICANT,
-            check,
-            result_type=VerifiedApplicant,
-            summary=summary,
-            local=options.VERIFY_LOCAL,
-        )
-    except ACTIVITY_FAILURES as error:  # a local activity's failure may arrive unwrapped
-        raise CaseStopped(
-            CaseStatus.FAILED, StopCode.APPLICANT_UNVERIFIED, decode_activity_failure(error).code
-        ) from None
+        with rebuilt_activity_failures():
+            verified = await execute_short_step(
+                ActivityName.VERIFY_APPLICANT,
+                check,
+                result_type=VerifiedApplicant,
+                summary=summary,
+                local=options.VERIFY_LOCAL,
+            )
+    except SupportError as failure:
+        raise CaseStopped(CaseStatus.FAILED, StopCode.APPLICANT_UNVERIFIED, failure.code) from None
     if verified.identity != case.applicant:
         raise CaseStopped(CaseStatus.FAILED, StopCode.APPLICANT_UNVERIFIED, "applicant_mismatch")
     s.directory = verified.directory

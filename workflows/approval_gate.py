@@ -22,23 +22,18 @@ from temporalio.api.common.v1 import Payload
 from temporalio.converter import PayloadConverter
 from temporalio.exceptions import ApplicationError
 
+from contracts.approval_claims import CredentialCode
+from contracts.approval_verification import ApprovalRefused, ApprovalTerms, reviewer_still_counts, verify_approval
 from contracts.case import AcceptedApproval, CaseStatus, Decision, ReviewDecision
-from contracts.credentials import (
-    CredentialRefused,
-    SignedReview,
-    check_approval,
-    claimed_subject,
-    verify_approval_token,
-)
+from contracts.case_input import CaseState
+from contracts.credentials import SignedReview, claimed_subject
 from contracts.directory import Directory
 from contracts.errors import bounded
-from contracts.identity import Role
 from contracts.names import REVIEW_REFUSED, ReviewRefusal
 from contracts.payload_codec import undecodable_reason
 from contracts.refusals import refusal_message
-from workflows.case_state import CaseState
 
-UNKNOWN_SIGNER = "unknown_signer"
+UNKNOWN_SIGNER = CredentialCode.UNKNOWN_SIGNER
 """The refusal of every signed review of a waiting case that holds no directory: no signature can be
 verified, so nothing decides it."""
 
@@ -76,24 +71,20 @@ def judge_review(
         return ReviewVerdict(claimed, subject, refusal=ReviewRefusal.ALREADY_DECIDED.value)
     if state.directory is None:
         return ReviewVerdict(claimed, subject, refusal=UNKNOWN_SIGNER)
+    terms = ApprovalTerms(
+        case_id=state.case.case_id,
+        digest=state.digest,
+        applicant=state.case.applicant,
+        proposal_expires_at=state.proposal.expires_at,
+    )
     try:
-        claims = verify_approval_token(review.approval_token, state.directory)
-    except CredentialRefused as refused:
-        return ReviewVerdict(claimed, subject, refusal=refused.code)
-    except Exception:  # a crafted token must never fail the workflow task (and wedge the case)
-        return ReviewVerdict(claimed, subject, refusal="malformed_token")
-    try:  # signed by the reviewer it names: from here on the name is proven
-        check_approval(
-            claims,
-            state.directory,
-            case_id=state.case.case_id,
-            digest=state.digest,
-            applicant=state.case.applicant,
-            proposal_expires_at=state.proposal.expires_at,
-            now=now,
-        )
-    except CredentialRefused as refused:
-        return ReviewVerdict(claims.sub, claims.sub, refusal=refused.code)
+        approval = verify_approval(review.approval_token, terms, state.directory, now=now)
+    except ApprovalRefused as refused:
+        if refused.signer is None:
+            return ReviewVerdict(claimed, subject, refusal=refused.code)
+        # The signature held and a term failed: the signer's name is proven.
+        return ReviewVerdict(refused.signer, refused.signer, refusal=refused.code)
+    claims = approval.claims
     if claims.jti in state.used_approvals:
         return ReviewVerdict(claims.sub, claims.sub, refusal=ReviewRefusal.APPROVAL_REUSED.value)
     if claims.decision == Decision.APPROVE.value and any(kept.reviewer == claims.sub for kept in state.approvals):
@@ -173,18 +164,7 @@ def _still_counts(approval: AcceptedApproval, state: CaseState) -> bool:
     """The kept approval's signature still verifies against the current directory, by a reviewer of the
     applicant's tenant (the time rules were met when it was accepted)."""
     assert state.directory is not None
-    try:
-        claims = verify_approval_token(approval.approval_token, state.directory)
-    except Exception:  # a key revoked or a person removed since: it no longer counts
-        return False
-    person = state.directory.person(claims.sub)
-    applicant = state.case.applicant
-    return (
-        person is not None
-        and person.role is Role.REVIEWER
-        and person.tenant == applicant.tenant
-        and person.subject != applicant.subject
-    )
+    return reviewer_still_counts(approval.approval_token, state.directory, state.case.applicant)
 
 
 def waiting_for_more(state: CaseState) -> str | None:

@@ -12,10 +12,11 @@ from __future__ import annotations
 from datetime import datetime
 
 from contracts.case import CaseStatus, CloseRequest, Phase
+from contracts.case_input import CaseState
 from contracts.commerce import RefundProposal, RefundReceipt
 from contracts.effect_card import EffectCard, effect_rows, markdown_text, money
 from contracts.names import REVIEW, EventKind, workflow_id
-from workflows.case_state import CaseState
+from workflows.case_view import case_effect_card
 
 _PHASE_HEADINGS = {
     Phase.PLAN: "Planning",
@@ -42,7 +43,7 @@ def current_details(s: CaseState, now: datetime) -> str:
         f"- **Budgets used:** model {s.budgets.model_requests}/{s.budgets.max_model_requests}, "
         f"tools {s.budgets.tool_requests}/{s.budgets.max_tool_requests}, turns {s.budgets.turns}"
     )
-    card = s.effect_card()
+    card = case_effect_card(s)
     if card is not None:
         waiting = status is CaseStatus.WAITING_APPROVAL
         lines += ["", *effect_markdown(card, now, waiting=waiting)]
@@ -147,7 +148,7 @@ def record_summary(s: CaseState) -> str:
     view = f"write case record: {s.lifecycle.status.value}"
     if s.receipt is not None:
         return f"{view}, receipt {s.receipt.receipt_id} ({s.receipt.amount_cents} cents, SIMULATED)"
-    card = s.effect_card()
+    card = case_effect_card(s)
     if card is not None and s.lifecycle.status is CaseStatus.WAITING_APPROVAL:
         return f"{view}, proposal {card.amount} for {card.order_id}, digest {card.digest[:12]}…"
     return view

@@ -11,7 +11,7 @@ of a cron schedule, every retry of a run, and a continue-as-new from a workflow 
 task queue, all of which a client chooses), so this module refuses at once what the run's own info
 shows (any cron schedule, a carried state on a retry attempt), and the workflow then asks Temporal,
 through the ``confirm_continued_run`` activity, that the run it continued was a case of this task
-queue that closed by continuing as new (:mod:`activities.run_origin`). Pure: the workflow passes in
+queue that closed by continuing as new (:mod:`activities.case.run_origin`). Pure: the workflow passes in
 what Temporal says about the run.
 """
 
@@ -24,7 +24,7 @@ from temporalio.api.common.v1 import Payload
 from temporalio.converter import PayloadConverter
 from temporalio.exceptions import ApplicationError
 
-from contracts.case import CaseInput
+from contracts.case_input import CaseInput
 from contracts.errors import bounded
 from contracts.names import CASE_INPUT_REFUSED, CASE_RESUMING, CaseInputRefusal, workflow_id
 
@@ -86,6 +86,9 @@ def admit_case_input(
     if not continued_run_id or attempt > 1:
         detail = "a run started by a client may not resume a case's state; only Temporal's continue-as-new does"
         return AdmittedInput(case, CaseInputRefusal.CARRIED_STATE_NOT_CONTINUED, detail)
+    if not case.carried.waiting_undecided:
+        detail = "a case carries its state into its next run only while it waits, undecided, for its reviewer"
+        return AdmittedInput(case, CaseInputRefusal.CARRIED_STATE_NOT_WAITING, detail)
     if run_workflow_id != workflow_id(case.case_id):
         detail = f"the carried state is of case {bounded(case.case_id, 64)}, not of workflow {run_workflow_id}"
         return AdmittedInput(case, CaseInputRefusal.CARRIED_STATE_OF_ANOTHER_CASE, detail)

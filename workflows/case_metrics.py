@@ -4,7 +4,7 @@ Workflow code: the SDK's meter records nothing while a workflow task replays, so
 is never counted again by the worker that replays it after a crash or a cache eviction. Every label
 value is from a bounded set: the verified tenant (``unverified`` before the applicant token is
 checked), a status, a refusal code, an approval kind and decision, a provider and model name. Nothing
-a customer wrote becomes a label. activities/known_series.py writes each tenant's label sets at 0 when
+a customer wrote becomes a label. activities/runtime/known_series.py writes each tenant's label sets at 0 when
 the worker starts, so the first event of each counts in ``increase()``.
 """
 
@@ -15,7 +15,8 @@ from datetime import datetime, timedelta
 from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
-    from contracts.case import Decision, ModelCallMeta
+    from contracts.case import Decision
+    from contracts.case_input import CaseState
     from contracts.metrics import (
         APPROVAL_WAIT,
         OTHER_LABEL,
@@ -25,8 +26,8 @@ with workflow.unsafe.imports_passed_through():
         bounded_code,
         bounded_name,
     )
+    from contracts.model_io import ModelCallMeta
     from contracts.passkey import PASSKEY_PREFIX
-    from workflows.case_state import CaseState
 
 MAX_CODE_CHARS = 60
 """A refusal code is one of a few dozen names; anything longer is cut so a label stays bounded."""

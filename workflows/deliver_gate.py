@@ -5,8 +5,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from contracts.case import CaseStatus, ComposedAnswer, Intent, NextAction, Plan
+from contracts.case import CaseStatus
 from contracts.commerce import RefundQuote
+from contracts.model_io import ComposedAnswer, Intent, NextAction, Plan
 from contracts.names import StopCode, stop_reason
 
 _DONE = (

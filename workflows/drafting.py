@@ -12,10 +12,11 @@ from collections.abc import Callable
 from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
-    from contracts.case import CaseStatus, ComposedAnswer, ReviewResult, Verdict
+    from contracts.case import CaseStatus
+    from contracts.case_input import CaseState
+    from contracts.model_io import ComposedAnswer, ReviewResult, Verdict
     from contracts.names import ActivityName, EventKind, StopCode
     from workflows import case_details, requests
-    from workflows.case_state import CaseState
     from workflows.model_calls import ModelCalls
     from workflows.outcomes import CaseStopped, ContractViolation
 

@@ -10,10 +10,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from contracts.case import ToolObservation
 from contracts.case_facts import CaseFacts
 from contracts.commerce import RefundQuote
 from contracts.knowledge import Passage
+from contracts.model_io import ToolObservation
 from contracts.tools import TOOLS, FactKey, ToolName
 
 MAX_EVIDENCE = 12

@@ -11,15 +11,15 @@ from collections.abc import Callable
 from typing import Any
 
 from temporalio import workflow
-from temporalio.exceptions import ActivityError
 
 with workflow.unsafe.imports_passed_through():
-    from contracts.case import CaseStatus, ComposedAnswer, ComposeResult, ModelCallMeta
-    from contracts.errors import ContractError, decode_activity_failure
+    from contracts.case import CaseStatus
+    from contracts.case_input import CaseState
+    from contracts.errors import ContractError, SupportError, rebuilt_activity_failures
+    from contracts.model_io import ComposedAnswer, ComposeResult, ModelCallMeta
     from contracts.names import ActivityName, EventKind, StopCode
     from workflows import activity_options as options
     from workflows import case_metrics, requests
-    from workflows.case_state import CaseState
     from workflows.outcomes import CaseStopped, ContractViolation, model_failure
     from workflows.requests import ResultT
 
@@ -65,15 +65,15 @@ class ModelCalls:
             raise CaseStopped(CaseStatus.NEEDS_HUMAN, StopCode.MODEL_BUDGET_EXHAUSTED)
         attempts = min(options.MODEL_ATTEMPTS_PER_CALL, remaining)
         try:
-            result = await workflow.execute_activity(
-                activity,
-                request,
-                result_type=result_type,
-                summary=summary,
-                **options.model_options(attempts).kwargs(),
-            )
-        except ActivityError as error:
-            failure = decode_activity_failure(error)
+            with rebuilt_activity_failures():
+                result = await workflow.execute_activity(
+                    activity,
+                    request,
+                    result_type=result_type,
+                    summary=summary,
+                    **options.model_options(attempts).kwargs(),
+                )
+        except SupportError as failure:
             self._charge_model(failure.attempt or attempts, ModelCallMeta.of_failure(failure, attempts), activity)
             self._record(EventKind.MODEL_FAILED, f"{activity}: {failure.reported_class}: {failure.code}")
             if isinstance(failure, ContractError) and contract_ok:
@@ -87,5 +87,5 @@ class ModelCalls:
         self._s.budgets = budgets.model_copy(update={"model_requests": budgets.model_requests + count})
         if meta is not None:
             case_metrics.model_reply(self._s, meta)
-        if meta is not None and self._s.model.count(meta, kind.value):
-            workflow.upsert_memo({"model": self._s.model.label})
+        if meta is not None:
+            self._s.model.count(meta, kind.value)  # the memo names the model from the next upsert on

@@ -12,30 +12,29 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from temporalio import workflow
-from temporalio.exceptions import ActivityError
 
 with workflow.unsafe.imports_passed_through():
+    from contracts.case_input import CaseState
     from contracts.commerce import ProposalClosed, ProposalOutcome
-    from contracts.errors import decode_activity_failure
+    from contracts.errors import SupportError, rebuilt_activity_failures
     from contracts.names import ActivityName, EventKind
     from workflows import activity_options as options
     from workflows import case_details, requests
-    from workflows.case_state import CaseState
 
 
 async def close_proposal(s: CaseState, record: Callable[[EventKind, str], None], outcome: ProposalOutcome) -> None:
     """Close the case's proposal as ``outcome`` at the commerce server, and record how it went."""
     request = requests.closure_request(s, outcome)
     try:
-        closed = await workflow.execute_activity(
-            ActivityName.CLOSE_REFUND_PROPOSAL,
-            request,
-            result_type=ProposalClosed,
-            summary=case_details.closure_summary(request),
-            **options.CLOSE.kwargs(),
-        )
-    except ActivityError as error:
-        failure = decode_activity_failure(error)
+        with rebuilt_activity_failures():
+            closed = await workflow.execute_activity(
+                ActivityName.CLOSE_REFUND_PROPOSAL,
+                request,
+                result_type=ProposalClosed,
+                summary=case_details.closure_summary(request),
+                **options.CLOSE.kwargs(),
+            )
+    except SupportError as failure:
         record(EventKind.PROPOSAL_CLOSE_FAILED, f"{failure.reported_class}: {failure.code}")
         return
     record(

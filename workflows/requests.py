@@ -9,8 +9,10 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from typing import Protocol, TypeVar
 
-from contracts.case import (
-    CloseRequest,
+from contracts.case import CloseRequest, SettleRequest
+from contracts.case_input import CaseState
+from contracts.commerce import ProposalOutcome, RefundProposal
+from contracts.model_io import (
     ComposedAnswer,
     ComposeRequest,
     InvestigateRequest,
@@ -18,13 +20,10 @@ from contracts.case import (
     PlanRequest,
     ProposedToolCall,
     ReviewRequest,
-    SettleRequest,
     ToolRequest,
     TranscriptEntry,
 )
-from contracts.commerce import ProposalOutcome, RefundProposal
 from contracts.tools import INVESTIGATION_TOOLS
-from workflows.case_state import CaseState
 
 
 class ModelResult(Protocol):

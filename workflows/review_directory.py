@@ -15,13 +15,13 @@ from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
     from contracts.case import CaseStatus
+    from contracts.case_input import CaseState
     from contracts.credentials import CaseDirectoryRequest, SignedReview
     from contracts.directory import Directory
-    from contracts.errors import ACTIVITY_FAILURES, decode_activity_failure
+    from contracts.errors import SupportError, rebuilt_activity_failures
     from contracts.names import ActivityName, EventKind, ReviewRefusal
     from workflows import activity_options as options
     from workflows.approval_gate import adopt_directory
-    from workflows.case_state import CaseState
     from workflows.short_steps import execute_short_step
 
 
@@ -35,15 +35,16 @@ async def read_for_review(
     if not isinstance(review, SignedReview) or not waiting:
         return None
     try:
-        fresh = await execute_short_step(
-            ActivityName.READ_CASE_DIRECTORY,
-            CaseDirectoryRequest(applicant=s.case.applicant.subject),
-            result_type=Directory,
-            summary="read the directory for a review",
-            local=options.VERIFY_LOCAL,
-        )
-    except ACTIVITY_FAILURES as error:  # a local activity's failure may arrive unwrapped
-        record(EventKind.DIRECTORY_READ, f"the directory could not be read: {decode_activity_failure(error).code}")
+        with rebuilt_activity_failures():
+            fresh = await execute_short_step(
+                ActivityName.READ_CASE_DIRECTORY,
+                CaseDirectoryRequest(applicant=s.case.applicant.subject),
+                result_type=Directory,
+                summary="read the directory for a review",
+                local=options.VERIFY_LOCAL,
+            )
+    except SupportError as failure:
+        record(EventKind.DIRECTORY_READ, f"the directory could not be read: {failure.code}")
         return ReviewRefusal.DIRECTORY_UNAVAILABLE
     for change in adopt_directory(s, fresh, now=workflow.now(), via=via):
         record(EventKind.DIRECTORY_READ, change)

@@ -15,23 +15,22 @@ from temporalio import workflow
 from temporalio.common import RawValue
 
 with workflow.unsafe.imports_passed_through():
+    from contracts import search_attributes as sa
     from contracts.case import (
-        AWAITING_ANOTHER_REVIEWER,
         Budgets,
         CaseEvent,
         CaseStatus,
         CaseView,
         Decision,
-        InvestigateResult,
         Phase,
-        PlanResult,
         ReviewDecision,
         ReviewOutcome,
-        TranscriptEntry,
     )
+    from contracts.case_input import CaseState
     from contracts.commerce import ProposalOutcome, order_ids_in
     from contracts.credentials import SignedReview
-    from contracts.effect_card import ProposalForReview, proposal_memo
+    from contracts.effect_card import ProposalForReview
+    from contracts.model_io import InvestigateResult, PlanResult, TranscriptEntry
     from contracts.names import (
         CASE_INPUT_REFUSED,
         REVIEW,
@@ -44,17 +43,11 @@ with workflow.unsafe.imports_passed_through():
         StopCode,
         stop_reason,
     )
-    from workflows import case_details, case_logs, case_metrics, requests
+    from workflows import case_details, case_metrics, requests
     from workflows.applicant_check import verify_applicant
-    from workflows.approval_gate import (
-        accept_review,
-        decode_review,
-        judge_review,
-        refused_review_error,
-        waiting_for_more,
-    )
+    from workflows.approval_gate import refused_review_error
     from workflows.case_input import AdmittedInput, admit_case_input, query_refusal
-    from workflows.case_state import CaseState
+    from workflows.case_view import case_effect_card, case_memo, case_view, search_attribute_changes
     from workflows.continued_run import confirm_continued_run
     from workflows.deliver_gate import decide_delivery
     from workflows.drafting import draft_and_review
@@ -63,6 +56,7 @@ with workflow.unsafe.imports_passed_through():
     from workflows.outcomes import CaseStopped
     from workflows.proposal_closure import close_proposal
     from workflows.refund_settlement import execute_refund, write_case_record
+    from workflows.review_attempt import decoded_review, review_attempt
     from workflows.review_directory import read_for_review
     from workflows.tool_calls import ToolCalls
     from workflows.turn_admission import SeenCalls
@@ -85,10 +79,12 @@ class SupportCaseWorkflow:
         )
         self._state: CaseState | None = None
         case = self._input.case
-        self._resuming = case is not None and case.carried is not None
+        self._carried = case is not None and case.carried is not None
+        """This run resumes the state of a case that continued as new while waiting for its reviewer."""
+        self._resuming = self._carried
         """A carried state is neither shown nor decided on until Temporal confirms where it came from."""
         if case is not None:
-            self._state = CaseState(case) if case.carried is None else CaseState.from_carried(case, case.carried)
+            self._state = CaseState.of(case)
             self._tools = ToolCalls(self._state, self._event, self._upsert_attributes)
             self._model = ModelCalls(self._state, self._event)
 
@@ -107,7 +103,7 @@ class SupportCaseWorkflow:
         case = self._s.case
         try:
             self._show()
-            if case.carried is None:
+            if not self._carried:
                 self._event(EventKind.CASE_STARTED, f"question from {case.applicant.subject} ({case.language.value})")
                 await verify_applicant(self._s, self._event)
                 case_metrics.case_started(self._s)
@@ -124,7 +120,7 @@ class SupportCaseWorkflow:
         except CaseStopped as stop:
             self._finish(stop.status, stop.reason)
         await self._write_record()
-        return self._s.view()
+        return case_view(self._s)
 
     # --- phases ----------------------------------------------------------------------------------
 
@@ -186,16 +182,12 @@ class SupportCaseWorkflow:
         started = workflow.info().workflow_start_time  # proposals are made only in a case's first run
         s.proposal = requests.refund_proposal(s, workflow.now(), case_started_at=started)
         s.digest = s.proposal.digest()
-        self._move(Phase.WAITING_APPROVAL)
         self._event(
             EventKind.PROPOSAL_CREATED,
             f"{s.proposal.amount_cents} cents for {s.proposal.order_id}, "
             f"digest {s.digest}, expires {s.proposal.expires_at.isoformat()}",
         )
-        self._upsert_attributes()
-        card = s.effect_card()
-        if card is not None:
-            workflow.upsert_memo({"proposal": proposal_memo(card)})
+        self._move(Phase.WAITING_APPROVAL)  # its upsert's memo carries the proposal's line
         self._show()
         await self._write_record()
         return True
@@ -203,7 +195,7 @@ class SupportCaseWorkflow:
     async def _await_review(self) -> None:
         """Wait for a decision or the expiry timer; continue as new if a flood grows the history."""
         s = self._s
-        card = s.effect_card()
+        card = case_effect_card(s)
         assert s.proposal is not None and card is not None
         while s.decision is None:
             remaining = (s.proposal.expires_at - workflow.now()).total_seconds()
@@ -227,11 +219,9 @@ class SupportCaseWorkflow:
     async def _settle(self) -> None:
         s = self._s
         self._move(Phase.SETTLE)
-        self._upsert_attributes()
         receipt = await execute_refund(s, self._event)
         s.receipt = receipt
         case_metrics.refund_paid(s, receipt.amount_cents)
-        workflow.upsert_memo({"receipt": f"{receipt.receipt_id}: {receipt.amount_cents} cents (SIMULATED)"})
         self._event(EventKind.SETTLED, f"receipt {receipt.receipt_id} for {receipt.amount_cents} cents (SIMULATED)")
         self._finish(CaseStatus.COMPLETED, stop_reason(StopCode.REFUND_SETTLED))
 
@@ -277,37 +267,14 @@ class SupportCaseWorkflow:
         return self._input.refusal is None
 
     def _decode_review(self, payload: RawValue, *, via: str) -> ReviewDecision | SignedReview | None:
-        """The review payload, or None after recording why it is not one."""
-        review = decode_review(workflow.payload_converter(), payload.payload)
-        if isinstance(review, str):
-            self._event(EventKind.REVIEW_REFUSED, f"malformed payload via {via} {review}")
-            case_metrics.approval_refused(self._s, "malformed_payload")
-            case_logs.review_refused("malformed_payload", via=via)
-            return None
-        return review
+        return decoded_review(workflow.payload_converter(), payload.payload, self._s, self._event, via=via)
 
     def _review(
         self, review: ReviewDecision | SignedReview, *, via: str, refusal: ReviewRefusal | None = None
     ) -> tuple[ReviewOutcome, str]:
-        """The outcome of one review attempt (``refusal``: refused before it is judged), and the
-        reviewer's name as it claimed (or proved) it."""
-        s = self._s
-        status = s.lifecycle.status
-        verdict = judge_review(review, s, now=workflow.now(), refusal=refusal)
-        if verdict.decision is None:
-            self._event(EventKind.REVIEW_REFUSED, f"{verdict.who} via {via}: {verdict.refusal}")
-            case_metrics.approval_refused(s, str(verdict.refusal))
-            case_logs.review_refused(str(verdict.refusal), via=via)
-            self._show()
-            return ReviewOutcome(accepted=False, status=status, reason=str(verdict.refusal)), verdict.subject
-        text = accept_review(s, verdict, now=workflow.now(), via=via)
-        assert verdict.decision is not None
-        case_metrics.approval_decided(s, verdict.approval_token, verdict.decision.decision, workflow.now())
-        self._event(EventKind.REVIEW_ACCEPTED, text)
+        outcome = review_attempt(self._s, review, self._event, now=workflow.now(), via=via, refusal=refusal)
         self._show()
-        pending = waiting_for_more(s)
-        reason = verdict.decision.decision.value + (f" ({pending}; {AWAITING_ANOTHER_REVIEWER})" if pending else "")
-        return ReviewOutcome(accepted=True, status=status, reason=reason), verdict.subject
+        return outcome
 
     # --- continue-as-new -------------------------------------------------------------------------
 
@@ -323,7 +290,7 @@ class SupportCaseWorkflow:
             f"run {self._s.continued + 2} keeps waiting for a reviewer",
         )
         workflow.continue_as_new(
-            self._s.case.model_copy(update={"carried": self._s.carry()}),
+            self._s.next_run_input(),
             memo=dict(workflow.memo()),
             search_attributes=info.typed_search_attributes,
         )
@@ -333,7 +300,7 @@ class SupportCaseWorkflow:
     @workflow.query(name=QueryName.STATUS, description="The case as its applicant or reviewer sees it (JSON).")
     def status(self) -> CaseView:
         self._refuse_query()
-        return self._s.view()
+        return case_view(self._s)
 
     @workflow.query(
         name=QueryName.PROPOSAL,
@@ -344,7 +311,7 @@ class SupportCaseWorkflow:
         s = self._s
         if s.proposal is None or s.digest is None:
             return None
-        return ProposalForReview(proposal=s.proposal, digest=s.digest, effect=s.effect_card())
+        return ProposalForReview(proposal=s.proposal, digest=s.digest, effect=case_effect_card(s))
 
     @workflow.query(name=QueryName.EVENTS, description="The case's events: every step, refusal and decision.")
     def events(self) -> list[CaseEvent]:
@@ -410,12 +377,15 @@ class SupportCaseWorkflow:
     def _upsert_attributes(self) -> None:
         """Upsert the search attributes whose value differs from the run's (the start's and earlier
         upserts', as ``workflow.info()`` holds them, deterministically); nothing when none changed."""
-        changed = self._s.search_attribute_changes(workflow.info().typed_search_attributes)
-        if changed:
-            workflow.upsert_search_attributes(changed)
-        usage = self._s.model.usage
-        if workflow.memo_value("usage", None) != usage.model_dump(mode="json"):
-            workflow.upsert_memo({"usage": usage.model_dump(mode="json"), "cost": usage.cost_label()})
+        changed = search_attribute_changes(self._s, workflow.info().typed_search_attributes)
+        if not changed:
+            return
+        workflow.upsert_search_attributes(changed)
+        if not any(update.key == sa.CASE_STATUS for update in changed):
+            return  # the memo follows the status (running, waiting, ended): one memo upsert each at most
+        stale = {key: value for key, value in case_memo(self._s).items() if workflow.memo_value(key, None) != value}
+        if stale:
+            workflow.upsert_memo(stale)
 
     async def _write_record(self) -> None:
         await write_case_record(self._s, self._event)

@@ -19,18 +19,19 @@ from dataclasses import dataclass
 from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
-    from contracts.case import CaseStatus, ProposedToolCall, ToolObservation
-    from contracts.errors import ACTIVITY_FAILURES, ConfigurationError, decode_activity_failure
+    from contracts.case import CaseStatus
+    from contracts.case_input import CaseState
+    from contracts.errors import ConfigurationError, SupportError, rebuilt_activity_failures
+    from contracts.model_io import ProposedToolCall, ToolObservation
     from contracts.names import ActivityName, EventKind, StopCode, tool_activity_id
     from contracts.tools import INVESTIGATION_TOOLS, ToolName, ToolSource
     from workflows import activity_options as options
     from workflows import case_metrics, requests
     from workflows.case_details import tool_summary
-    from workflows.case_state import CaseState
     from workflows.evidence import fold_observation
     from workflows.outcomes import CaseStopped
     from workflows.short_steps import execute_short_step
-    from workflows.tool_gate import requested_order_id
+    from workflows.tool_gate import ToolRefusal, requested_order_id
     from workflows.turn_admission import SeenCalls, admit_turn
 
 
@@ -82,21 +83,21 @@ class ToolCalls:
             return ToolResult(call, saved)
         request = requests.tool_request(self._s, call)
         try:
-            observation = await execute_short_step(
-                ActivityName.RUN_INVESTIGATION_TOOL,
-                request,
-                result_type=ToolObservation,
-                summary=tool_summary(call.name, call.arguments),
-                local=options.TOOL_LOCAL,
-                activity_id=tool_activity_id(call.call_id),
-            )
-        except ACTIVITY_FAILURES as error:  # a local activity's failure may arrive unwrapped
-            failure = decode_activity_failure(error)
+            with rebuilt_activity_failures():
+                observation = await execute_short_step(
+                    ActivityName.RUN_INVESTIGATION_TOOL,
+                    request,
+                    result_type=ToolObservation,
+                    summary=tool_summary(call.name, call.arguments),
+                    local=options.TOOL_LOCAL,
+                    activity_id=tool_activity_id(call.call_id),
+                )
+        except SupportError as failure:
             observation = ToolObservation(
                 call_id=call.call_id,
                 name=call.name,
                 ok=False,
-                error_code="tool_unavailable",
+                error_code=ToolRefusal.TOOL_UNAVAILABLE,
                 error_message=failure.code,
             )
             if isinstance(failure, ConfigurationError):

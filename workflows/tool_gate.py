@@ -7,10 +7,32 @@ read; nothing is scheduled for it.
 from __future__ import annotations
 
 import re
+from enum import StrEnum
 
-from contracts.case import ProposedToolCall
 from contracts.commerce import ORDER_ID_FORMAT, canonical_json
+from contracts.model_io import ProposedToolCall
 from contracts.tools import INVESTIGATION_TOOLS, MAX_ARGUMENT_CHARS, WRITE_TOOLS
+
+
+class ToolRefusal(StrEnum):
+    """Why the workflow refused a tool call the model proposed: the ``error_code`` of the observation the
+    model reads next (recorded in histories, so the values never change)."""
+
+    DUPLICATE_CALL_ID = "duplicate_call_id"
+    WRITE_TOOL_NOT_ALLOWED = "write_tool_not_allowed"
+    UNKNOWN_TOOL = "unknown_tool"
+    MALFORMED_ARGUMENTS = "malformed_arguments"
+    UNEXPECTED_FIELDS = "unexpected_fields"
+    MISSING_FIELDS = "missing_fields"
+    INVALID_ARGUMENT_TYPE = "invalid_argument_type"
+    ARGUMENT_TOO_LONG = "argument_too_long"
+    INVALID_ARGUMENT = "invalid_argument"
+    ORDER_NOT_BOUND_TO_CASE = "order_not_bound_to_case"
+    REPEATED_CALL = "repeated_call"
+    TOO_MANY_CALLS_IN_TURN = "too_many_calls_in_turn"
+    """The turn proposed more calls than one turn may make (:mod:`workflows.turn_admission`)."""
+    TOOL_UNAVAILABLE = "tool_unavailable"
+    """The call was admitted but its activity failed (:mod:`workflows.tool_calls`)."""
 
 
 def call_fingerprint(call: ProposedToolCall) -> str:
@@ -30,32 +52,32 @@ def refuse_call(
     bound_order_id: str | None,
     seen_call_ids: set[str],
     seen_fingerprints: set[str],
-) -> str | None:
+) -> ToolRefusal | None:
     """Return the refusal code for a proposed call, or None when it may run."""
     if not call.call_id or call.call_id in seen_call_ids:
-        return "duplicate_call_id"
+        return ToolRefusal.DUPLICATE_CALL_ID
     if call.name in WRITE_TOOLS:
-        return "write_tool_not_allowed"
+        return ToolRefusal.WRITE_TOOL_NOT_ALLOWED
     spec = INVESTIGATION_TOOLS.get(call.name)
     if spec is None:
-        return "unknown_tool"
+        return ToolRefusal.UNKNOWN_TOOL
     if call.arguments is None:
-        return "malformed_arguments"
+        return ToolRefusal.MALFORMED_ARGUMENTS
     fields = set(call.arguments)
     if fields - set(spec.params):
-        return "unexpected_fields"
+        return ToolRefusal.UNEXPECTED_FIELDS
     if set(spec.params) - fields:
-        return "missing_fields"
+        return ToolRefusal.MISSING_FIELDS
     for name, value in call.arguments.items():
         param = spec.params[name]
         if not isinstance(value, str):
-            return "invalid_argument_type"
+            return ToolRefusal.INVALID_ARGUMENT_TYPE
         if len(value) > min(param.max_length, MAX_ARGUMENT_CHARS):
-            return "argument_too_long"
+            return ToolRefusal.ARGUMENT_TOO_LONG
         if param.pattern and not re.fullmatch(param.pattern, value):
-            return "invalid_argument"
+            return ToolRefusal.INVALID_ARGUMENT
     if "order_id" in call.arguments and call.arguments["order_id"] != bound_order_id:
-        return "order_not_bound_to_case"
+        return ToolRefusal.ORDER_NOT_BOUND_TO_CASE
     if call_fingerprint(call) in seen_fingerprints:
-        return "repeated_call"
+        return ToolRefusal.REPEATED_CALL
     return None

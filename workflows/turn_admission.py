@@ -9,10 +9,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from contracts.case import Budgets, ProposedToolCall, ToolObservation
-from workflows.tool_gate import call_fingerprint, refuse_call
+from contracts.case import Budgets
+from contracts.model_io import ProposedToolCall, ToolObservation
+from workflows.tool_gate import ToolRefusal, call_fingerprint, refuse_call
 
-TOO_MANY_CALLS_IN_TURN = "too_many_calls_in_turn"
+TOO_MANY_CALLS_IN_TURN = ToolRefusal.TOO_MANY_CALLS_IN_TURN
 
 
 @dataclass
@@ -26,7 +27,7 @@ class SeenCalls:
 @dataclass(frozen=True)
 class CallVerdict:
     call: ProposedToolCall
-    refusal: str | None
+    refusal: ToolRefusal | None
     """The refusal code, or None when the call may run."""
 
     def refused(self) -> ToolObservation:

@@ -2,7 +2,7 @@
 
 Two alice cases (a QH-1001 refund and a QH-1005 delivery question) run through a throwaway Temporal dev
 server with the rehearsal model, while every PlanRequest, InvestigateRequest, ComposeRequest and
-ReviewRequest the worker hands to :class:`activities.model_gateway.ModelGateway` is copied into a
+ReviewRequest the worker hands to :class:`activities.model.model_gateway.ModelGateway` is copied into a
 :class:`Captured`; the wire checks send these again to the real server.
 """
 
@@ -15,9 +15,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from activities.model_gateway import ModelGateway
-from contracts.case import ComposeRequest, InvestigateRequest, PlanRequest, ReviewRequest
+from activities.model.model_gateway import ModelGateway
 from contracts.knowledge import Language
+from contracts.model_io import ComposeRequest, InvestigateRequest, PlanRequest, ReviewRequest
 
 
 @dataclass

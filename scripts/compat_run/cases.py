@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from activities.model_settings import load_model_settings
+from activities.model.model_settings import load_model_settings
 from contracts.case import TERMINAL_STATUSES, CaseStatus, CaseView
 from contracts.errors import SupportError
 from contracts.knowledge import Language
@@ -104,12 +104,12 @@ async def run_cases(
 ) -> list[CaseRow | tuple[CompatCase, str]]:
     from case_client import CaseClient, TemporalTarget, connect
     from case_history.audit import audit_from_history
+    from case_worker import support_worker
     from contracts.names import EventKind, workflow_id
     from devstack.rehearsal_stack import seeded_state_dir
     from devstack.servers import start_dev_server
     from keystore import demo_identity, directory_location
     from keystore.signers import KeyFileSigner
-    from worker import support_worker
 
     # the worker logs every failed activity attempt with a traceback; the case table reports them
     logging.getLogger("temporalio").setLevel(logging.ERROR)

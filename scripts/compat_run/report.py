@@ -158,7 +158,7 @@ def write_report(
         "tokens; what the model writes into the arguments is not judged)."
         + (
             " For llama-server they also end with the template's call marker as an assistant prefill: "
-            "llama-server reads `tool_choice: required` as \"a call must come, after any text\" (its grammar "
+            'llama-server reads `tool_choice: required` as "a call must come, after any text" (its grammar '
             "lets content run until the marker), and this model, greedy, spent all 256 tokens echoing its "
             "prompt without one (0 of 12 tools called on 2026-12-04). The adapter itself never prefills, so "
             "in the cases below the model calls a tool only if it writes the marker itself."

@@ -26,7 +26,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import ClassVar, Literal
 
-from activities.model_settings import ModelSettings
+from activities.model.model_settings import ModelSettings
 
 from . import ROOT
 from .common import say
@@ -99,7 +99,7 @@ class LlamaServer:
 
     name: ClassVar[ServerName]
     profile: ClassVar[str]
-    """``SUPPORT_MODEL_PROFILE``: the adapter's dialect for this server (activities/provider_profiles.py)."""
+    """``SUPPORT_MODEL_PROFILE``: the adapter's dialect for this server (activities/model/provider_profiles.py)."""
     forced_call_prefill: ClassVar[str] = ""
     """Assistant text the tool-schema checks end their messages with so that the reply starts inside a
     tool call ("" for none); the adapter itself never sends one."""
@@ -281,4 +281,4 @@ def model_env(server: LlamaServer, model_id: str, timeout_s: float) -> dict[str,
 
 
 def adapter_has_profiles() -> bool:
-    return (ROOT / "activities" / "provider_profiles.py").exists() and "profile" in ModelSettings.model_fields
+    return (ROOT / "activities" / "model" / "provider_profiles.py").exists() and "profile" in ModelSettings.model_fields

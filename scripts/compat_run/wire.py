@@ -1,6 +1,6 @@
 """The wire checks: the recorded requests sent again, through the project's own adapter, to the server.
 
-Each captured request goes through :class:`activities.model_gateway.ModelGateway` pointed at the real
+Each captured request goes through :class:`activities.model.model_gateway.ModelGateway` pointed at the real
 server, with httpx2 event hooks recording the body sent and the status and reply that came back; a row
 says what the body carried, whether it was accepted, the tool calls returned and what the adapter made of
 the reply. Then the investigate body is sent once per offered tool with ``tool_choice`` naming it, so
@@ -18,9 +18,9 @@ from typing import Any
 
 import httpx2
 
-from activities.model_gateway import ModelGateway
-from activities.model_settings import load_model_settings
-from activities.provider_profiles import profile
+from activities.model.model_gateway import ModelGateway
+from activities.model.model_settings import load_model_settings
+from activities.model.provider_profiles import profile
 from contracts.errors import SupportError
 
 from .capture import Captured
@@ -251,7 +251,7 @@ async def tool_schema_checks(
     """The adapter's investigate body, once per offered tool with ``tool_choice`` naming it: the server
     must build a grammar from that tool's schema and answer with a tool call (the llama.cpp server
     segfaulted on ``\\d`` patterns once a tool was chosen). The tool is forced in the form the server's
-    provider profile honours (:meth:`activities.provider_profiles.ProviderProfile.forced_tool`: the
+    provider profile honours (:meth:`activities.model.provider_profiles.ProviderProfile.forced_tool`: the
     object form, or ``required`` with only that tool for llama-server, which ignores the object)."""
     dialect = profile(load_model_settings(model_env(server, model_id, timeout_s)).profile)
     rows: list[WireRow] = []

@@ -1,7 +1,7 @@
 """Run an activity in Temporal's ActivityEnvironment behind the worker's real boundary.
 
 ``ActivityEnvironment`` runs no worker interceptors; tests that check what an activity's failure
-looks like to Temporal wrap the activity with :func:`activities.boundary.run_within_boundary`, the
+looks like to Temporal wrap the activity with :func:`activities.runtime.boundary.run_within_boundary`, the
 very function the worker's interceptor calls.
 """
 
@@ -12,7 +12,7 @@ from typing import Any
 
 from temporalio.testing import ActivityEnvironment
 
-from activities.boundary import run_within_boundary
+from activities.runtime.boundary import run_within_boundary
 
 
 async def run_bounded(fn: Callable[..., Awaitable[Any]], *args: Any, env: ActivityEnvironment | None = None) -> Any:

@@ -1,17 +1,43 @@
-"""The boundary heartbeats a running activity every third of its heartbeat timeout, first after one interval."""
+"""The boundary heartbeats a running activity every third of its heartbeat timeout, first after one
+interval. The intervals pass on a clock of the test's own (``boundary.heartbeat_pause``): no real waiting."""
 
 from __future__ import annotations
 
 import asyncio
 import dataclasses
+from collections.abc import Callable
 from datetime import timedelta
 
+import pytest
 from temporalio.testing import ActivityEnvironment
 
-from activities.boundary import HEARTBEATS_PER_TIMEOUT, run_within_boundary
+from activities.runtime import boundary
+from activities.runtime.boundary import HEARTBEATS_PER_TIMEOUT, run_within_boundary
 
 TIMEOUT = timedelta(seconds=0.9)
 INTERVAL = TIMEOUT.total_seconds() / HEARTBEATS_PER_TIMEOUT
+
+
+class Intervals:
+    """The heartbeat task's pauses: each recorded, and each over once ``passing`` lets it (at once by
+    default; never, until the task is cancelled, when it is False)."""
+
+    def __init__(self) -> None:
+        self.asked: list[float] = []
+        self.passing = True
+
+    async def pause(self, seconds: float) -> None:
+        self.asked.append(seconds)
+        if not self.passing:
+            await asyncio.Event().wait()
+        await asyncio.sleep(0)
+
+
+@pytest.fixture
+def intervals(monkeypatch: pytest.MonkeyPatch) -> Intervals:
+    clock = Intervals()
+    monkeypatch.setattr(boundary, "heartbeat_pause", clock.pause)
+    return clock
 
 
 def environment(beats: list[tuple[object, ...]], timeout: timedelta | None = TIMEOUT) -> ActivityEnvironment:
@@ -21,9 +47,12 @@ def environment(beats: list[tuple[object, ...]], timeout: timedelta | None = TIM
     return env
 
 
-async def run_for(seconds: float, env: ActivityEnvironment) -> str:
+async def run_until(done: Callable[[], bool], env: ActivityEnvironment) -> str:
+    """Run an activity whose body ends once ``done()`` holds."""
+
     async def body() -> str:
-        await asyncio.sleep(seconds)
+        while not done():
+            await asyncio.sleep(0)
         return "done"
 
     async def activity() -> str:
@@ -32,22 +61,25 @@ async def run_for(seconds: float, env: ActivityEnvironment) -> str:
     return await env.run(activity)
 
 
-async def test_an_activity_shorter_than_one_interval_sends_no_heartbeat() -> None:
+async def test_an_activity_shorter_than_one_interval_sends_no_heartbeat(intervals: Intervals) -> None:
     beats: list[tuple[object, ...]] = []
-    assert await run_for(INTERVAL / 4, environment(beats)) == "done"
-    assert beats == []
+    intervals.passing = False  # the activity ends within its first interval
+    assert await run_until(lambda: bool(intervals.asked), environment(beats)) == "done"
+    assert beats == [] and intervals.asked == [INTERVAL]
 
 
-async def test_a_longer_activity_heartbeats_every_interval_while_it_runs() -> None:
+async def test_a_longer_activity_heartbeats_every_interval_while_it_runs(intervals: Intervals) -> None:
     beats: list[tuple[object, ...]] = []
-    assert await run_for(INTERVAL * 2.5, environment(beats)) == "done"
-    assert 1 <= len(beats) <= 2  # after one interval and after two (a loaded machine may be late)
-    sent = len(beats)
-    await asyncio.sleep(INTERVAL * 1.5)
-    assert len(beats) == sent  # the heartbeat task ends with the activity
+    assert await run_until(lambda: len(beats) == 2, environment(beats)) == "done"
+    assert len(beats) == 2 and intervals.asked[:2] == [INTERVAL, INTERVAL]  # a beat after each interval
+    asked = len(intervals.asked)
+    for _ in range(10):
+        await asyncio.sleep(0)
+    assert len(beats) == 2 and len(intervals.asked) == asked  # the heartbeat task ends with the activity
 
 
-async def test_an_activity_without_a_heartbeat_timeout_never_heartbeats() -> None:
+async def test_an_activity_without_a_heartbeat_timeout_never_heartbeats(intervals: Intervals) -> None:
     beats: list[tuple[object, ...]] = []
-    assert await run_for(INTERVAL * 1.5, environment(beats, timeout=None)) == "done"
-    assert beats == []
+    turns = iter(range(20))
+    assert await run_until(lambda: next(turns, None) is None, environment(beats, timeout=None)) == "done"
+    assert beats == [] and intervals.asked == []

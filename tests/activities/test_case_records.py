@@ -11,8 +11,8 @@ import pytest
 from temporalio.exceptions import ApplicationError
 from temporalio.testing import ActivityEnvironment
 
-from activities.case_records import CaseRecords, record_digest, write_atomically
-from activities.preferences import LanguagePreferences
+from activities.case.case_records import CaseRecords, record_digest, write_atomically
+from activities.case.preferences import LanguagePreferences
 from contracts.case import Budgets, CaseEvent, CaseRecord, CaseStatus, CaseView, Phase
 from contracts.errors import BusinessError, ContractError
 from contracts.knowledge import Language

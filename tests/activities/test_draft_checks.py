@@ -1,4 +1,4 @@
-"""The code checks on a composed draft (activities/draft_checks.py): legitimate drafts pass, hostile ones don't.
+"""The code checks on a composed draft (activities/model/draft_checks.py): legitimate drafts pass, hostile ones don't.
 
 The legitimate drafts are the rehearsal model's own, composed from real records: alice's orders read
 from a seeded commerce database, quotes from the real refund rule, passages from the real knowledge
@@ -14,25 +14,22 @@ from typing import Any
 import pytest
 from sqlalchemy import Engine
 
-from activities import draft_checks
-from activities.draft_checks import (
-    AMOUNT_NOT_IN_RECORDS,
-    CONTRADICTS_QUOTE,
-    LANGUAGE_MISMATCH,
-    NAMES_OTHER_ORDER,
+from activities.model import draft_checks
+from activities.model.codes import ModelErrorCode
+from activities.model.draft_checks import (
     DraftContext,
     check_draft,
     money_amounts,
 )
-from activities.model_validation import validate_composed
-from activities.prompts import compose_payload
+from activities.model.model_validation import validate_composed
+from activities.model.prompts import compose_payload
 from commerce_server.db import make_engine
 from commerce_server.seed import seed_fixture
 from commerce_server.service import CommerceService
-from contracts.case import ComposeRequest, Intent, Plan
 from contracts.commerce import FIXTURE_AS_OF, RefundQuote
 from contracts.errors import ContractError
 from contracts.knowledge import Language, Passage
+from contracts.model_io import ComposeRequest, Intent, Plan
 from keystore import demo_identity
 from knowledge.refund_quote import calculate_refund_quote, policy_page_versions
 from knowledge.store import default_knowledge_base
@@ -159,7 +156,7 @@ def test_a_policy_quote_with_a_worked_example_amount_passes(engine: Engine) -> N
     start = example.text.index("CNY 141.00")
     quoted = f"According to the Qinghe terms: {example.text[max(0, start - 60) : start + 40]}"
     assert _refusal(quoted, request) is None
-    assert _refusal("Your refund will be CNY 141.00.", request) == AMOUNT_NOT_IN_RECORDS
+    assert _refusal("Your refund will be CNY 141.00.", request) == ModelErrorCode.DRAFT_AMOUNT_NOT_IN_RECORDS
 
 
 # --- amounts -------------------------------------------------------------------------------------
@@ -199,7 +196,7 @@ def test_an_amount_in_no_record_is_refused(engine: Engine, language: Language, a
     request = _request(engine, "QH-1001", Intent.REFUND, language, action=True)
     assert request.facts.get("invoice", {}).get("total_cents") == 14100
     request = request.model_copy(update={"facts": {k: v for k, v in request.facts.items() if k != "invoice"}})
-    assert _refusal(answer, request) == AMOUNT_NOT_IN_RECORDS
+    assert _refusal(answer, request) == ModelErrorCode.DRAFT_AMOUNT_NOT_IN_RECORDS
 
 
 def test_the_invoice_total_is_a_fact_once_the_invoice_was_read(engine: Engine) -> None:
@@ -212,7 +209,7 @@ def test_the_refusal_message_is_short_and_names_the_amount(engine: Engine) -> No
     answer = "Order QH-1001: CNY 999.00. " + "padding " * 400
     with pytest.raises(ContractError) as refused:
         check_draft(answer, _context(request))
-    assert refused.value.code == AMOUNT_NOT_IN_RECORDS and "999.00" in refused.value.message
+    assert refused.value.code == ModelErrorCode.DRAFT_AMOUNT_NOT_IN_RECORDS and "999.00" in refused.value.message
     assert len(refused.value.message) < 200 and "padding" not in refused.value.message
 
 
@@ -230,13 +227,16 @@ def test_the_refusal_message_is_short_and_names_the_amount(engine: Engine) -> No
 def test_another_order_id_is_refused(engine: Engine, answer: str) -> None:
     language = Language.ZH if "订单" in answer else Language.EN
     request = _request(engine, "QH-1001", Intent.REFUND, language, action=True)
-    assert _refusal(answer, request) == NAMES_OTHER_ORDER
+    assert _refusal(answer, request) == ModelErrorCode.DRAFT_NAMES_OTHER_ORDER
 
 
 def test_without_a_bound_order_an_id_only_passes_as_a_format_example(engine: Engine) -> None:
     request = _request(engine, None, Intent.REFUND, Language.EN, action=True)
     assert _refusal("Which order is this about? For example QH-1001.", request) is None
-    assert _refusal("Which order is this about? Your last one was QH-1001.", request) == NAMES_OTHER_ORDER
+    assert (
+        _refusal("Which order is this about? Your last one was QH-1001.", request)
+        == ModelErrorCode.DRAFT_NAMES_OTHER_ORDER
+    )
     glued = _request(engine, "QH-1001", Intent.REFUND, Language.EN)
     assert _refusal("Order QH-10012 and ABCQH-1002 are not order ids; QH-1001 is.", glued) is None
 
@@ -262,7 +262,7 @@ def test_an_ineligible_quote_described_as_refundable_is_refused(
     engine: Engine, language: Language, answer: str
 ) -> None:
     request = _request(engine, "QH-1003", Intent.REFUND, language, action=True)
-    assert _refusal(answer, request) == CONTRADICTS_QUOTE
+    assert _refusal(answer, request) == ModelErrorCode.DRAFT_CONTRADICTS_QUOTE
 
 
 @pytest.mark.parametrize(
@@ -293,15 +293,15 @@ def test_an_eligible_quote_may_be_described_as_refundable(engine: Engine) -> Non
 def test_an_english_case_answered_in_chinese_is_refused(engine: Engine) -> None:
     en = _request(engine, "QH-1001", Intent.REFUND, Language.EN, action=True)
     zh_answer = _rehearsal_answer(_request(engine, "QH-1001", Intent.REFUND, Language.ZH, action=True))
-    assert _refusal(zh_answer, en) == LANGUAGE_MISMATCH
+    assert _refusal(zh_answer, en) == ModelErrorCode.DRAFT_LANGUAGE_MISMATCH
     assert _refusal("Order QH-1001 (折叠桌面支架) qualifies for CNY 129.00.", en) is None
 
 
 def test_a_chinese_case_answered_in_english_is_refused(engine: Engine) -> None:
     zh = _request(engine, "QH-1001", Intent.REFUND, Language.ZH, action=True)
     en_answer = _rehearsal_answer(_request(engine, "QH-1001", Intent.REFUND, Language.EN, action=True))
-    assert _refusal(en_answer, zh) == LANGUAGE_MISMATCH
-    assert _refusal("您好！" + en_answer, zh) == LANGUAGE_MISMATCH
+    assert _refusal(en_answer, zh) == ModelErrorCode.DRAFT_LANGUAGE_MISMATCH
+    assert _refusal("您好！" + en_answer, zh) == ModelErrorCode.DRAFT_LANGUAGE_MISMATCH
     assert draft_checks.cjk_ratio("订单 QH-1001 可以自动退款：129.00 元（12900 分）。") > 0.5
 
 
@@ -315,7 +315,7 @@ def test_validate_composed_runs_the_checks_only_with_the_request(engine: Engine)
     assert validate_composed(data, shown).answer == data["answer"]
     with pytest.raises(ContractError) as refused:
         validate_composed(data, shown, request)
-    assert refused.value.code == CONTRADICTS_QUOTE
+    assert refused.value.code == ModelErrorCode.DRAFT_CONTRADICTS_QUOTE
 
 
 def test_only_passages_the_model_was_shown_make_an_amount_a_quotation(engine: Engine) -> None:
@@ -326,7 +326,7 @@ def test_only_passages_the_model_was_shown_make_an_amount_a_quotation(engine: En
     assert validate_composed(data, {example.passage_id}, request).answer == data["answer"]
     with pytest.raises(ContractError) as refused:
         validate_composed(data, set(), request)
-    assert refused.value.code == AMOUNT_NOT_IN_RECORDS
+    assert refused.value.code == ModelErrorCode.DRAFT_AMOUNT_NOT_IN_RECORDS
 
 
 def test_a_claim_is_a_quotation_only_with_its_context(engine: Engine) -> None:
@@ -334,4 +334,4 @@ def test_a_claim_is_a_quotation_only_with_its_context(engine: Engine) -> None:
     request = _request(engine, "QH-1003", Intent.INVOICE, Language.EN)
     phrase = "can still be refunded"
     assert any(phrase in p.text for p in request.evidence)
-    assert _refusal(f"Order QH-1003 {phrase}.", request) == CONTRADICTS_QUOTE
+    assert _refusal(f"Order QH-1003 {phrase}.", request) == ModelErrorCode.DRAFT_CONTRADICTS_QUOTE

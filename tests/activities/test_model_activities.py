@@ -9,11 +9,11 @@ import pytest
 from temporalio.exceptions import ApplicationError
 from temporalio.testing import ActivityEnvironment
 
-from activities.model_activities import ModelActivities
-from activities.model_gateway import ModelGateway
-from activities.model_settings import load_model_settings
-from contracts.case import PlanRequest
+from activities.model.model_activities import ModelActivities
+from activities.model.model_gateway import ModelGateway
+from activities.model.model_settings import load_model_settings
 from contracts.knowledge import Language
+from contracts.model_io import PlanRequest
 from rehearsal import rehearsal_http_client
 from tests.activities.activity_support import run_bounded
 

@@ -9,9 +9,11 @@ from typing import Any
 import httpx2
 import pytest
 
-from activities.model_gateway import ModelGateway, fit_transcript, retry_after_seconds
-from activities.model_settings import load_model_settings
-from contracts.case import (
+from activities.model.model_gateway import ModelGateway, fit_transcript, retry_after_seconds
+from activities.model.model_settings import load_model_settings
+from contracts.errors import ConfigurationError, ContractError, SupportError, TransientError, to_application_error
+from contracts.knowledge import Language
+from contracts.model_io import (
     ComposedAnswer,
     ComposeRequest,
     Intent,
@@ -23,8 +25,7 @@ from contracts.case import (
     ReviewRequest,
     TranscriptEntry,
 )
-from contracts.errors import ConfigurationError, ContractError, SupportError, TransientError, to_application_error
-from contracts.knowledge import Language, Passage
+from tests.case_data import passage as policy_passage
 
 CANARY = "sk-canary-0c1d2e3f4a5b"
 QUESTION = "Please refund QH-1001 and explain the amount and the policy"
@@ -198,16 +199,7 @@ def test_transcript_trimming_drops_oldest_whole_groups() -> None:
 
 
 async def test_compose_validates_citations_against_what_was_shown() -> None:
-    passage = Passage(
-        passage_id="RETURNS:p02:en:0",
-        page_id="RETURNS:p02",
-        doc_id="RETURNS",
-        doc_version="2026-09",
-        tenant="qinghe",
-        language=Language.EN,
-        page_title="Window",
-        text="Thirty days.",
-    )
+    passage = policy_passage("RETURNS:p02:en:0", title="Window", text="Thirty days.")
     reply = {"answer": "Thirty days.", "citations": ["RETURNS:p03:en:0"], "next_action": "answer"}
     endpoint = Endpoint(ok(completion(json.dumps(reply))))
     request = ComposeRequest(

@@ -10,12 +10,12 @@ from pathlib import Path
 import httpx2
 import pytest
 
-from activities.model_gateway import ModelGateway
-from activities.model_prices import DEFAULT_PRICES_FILE, PRICES_ENV, ModelPrices, read_price_table
-from activities.model_settings import load_model_settings
-from contracts.case import PlanRequest
+from activities.model.model_gateway import ModelGateway
+from activities.model.model_prices import DEFAULT_PRICES_FILE, PRICES_ENV, ModelPrices, read_price_table
+from activities.model.model_settings import load_model_settings
 from contracts.errors import ConfigurationError
 from contracts.knowledge import Language
+from contracts.model_io import PlanRequest
 from contracts.usage import CaseUsage, ModelPrice
 from tests.activities.test_model_gateway import PLAN_JSON, QUESTION, completion, ok
 
@@ -164,7 +164,7 @@ def test_the_table_is_read_again_when_the_file_changes(tmp_path: Path, caplog: p
     priced = prices.price("openai-compatible", "m-1-2026")
     assert priced is not None and priced.prompt_micro_usd_per_mtok == 250_000
 
-    with caplog.at_level(logging.WARNING, logger="activities.model_prices"):
+    with caplog.at_level(logging.WARNING, logger="activities.model.model_prices"):
         _changed(path, GOOD.replace('"0.25"', '"-1"', 1).replace('"0.15"', '"-1"', 1))
         assert prices.price("openai-compatible", "m-1-2026") is None  # a broken table prices nothing
         assert prices.price("openai-compatible", "m-1-2026") is None

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from activities.model_gateway import ModelGateway
-from activities.model_settings import load_model_settings
+from activities.model.model_gateway import ModelGateway
+from activities.model.model_settings import load_model_settings
 from contracts.errors import ConfigurationError
 
 CANARY = "sk-canary-7f3a9c1e5b2d4e6f"

@@ -8,11 +8,11 @@ import asyncio
 
 import pytest
 
-from activities.model_gateway import ModelGateway
-from activities.model_settings import load_model_settings
-from contracts.case import PlanRequest
+from activities.model.model_gateway import ModelGateway
+from activities.model.model_settings import load_model_settings
 from contracts.errors import TransientError
 from contracts.knowledge import Language
+from contracts.model_io import PlanRequest
 
 
 async def test_a_timed_out_request_closes_its_connection_and_names_the_model() -> None:

@@ -8,15 +8,15 @@ from typing import Any
 import pytest
 from openai.types.chat import ChatCompletionMessage
 
-from activities.model_validation import (
+from activities.model.model_validation import (
     parse_json_object,
     parse_tool_calls,
     validate_composed,
     validate_plan,
     validate_review,
 )
-from contracts.case import Intent, NextAction, Verdict
 from contracts.errors import ContractError
+from contracts.model_io import Intent, NextAction, Verdict
 
 QUESTION = "Please refund QH-1001 and explain the amount and the policy"
 EVIDENCE = {"RETURNS:p02:en:0", "RETURNS:p03:en:0"}

@@ -1,11 +1,11 @@
 """Every reply schema we send accepts nothing the validator refuses, and both state the same bounds.
 
-The schemas are generated from the contract models (activities/reply_schemas.py); here hypothesis
+The schemas are generated from the contract models (activities/model/reply_schemas.py); here hypothesis
 writes replies that each profile's sent schema accepts, as a grammar engine would (``replies``, a
 strategy read from the schema that refuses any keyword it does not know), and the validator must take
 every one. What a schema cannot know is supplied as the
 workflow would: the question names the plan's order id, the cited passages were shown, and a draft's
-citations are distinct and its answer not only whitespace (activities/reply_schemas.py says why).
+citations are distinct and its answer not only whitespace (activities/model/reply_schemas.py says why).
 """
 
 from __future__ import annotations
@@ -18,11 +18,11 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from activities import model_validation
-from activities.provider_profiles import PROFILES, ProfileName
-from activities.reply_schemas import REPLY_MODELS, RESPONSE_SCHEMAS, reply_schema
-from contracts.case import MAX_MILESTONE_CHARS, MAX_QUERY_CHARS, ComposedAnswer, Plan, ReviewVerdict
+from activities.model import model_validation
+from activities.model.provider_profiles import PROFILES, ProfileName
+from activities.model.reply_schemas import REPLY_MODELS, RESPONSE_SCHEMAS, reply_schema
 from contracts.errors import ContractError
+from contracts.model_io import MAX_MILESTONE_CHARS, MAX_QUERY_CHARS, ComposedAnswer, Plan, ReviewVerdict
 from contracts.names import RequestKind
 
 JSON_KINDS: tuple[RequestKind, ...] = ("plan", "compose", "review")

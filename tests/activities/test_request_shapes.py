@@ -16,12 +16,13 @@ import httpx2
 import openai
 import pytest
 
-from activities.model_gateway import ModelGateway
-from activities.model_sampling import DEFAULT_SEED
-from activities.model_settings import load_model_settings
-from activities.provider_profiles import DEFAULT_MAX_TOKENS, PROFILE_NAMES, PROFILES
-from activities.reply_schemas import RESPONSE_SCHEMAS, STRING_LENGTH_KEYWORDS, with_string_span, without_keywords
-from contracts.case import (
+from activities.model.model_gateway import ModelGateway
+from activities.model.model_sampling import DEFAULT_SEED
+from activities.model.model_settings import load_model_settings
+from activities.model.provider_profiles import DEFAULT_MAX_TOKENS, PROFILE_NAMES, PROFILES
+from activities.model.reply_schemas import RESPONSE_SCHEMAS, STRING_LENGTH_KEYWORDS, with_string_span, without_keywords
+from contracts.knowledge import Language
+from contracts.model_io import (
     ComposedAnswer,
     ComposeRequest,
     Intent,
@@ -34,22 +35,13 @@ from contracts.case import (
     ReviewRequest,
     TranscriptEntry,
 )
-from contracts.knowledge import Language, Passage
 from contracts.names import REQUEST_KINDS, RequestKind
 from contracts.tools import INVESTIGATION_TOOLS
+from tests.case_data import passage
 
 QUESTION = "Please refund QH-1001 and explain the amount and the policy"
 PLAN = Plan(intent=Intent.REFUND, order_id="QH-1001", action_requested=True, queries=["refund"], milestones=[])
-PASSAGE = Passage(
-    passage_id="RETURNS:p02:en:0",
-    page_id="RETURNS:p02",
-    doc_id="RETURNS",
-    doc_version="2026-09",
-    tenant="qinghe",
-    language=Language.EN,
-    page_title="Window",
-    text="Thirty days.",
-)
+PASSAGE = passage("RETURNS:p02:en:0", title="Window", text="Thirty days.")
 REPLIES: dict[str, dict[str, Any]] = {
     "plan": {
         "content": json.dumps(

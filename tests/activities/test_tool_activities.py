@@ -20,19 +20,20 @@ import pytest
 from temporalio.exceptions import ApplicationError
 from temporalio.testing import ActivityEnvironment
 
-from activities.commerce_sessions import CommerceSessionPool
-from activities.preferences import LanguagePreferences
-from activities.settlement import SettlementActivities
-from activities.tool_activities import ToolActivities
+from activities.case.preferences import LanguagePreferences
+from activities.commerce.commerce_sessions import CommerceSessionPool
+from activities.commerce.settlement import SettlementActivities
+from activities.commerce.tool_activities import ToolActivities
 from commerce_server.db import make_engine
 from commerce_server.seed import load_fixture, seed_fixture
 from commerce_server.tokens import DIRECTORY_ENV as COMMERCE_DIRECTORY_ENV
 from commerce_server.tokens import SIGNING_KEY_ENV as COMMERCE_SIGNING_KEY_ENV
-from contracts.case import SettleRequest, ToolObservation, ToolRequest
+from contracts.case import SettleRequest
 from contracts.commerce import Order, RefundProposal
 from contracts.errors import TransientError
 from contracts.identity import Identity
 from contracts.knowledge import Language, Passage
+from contracts.model_io import ToolObservation, ToolRequest
 from keystore import DIRECTORY_ENV, create_demo_directory, demo_identity
 from keystore.signers import KeyFileSigner
 from knowledge.refund_quote import calculate_refund_quote, policy_page_versions

@@ -20,9 +20,10 @@ from typing import Any
 
 from temporalio.client import Client, WorkflowHandle
 
-from activities.model_settings import ModelSettings, load_model_settings
+from activities.model.model_settings import ModelSettings, load_model_settings
 from case_history.audit import audit_from_history
 from contracts.case import CaseEvent, CaseView
+from contracts.names import REQUEST_KINDS
 from tests.adversarial.provider import ScriptedProvider
 from tests.case_world import CaseWorld, history_text, open_world, payload_text
 
@@ -128,6 +129,11 @@ def tool_runs(history) -> list[tuple[str, dict[str, str]]]:
     return runs
 
 
+def with_timeout(settings: ModelSettings, seconds: float) -> ModelSettings:
+    """``settings`` with one timeout for every request kind."""
+    return settings.model_copy(update={"timeout_seconds": seconds, "timeouts": dict.fromkeys(REQUEST_KINDS, seconds)})
+
+
 @asynccontextmanager
 async def scripted_world(
     client: Client, state_dir: Path, provider: ScriptedProvider, **settings_overrides: Any
@@ -136,7 +142,7 @@ async def scripted_world(
     replace fields of the settings loaded from the provider's environment."""
     settings = load_model_settings(provider.env())
     if "timeout_seconds" in settings_overrides:
-        settings = settings.with_timeout(settings_overrides.pop("timeout_seconds"))
+        settings = with_timeout(settings, settings_overrides.pop("timeout_seconds"))
     if settings_overrides:
         settings = settings.model_copy(update=settings_overrides)
     world, worker, cleanup = await open_world(client, state_dir, model_settings=settings)

@@ -1,4 +1,4 @@
-"""Hostile drafts through the real worker: the code checks of activities/draft_checks.py refuse them.
+"""Hostile drafts through the real worker: the code checks of activities/model/draft_checks.py refuse them.
 
 The scripted provider answers compose with a draft that keeps the answer contract (JSON fields,
 evidence citations) but makes one claim code can check and the records contradict: an amount that is
@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from activities.draft_checks import AMOUNT_NOT_IN_RECORDS, CONTRADICTS_QUOTE, LANGUAGE_MISMATCH, NAMES_OTHER_ORDER
+from activities.model.codes import ModelErrorCode
 from contracts.case import AnswerSource, CaseStatus
 from contracts.knowledge import Language
 from tests.adversarial.adversary import ScriptedWorld
@@ -59,10 +59,10 @@ CHINESE_FOR_ENGLISH = (
 )
 
 HOSTILE = {
-    AMOUNT_NOT_IN_RECORDS: (REFUND, Language.EN, WRONG_AMOUNT, "propose_refund"),
-    NAMES_OTHER_ORDER: (REFUND, Language.EN, OTHER_ORDER, "propose_refund"),
-    CONTRADICTS_QUOTE: (REFUND_INELIGIBLE, Language.EN, INELIGIBLE_AS_REFUNDABLE, "answer"),
-    LANGUAGE_MISMATCH: (REFUND, Language.EN, CHINESE_FOR_ENGLISH, "propose_refund"),
+    ModelErrorCode.DRAFT_AMOUNT_NOT_IN_RECORDS: (REFUND, Language.EN, WRONG_AMOUNT, "propose_refund"),
+    ModelErrorCode.DRAFT_NAMES_OTHER_ORDER: (REFUND, Language.EN, OTHER_ORDER, "propose_refund"),
+    ModelErrorCode.DRAFT_CONTRADICTS_QUOTE: (REFUND_INELIGIBLE, Language.EN, INELIGIBLE_AS_REFUNDABLE, "answer"),
+    ModelErrorCode.DRAFT_LANGUAGE_MISMATCH: (REFUND, Language.EN, CHINESE_FOR_ENGLISH, "propose_refund"),
 }
 
 
@@ -87,7 +87,7 @@ async def _never_shown(adversary: ScriptedWorld, handle, view, draft: str) -> No
 
 @pytest.mark.parametrize("code", sorted(HOSTILE))
 async def test_a_hostile_draft_is_refused_by_code_twice_and_goes_to_a_human(
-    adversary: ScriptedWorld, code: str
+    adversary: ScriptedWorld, code: ModelErrorCode
 ) -> None:
     question, language, draft, next_action = HOSTILE[code]
     adversary.provider.script("compose", _draft(draft, next_action), _draft(draft, next_action))
@@ -119,7 +119,10 @@ async def test_an_ineligible_order_described_as_refundable_never_reaches_the_cus
 
     handle, view = await adversary.run(question, language=language)
 
-    assert view.status is CaseStatus.NEEDS_HUMAN and view.reason == f"draft_refused:{CONTRADICTS_QUOTE}"
+    assert (
+        view.status is CaseStatus.NEEDS_HUMAN
+        and view.reason == f"draft_refused:{ModelErrorCode.DRAFT_CONTRADICTS_QUOTE}"
+    )
     assert view.quote is None or not view.quote.eligible
     assert adversary.provider.counts()["review"] == 0
     await _never_shown(adversary, handle, view, draft)
@@ -131,7 +134,7 @@ async def test_one_refused_draft_gets_an_honest_rewrite_that_passes_the_checks(a
 
     handle, view = await adversary.run(REFUND)
 
-    assert await adversary.event_details(handle, "draft_refused") == [AMOUNT_NOT_IN_RECORDS]
+    assert await adversary.event_details(handle, "draft_refused") == [ModelErrorCode.DRAFT_AMOUNT_NOT_IN_RECORDS]
     assert view.status is CaseStatus.WAITING_APPROVAL
     assert view.proposal is not None and view.proposal.amount_cents == 12900
     assert view.answer is not None and "141.00" not in view.answer and "CNY 129.00" in view.answer

@@ -15,7 +15,7 @@ import httpx2
 import openai
 import pytest
 
-from activities.provider_profiles import map_provider_error
+from activities.model.provider_profiles import map_provider_error
 from contracts.case import CaseStatus
 from contracts.errors import ContractError
 from tests.adversarial.adversary import ScriptedWorld

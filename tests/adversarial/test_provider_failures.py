@@ -15,13 +15,14 @@ import json
 
 import pytest
 
-from activities.model_gateway import ModelGateway
-from activities.model_settings import load_model_settings
+from activities.model.model_gateway import ModelGateway
+from activities.model.model_settings import load_model_settings
 from case_history.audit import audit_from_history
 from cli.audit_render import audit_lines
-from contracts.case import CaseStatus, PlanRequest
+from contracts.case import CaseStatus
 from contracts.errors import ContractError, to_application_error
 from contracts.knowledge import Language
+from contracts.model_io import PlanRequest
 from tests.adversarial.adversary import ScriptedWorld, tool_runs
 from tests.adversarial.provider import Reply, ScriptedProvider, call, http_error, text_reply, tool_calls
 

@@ -10,11 +10,12 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from activities.model_gateway import ModelGateway
-from activities.model_settings import REQUEST_TIMEOUT_SECONDS, load_model_settings
-from contracts.case import Intent, InvestigateRequest, Plan, PlanRequest
+from activities.model.model_gateway import ModelGateway
+from activities.model.model_settings import REQUEST_TIMEOUT_SECONDS, load_model_settings
 from contracts.errors import ConfigurationError, ContractError, SupportError, TransientError
 from contracts.knowledge import Language
+from contracts.model_io import Intent, InvestigateRequest, Plan, PlanRequest
+from tests.adversarial.adversary import with_timeout
 from tests.adversarial.provider import Reply, ScriptedProvider, http_error, json_reply
 
 QUESTION = "Please refund QH-1001"
@@ -149,7 +150,7 @@ async def test_a_provider_that_echoes_the_key_in_its_error_gets_it_redacted(
 
 async def test_a_reply_slower_than_the_timeout_is_a_transient_timeout(provider: ScriptedProvider) -> None:
     provider.script("plan", Reply(delay=2.0, rehearsal=True))
-    settings = load_model_settings(provider.env()).with_timeout(0.5)
+    settings = with_timeout(load_model_settings(provider.env()), 0.5)
     gateway = ModelGateway(settings)
     try:
         with pytest.raises(TransientError) as raised:

@@ -86,7 +86,7 @@ async def test_the_api_key_appears_nowhere_but_in_the_requests_to_the_provider(
     assert len(case_records) >= 2 and all(final.case_id in p.read_text(encoding="utf-8") for p in case_records)
     assert provider.base_url.removesuffix("/v1") in caplog.text  # the HTTP client's request lines
     loggers = {record.name for record in caplog.records}
-    assert {"openai._base_client", "temporalio.worker._worker", "activities.commerce_sessions"} <= loggers
+    assert {"openai._base_client", "temporalio.worker._worker", "activities.commerce.commerce_sessions"} <= loggers
 
     places = {
         "workflow history": history,

@@ -5,7 +5,7 @@ the reviewer's own signed approval, sent the same way, completes the case with a
 Runs a real dev server with its Web UI, the production worker (rehearsal model, seeded commerce
 database, the stack's own demo keys) and Debian's chromium driven headless by Playwright. Takes a
 screenshot of the waiting case; with SUPPORT_UPDATE_SCREENSHOT=1 it replaces docs/web-ui-waiting-case.png
-(the one the README shows), otherwise it stays in the test's temporary directory.
+(the one docs/approving.md shows), otherwise it stays in the test's temporary directory.
 """
 
 from __future__ import annotations

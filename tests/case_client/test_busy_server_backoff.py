@@ -29,7 +29,7 @@ import worker
 from case_client._busy_server import START_BACKOFF, Backoff, ask_until_served, asks_to_try_again
 from case_client.deployment import current_build_id, make_current
 from cli.exit_codes import ExitCode, exit_code_for_error
-from contracts.errors import TransientError
+from contracts.errors import TransientError, WireCode
 
 BUSY = "too many requests issued to Worker Deployment 'qinghe-support'. Please try again later"
 OURS = WorkerDeploymentVersion("qinghe-support", "0.6.0-abc")
@@ -228,7 +228,7 @@ def test_a_worker_stopped_by_a_try_again_answer_exits_5_in_one_line(capsys: pyte
 
 
 def test_a_start_that_ran_out_of_budget_exits_5_in_one_line(capsys: pytest.CaptureFixture[str]) -> None:
-    error = TransientError("temporal_busy", f"describe worker deployment 'qinghe-support': ... ({BUSY})")
+    error = TransientError(WireCode("temporal_busy"), f"describe worker deployment 'qinghe-support': ... ({BUSY})")
     assert worker.refused(error) == 5
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and err.startswith("worker: unavailable: temporal_busy: ")

@@ -11,6 +11,7 @@ import pytest
 from temporalio.api.workflowservice.v1 import DescribeTaskQueueResponse, DescribeWorkerDeploymentResponse
 from temporalio.service import RPCError, RPCStatusCode
 
+from case_client import _busy_server
 from case_client._busy_server import DESCRIBE_ATTEMPTS, Backoff
 from case_client._connection import live_poller_identities
 from case_client.deployment import current_build_id
@@ -95,16 +96,30 @@ class _QueueService:
         return response
 
 
-async def test_a_cancelled_task_queue_describe_is_asked_again() -> None:
+@pytest.fixture
+def busy_pauses(monkeypatch: pytest.MonkeyPatch) -> list[float]:
+    """The pauses between describes asked again, recorded instead of waited."""
+    pauses: list[float] = []
+
+    async def pause(seconds: float) -> None:
+        pauses.append(seconds)
+
+    monkeypatch.setattr(_busy_server, "busy_pause", pause)
+    return pauses
+
+
+async def test_a_cancelled_task_queue_describe_is_asked_again(busy_pauses: list[float]) -> None:
     """A fresh clone's test_ask_retry failed on one 'operation was canceled' from the loaded dev server."""
     service = _QueueService(cancelled=2)
     identities = await live_poller_identities(_client(service), "q")
     assert identities == ["worker-1", "worker-2"]
     assert service.calls == 4
+    assert busy_pauses == [0.2, 0.4]  # the first task type's describe, cancelled twice, asked again
 
 
-async def test_a_task_queue_describe_cancelled_every_time_is_a_transient_error() -> None:
+async def test_a_task_queue_describe_cancelled_every_time_is_a_transient_error(busy_pauses: list[float]) -> None:
     service = _QueueService(cancelled=2 * DESCRIBE_ATTEMPTS)
     with pytest.raises(TransientError, match="cannot describe task queue 'q'"):
         await live_poller_identities(_client(service), "q")
     assert service.calls == DESCRIBE_ATTEMPTS
+    assert busy_pauses == [0.2, 0.4, 0.8, 1.6]  # doubling, about 3 s in all on a real server

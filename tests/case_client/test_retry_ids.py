@@ -10,7 +10,7 @@ from case_client._rules import (
     retry_case_ids,
     retry_window_seconds,
 )
-from contracts.case import CaseInput
+from contracts.case_input import CaseInput
 from contracts.errors import ConfigurationError
 from contracts.knowledge import Language
 from keystore import demo_identity

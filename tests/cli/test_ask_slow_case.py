@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 from temporalio.client import Client, WorkflowExecutionStatus
 
-from activities.model_settings import load_model_settings
+from activities.model.model_settings import load_model_settings
 from case_client._pollers import describe_pollers
 from cli.exit_codes import ExitCode
 from contracts.names import case_id_of

@@ -19,13 +19,13 @@ STARTER = "python starter.py --profile alice"
 
 
 def test_a_case_still_working_goes_on_and_says_how_to_follow_it() -> None:
-    error = TransientError(WaitCode.CASE_WORKING.value, "case c1: still working after 300 s: …")
+    error = TransientError(WaitCode.CASE_WORKING, "case c1: still working after 300 s: …")
     assert case_goes_on("c1", STARTER, error, window=300) == f"Case c1 goes on; follow it: {STARTER} status c1 --wait"
     assert exit_code_for_error(error) is ExitCode.UNAVAILABLE
 
 
 def test_a_case_without_a_worker_is_kept_until_one_runs() -> None:
-    error = TransientError(WaitCode.WORKER_UNAVAILABLE.value, "case c1: no worker polls task queue 'q'")
+    error = TransientError(WaitCode.WORKER_UNAVAILABLE, "case c1: no worker polls task queue 'q'")
     line = case_goes_on("c1", STARTER, error, window=300)
     assert line.startswith("Case c1 is kept and goes on once a worker runs (within 24 h of its start): ")
     assert line.endswith("status c1 --wait; the same question asked within 300 s of its start shows it again")

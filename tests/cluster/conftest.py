@@ -28,7 +28,7 @@ import pytest
 from sqlalchemy import Engine, create_engine, make_url, text
 from sqlmodel import Session
 
-from activities.commerce_http import COMMERCE_URL_ENV
+from activities.commerce.commerce_http import COMMERCE_URL_ENV
 from commerce_server.seed import fixture_rows, load_fixture, seed_fixture
 from commerce_server.tokens import TOKEN_SECRET_ENV
 from contracts.errors import ConfigurationError

@@ -31,10 +31,11 @@ from sqlmodel import Session, select
 from temporalio.client import Client, WorkflowHandle
 from temporalio.service import RPCError
 
-from activities.startup_checks import LEDGER_MARK
+from activities.runtime.startup_checks import LEDGER_MARK
 from commerce_server.db import ApprovalUseRow, OrderRow, RefundRow, read_ledger_id
 from commerce_server.seed import load_fixture
-from contracts.case import TERMINAL_STATUSES, CaseStatus, CaseView, Decision, Intent, ReviewOutcome
+from contracts.case import TERMINAL_STATUSES, CaseStatus, CaseView, Decision, ReviewOutcome
+from contracts.model_io import Intent
 from contracts.names import QueryName
 from tests.case_world import CaseWorld
 from tests.cluster.conftest import Cluster, CommerceSchema, add_orders

@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 from commerce_server import __main__ as entry
 from commerce_server import refunds
+from contracts.approval_verification import ApprovalTerms, SignedApproval, VerifiedApproval
 from contracts.credentials import ApprovalClaims
 from contracts.directory import Directory
-from contracts.identity import Identity
 
 
 def _without_applicant_check() -> None:
@@ -40,12 +41,15 @@ def _without_policy_check() -> None:
 
 def _without_reviewer_tenant_check() -> None:
     """Checks every approval rule but that the reviewer belongs to the applicant's tenant."""
-    checked = refunds.check_approval
+    checked = refunds.approval_meets
 
-    def any_tenant(claims: ApprovalClaims, directory: Directory, *, applicant: Identity, **rules: Any) -> None:
-        checked(claims, directory, applicant=applicant.model_copy(update={"tenant": claims.tenant}), **rules)
+    def any_tenant(
+        signed: SignedApproval, terms: ApprovalTerms, directory: Directory, **rules: Any
+    ) -> VerifiedApproval:
+        applicant = terms.applicant.model_copy(update={"tenant": signed.claims.tenant})
+        return checked(signed, replace(terms, applicant=applicant), directory, **rules)
 
-    refunds.check_approval = any_tenant
+    refunds.approval_meets = any_tenant
 
 
 WRONG_SERVERS: dict[str, Callable[[], None]] = {

@@ -20,7 +20,7 @@ import httpx2
 import jwt
 import pytest
 
-from activities.commerce_client import CommerceClient, open_http_client
+from activities.commerce.commerce_client import CommerceClient, open_http_client
 from commerce_server.tokens import (
     ALL_SCOPES,
     TOKEN_SECRET_ENV,

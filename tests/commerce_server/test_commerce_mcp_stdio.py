@@ -12,7 +12,7 @@ from typing import TypeVar
 import pytest
 from mcp_types import TextContent
 
-from activities.commerce_client import CommerceClient, open_stdio_client
+from activities.commerce.commerce_client import CommerceClient, open_stdio_client
 from contracts.commerce import Order, RefundApproval
 from contracts.credentials import verify_approval_token, verify_receipt
 from contracts.errors import AuthorizationError, ContractError, SupportError, TransientError, error_from_code

@@ -9,12 +9,12 @@ from pathlib import Path
 import jwt
 import pytest
 
+from contracts.approval_verification import ApprovalTerms, verify_approval
 from contracts.credentials import (
     ISSUER_KID,
     CredentialRefused,
     applicant_claims,
     approval_claims,
-    check_approval,
     sign,
     verify_applicant_token,
     verify_approval_token,
@@ -59,8 +59,8 @@ def _approval(state: Path, *, signer: str = "chen", reviewer=CHEN, at: datetime 
 def _check(
     token: str, keys: Directory, *, now: datetime = NOW, expires: datetime = NOW + timedelta(minutes=15)
 ) -> None:
-    claims = verify_approval_token(token, keys)
-    check_approval(claims, keys, case_id="case-1", digest=DIGEST, applicant=ALICE, proposal_expires_at=expires, now=now)
+    terms = ApprovalTerms(case_id="case-1", digest=DIGEST, applicant=ALICE, proposal_expires_at=expires)
+    verify_approval(token, terms, keys, now=now)
 
 
 def test_a_reviewer_signed_approval_verifies(state: Path, keys: Directory) -> None:

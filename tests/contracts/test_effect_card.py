@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import re
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 
 import pytest
 
-from contracts.commerce import Invoice, InvoiceState, RefundProposal
+from contracts.commerce import Invoice, InvoiceState
 from contracts.effect_card import (
     CardDecision,
     effect_card,
@@ -17,25 +17,13 @@ from contracts.effect_card import (
     money,
     order_item,
 )
-from contracts.knowledge import Language, Passage
-from tests.knowledge.test_refund_quote import ORDERS, quote_packaged
+from tests.case_data import ORDERS, quote_packaged, refund_proposal
+from tests.case_data import passage as policy_passage
 
 ORDER = ORDERS["QH-1001"]
 QUOTE = quote_packaged(ORDER)
 NOW = datetime(2026, 12, 1, 10, 0, tzinfo=UTC)
-PROPOSAL = RefundProposal(
-    case_id="c1",
-    applicant="alice",
-    tenant="qinghe",
-    order_id="QH-1001",
-    order_version=1,
-    rule_version="returns-2026-09",
-    amount_cents=12900,
-    currency="CNY",
-    quote_id=QUOTE.quote_id,
-    created_at=NOW,
-    expires_at=NOW + timedelta(minutes=15),
-)
+PROPOSAL = refund_proposal(case_id="c1", quote_id=QUOTE.quote_id, created_at=NOW)
 
 
 @pytest.mark.parametrize(
@@ -46,16 +34,7 @@ def test_money_is_integer_arithmetic(cents: int, shown: str) -> None:
 
 
 def test_the_card_states_the_quote_and_the_order_record() -> None:
-    passage = Passage(
-        passage_id="RETURNS:p02:en:0",
-        page_id="RETURNS:p02",
-        doc_id="RETURNS",
-        doc_version="2026-09",
-        tenant="qinghe",
-        language=Language.EN,
-        page_title="Refund window",
-        text="...",
-    )
+    passage = policy_passage("RETURNS:p02:en:0", title="Refund window")
     order = ORDER
     card = effect_card(PROPOSAL, "d" * 64, QUOTE, order=order, evidence={passage.passage_id: passage})
     assert card.amount == "12900 cents (CNY 129.00)"

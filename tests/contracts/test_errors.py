@@ -9,16 +9,19 @@ from temporalio.exceptions import ActivityError, ApplicationError, RetryState, T
 from temporalio.exceptions import TimeoutError as TemporalTimeoutError
 from temporalio.testing import ActivityEnvironment
 
-from activities.boundary import run_within_boundary
+from activities.runtime.boundary import run_within_boundary
 from contracts.errors import (
     ERROR_TYPES,
     MAX_FAILURE_MESSAGE_CHARS,
+    CommerceErrorCode,
     ContractError,
     ErrorClass,
     SupportError,
     TransientError,
     UnclassifiedError,
+    WireCode,
     decode_activity_failure,
+    rebuilt_activity_failures,
     to_application_error,
 )
 
@@ -57,7 +60,7 @@ async def _raised_through_boundary(error: Exception) -> ApplicationError:
 
 
 async def test_a_support_error_with_a_huge_cause_chain_crosses_as_a_few_hundred_bytes() -> None:
-    error = TransientError("commerce_unavailable", "The commerce server is unavailable (" + "y" * 5000 + ").")
+    error = TransientError(WireCode("commerce_unavailable"), "The commerce server is unavailable (" + "y" * 5000 + ").")
     raised = await _raised_through_boundary(error)
 
     assert raised.__cause__ is None and raised.__suppress_context__
@@ -78,7 +81,7 @@ async def test_an_unexpected_exception_is_a_bounded_retryable_internal_error() -
 
 
 def test_the_decoder_reads_back_what_the_encoder_wrote() -> None:
-    encoded = to_application_error(ContractError("truncated_or_malformed", "cut\noff " * 200), attempt=3)
+    encoded = to_application_error(ContractError(WireCode("truncated_or_malformed"), "cut\noff " * 200), attempt=3)
     activity_error = ActivityError(
         "activity failed",
         scheduled_event_id=5,
@@ -110,7 +113,7 @@ def _activity_error(cause: BaseException) -> ActivityError:
 
 @pytest.mark.parametrize("error_type", list(ERROR_TYPES.values()))
 def test_the_decoder_rebuilds_the_typed_class_that_was_raised(error_type: type[SupportError]) -> None:
-    encoded = to_application_error(error_type("quote_changed", "The quote changed."), attempt=2)
+    encoded = to_application_error(error_type(WireCode("quote_changed"), "The quote changed."), attempt=2)
     for failure in (_activity_error(encoded), encoded):  # a local activity's failure may arrive unwrapped
         decoded = decode_activity_failure(failure)
         assert type(decoded) is error_type and decoded.reported_class == error_type.error_class.value
@@ -119,7 +122,9 @@ def test_the_decoder_rebuilds_the_typed_class_that_was_raised(error_type: type[S
 
 def test_a_refused_model_reply_crosses_with_its_model_provider_and_usage() -> None:
     usage = {"prompt_tokens": 120, "completion_tokens": 30, "total_tokens": 150}
-    error = ContractError("truncated_or_malformed", "cut off", model="m-1-2026", provider="deepseek", usage=usage)
+    error = ContractError(
+        WireCode("truncated_or_malformed"), "cut off", model="m-1-2026", provider="deepseek", usage=usage
+    )
     encoded = to_application_error(error, attempt=1)
     assert encoded.details[0] == {
         "code": "truncated_or_malformed",
@@ -135,7 +140,7 @@ def test_a_refused_model_reply_crosses_with_its_model_provider_and_usage() -> No
 
 
 def test_naming_the_model_builds_the_same_class_again() -> None:
-    error = TransientError("provider_rate_limited", "slow down", retry_after_seconds=7.0)
+    error = TransientError(WireCode("provider_rate_limited"), "slow down", retry_after_seconds=7.0)
     named = error.naming_model("m-1", "deepseek")
     assert type(named) is TransientError and named is not error and error.model is None
     assert (named.code, named.message, named.retry_after_seconds) == ("provider_rate_limited", "slow down", 7.0)
@@ -156,3 +161,18 @@ def test_a_failure_without_an_application_error_is_a_transient_timeout() -> None
         decoded = decode_activity_failure(failure)
         assert type(decoded) is TransientError and decoded.code == "activity_timeout"
         assert decoded.reported_class == "transient" and decoded.attempt is None
+
+
+def test_the_rebuilding_block_raises_each_activity_failure_as_its_typed_error() -> None:
+    encoded = to_application_error(ContractError(CommerceErrorCode.QUOTE_CHANGED, "The quote changed."), attempt=2)
+    timed_out = TemporalTimeoutError("timed out", type=TimeoutType.START_TO_CLOSE, last_heartbeat_details=[])
+    for failure, expected in (
+        (_activity_error(encoded), ContractError),
+        (encoded, ContractError),
+        (timed_out, TransientError),
+    ):
+        with pytest.raises(SupportError) as raised, rebuilt_activity_failures():
+            raise failure
+        assert type(raised.value) is expected and raised.value.__cause__ is None
+    with pytest.raises(ValueError), rebuilt_activity_failures():  # anything else passes through as it is
+        raise ValueError("not an activity's failure")

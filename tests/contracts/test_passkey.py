@@ -13,11 +13,11 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
+from contracts.approval_verification import ApprovalTerms, verify_approval
 from contracts.credentials import (
     APPROVAL_TOKEN_TTL,
     ApprovalClaims,
     CredentialRefused,
-    check_approval,
     claimed_subject,
     verify_approval_token,
 )
@@ -153,15 +153,10 @@ def test_a_passkey_approval_verifies_to_the_reviewers_claims(chen: SoftwareAuthe
     assert verify_passkey_approval(token, directory) == claims
     assert claimed_subject(token) == "chen"
     alice = demo_directory().identity("alice")
-    check_approval(
-        claims,
-        directory,
-        case_id=CASE_ID,
-        digest=DIGEST,
-        applicant=alice,
-        proposal_expires_at=NOW + timedelta(minutes=15),
-        now=NOW + timedelta(minutes=1),
+    terms = ApprovalTerms(
+        case_id=CASE_ID, digest=DIGEST, applicant=alice, proposal_expires_at=NOW + timedelta(minutes=15)
     )
+    assert verify_approval(token, terms, directory, now=NOW + timedelta(minutes=1)).claims == claims
 
 
 def test_a_rejection_verifies_as_a_rejection(chen: SoftwareAuthenticator, directory: Directory) -> None:
@@ -214,18 +209,15 @@ def test_an_approval_for_another_case_or_proposal_is_refused_by_the_case_rules(
     chen: SoftwareAuthenticator, directory: Directory
 ) -> None:
     alice = demo_directory().identity("alice")
-    rules: dict[str, Any] = {
-        "applicant": alice,
-        "proposal_expires_at": NOW + timedelta(minutes=15),
-        "now": NOW + timedelta(minutes=1),
-    }
+    terms = ApprovalTerms(
+        case_id=CASE_ID, digest=DIGEST, applicant=alice, proposal_expires_at=NOW + timedelta(minutes=15)
+    )
     for signed, code in [
         (statement(case_id="case-passkey-2"), "token_for_another_case"),
         (statement(digest=OTHER_DIGEST), "digest_mismatch"),
     ]:
-        claims = verify_approval_token(approve(chen, signed), directory)
         with pytest.raises(CredentialRefused) as refused:
-            check_approval(claims, directory, case_id=CASE_ID, digest=DIGEST, **rules)
+            verify_approval(approve(chen, signed), terms, directory, now=NOW + timedelta(minutes=1))
         assert refused.value.code == code
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ast
 import fnmatch
+import functools
 import re
 from collections.abc import Mapping
 from pathlib import Path
@@ -136,6 +137,17 @@ def module_file(name: str) -> Path | None:
 def project_files(entry: str) -> set[Path]:
     """``entry`` and every project module it imports, at any depth and wherever the import statement is
     (a function body, ``if TYPE_CHECKING``), with the packages that contain them."""
+    return set(_project_files(entry))
+
+
+@functools.cache
+def _parsed(file: Path) -> ast.Module:
+    """A project file's syntax tree, parsed once per test process (the scans share most files)."""
+    return ast.parse(file.read_text(encoding="utf-8"))
+
+
+@functools.cache
+def _project_files(entry: str) -> frozenset[Path]:
     seen: set[Path] = set()
     todo = [ROOT / entry]
     while todo:
@@ -145,7 +157,7 @@ def project_files(entry: str) -> set[Path]:
         seen.add(file)
         relative = file.relative_to(ROOT).with_suffix("").parts
         package = list(relative[:-1])
-        for node in ast.walk(ast.parse(file.read_text(encoding="utf-8"))):
+        for node in ast.walk(_parsed(file)):
             names: list[str] = []
             if isinstance(node, ast.Import):
                 names = [alias.name for alias in node.names]
@@ -156,11 +168,16 @@ def project_files(entry: str) -> set[Path]:
             for name in filter(None, names):
                 parts = name.split(".")
                 todo += [found for i in range(1, len(parts) + 1) if (found := module_file(".".join(parts[:i])))]
-    return seen
+    return frozenset(seen)
 
 
 def reads_of(entry: str) -> set[str]:
-    return {name for file in project_files(entry) for name in env_reads(file.read_text(encoding="utf-8"))}
+    return {name for file in _project_files(entry) for name in _file_reads(file)}
+
+
+@functools.cache
+def _file_reads(file: Path) -> frozenset[str]:
+    return frozenset(env_reads(file.read_text(encoding="utf-8")))
 
 
 # Names the scanner finds in a process's source that the process provably never reads, with the proof

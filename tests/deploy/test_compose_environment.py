@@ -60,8 +60,8 @@ def test_each_process_is_scanned_with_every_module_it_imports() -> None:
     assert {
         "worker.py",
         "activities/__init__.py",
-        "activities/model_settings.py",
-        "activities/commerce_http.py",
+        "activities/model/model_settings.py",
+        "activities/commerce/commerce_http.py",
         "case_client/_connection.py",
         "keystore/__init__.py",
         "commerce_server/tokens.py",

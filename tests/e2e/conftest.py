@@ -2,7 +2,7 @@
 
 The dev server and its client are the session fixtures ``temporal_server`` / ``temporal_client`` of
 ``tests/conftest.py`` (one server for the whole run). The worker is the production one
-(``worker.build_worker``) with the rehearsal model, the real commerce MCP server over
+(``case_worker.build_worker``) with the rehearsal model, the real commerce MCP server over
 stdio and a fresh SQLite commerce database per world (``tests/case_world.py``). Each world has its own
 task queue, so worlds never share a worker.
 """

@@ -18,9 +18,10 @@ from typing import TypeVar
 from sqlmodel import Session, select
 from temporalio.client import Client
 
-from activities.commerce_client import open_stdio_client
+from activities.commerce.commerce_client import open_stdio_client
 from case_client import CaseClient
 from case_client.deployment import release
+from case_worker import build_worker
 from commerce_server.db import CoApprovalUseRow, RefundRow, make_engine
 from contracts.case import CaseView
 from contracts.commerce import RefundApproval
@@ -30,7 +31,6 @@ from contracts.tools import ToolName
 from keystore import directory_location, load_directory
 from keystore.signers import KeyFileSigner
 from tests.case_world import RoutedWorker, stress_options
-from worker import build_worker
 
 Row = TypeVar("Row", RefundRow, CoApprovalUseRow)
 ROOT = Path(__file__).resolve().parents[2]

@@ -6,8 +6,9 @@ import json
 import re
 from pathlib import Path
 
-from contracts.case import CaseStatus, Intent, NextAction
+from contracts.case import CaseStatus
 from contracts.knowledge import Language
+from contracts.model_io import Intent, NextAction
 from tests.e2e.workflow_support import history_text
 from workflows.deliver_gate import cited_pages
 

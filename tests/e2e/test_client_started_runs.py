@@ -34,7 +34,9 @@ from temporalio.exceptions import ApplicationError
 from temporalio.worker import Worker
 
 from case_client import CaseClient
-from contracts.case import CaseInput, CaseStatus, CaseView
+from case_worker import Cleanup
+from contracts.case import CaseStatus, CaseView
+from contracts.case_input import CaseInput
 from contracts.identity import Identity
 from contracts.names import CASE_INPUT_REFUSED, WORKFLOW_NAME, workflow_id
 from keystore import demo_identity
@@ -49,7 +51,6 @@ from tests.e2e.test_forged_runs import (
     waiting_refund,
 )
 from tests.faults.fault_support import wait_until
-from worker import Cleanup
 
 BOB = demo_identity("bob")
 REFUSED_WITHIN_SECONDS = 20

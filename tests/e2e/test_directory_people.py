@@ -18,7 +18,10 @@ from keystore.signers import KeyFileSigner
 from tests.e2e.merchant_world import ROOT, Merchant
 from tests.faults.fault_support import wait_until
 
-PRODUCT_DIRS = ("activities", "cli", "commerce_server", "contracts", "keystore", "knowledge", "workflows", "worker.py")
+PRODUCT_DIRS = (
+    *("activities", "cli", "commerce_server", "contracts", "keystore", "knowledge", "workflows"),
+    *("worker.py", "case_worker.py"),
+)
 EAST_ORDERS = ROOT / "docs" / "examples" / "east-orders.json"
 
 

@@ -27,24 +27,17 @@ from temporalio.exceptions import ApplicationError
 from temporalio.service import RPCError
 
 from case_history.trail import local_activity, trail_from_history
+from case_worker import commerce_gateway
 from cli.exit_codes import ExitCode
-from contracts.case import (
-    CarriedCase,
-    CaseInput,
-    CaseStatus,
-    CaseView,
-    ComposedAnswer,
-    Decision,
-    NextAction,
-    Plan,
-)
+from contracts.case import CaseStatus, CaseView, Decision, Phase
+from contracts.case_input import CaseInput, CaseState, Lifecycle
 from contracts.commerce import RefundApproval, RefundProposal
 from contracts.errors import SupportError
+from contracts.model_io import ComposedAnswer, NextAction, Plan
 from contracts.names import CASE_INPUT_REFUSED, WORKFLOW_NAME, EventKind, QueryName, workflow_id
 from keystore import demo_identity
 from tests.case_world import CaseWorld, event_details
 from tests.credentials_support import signed_review
-from worker import commerce_gateway
 
 ROOT = Path(__file__).resolve().parents[2]
 ALICE, BOB = demo_identity("alice"), demo_identity("bob")
@@ -54,22 +47,21 @@ REFUSED_WITHIN_SECONDS = 15
 # --- what a namespace writer sends ---------------------------------------------------------------
 
 
-def hand_made_carried(view: CaseView, proposal: RefundProposal) -> CarriedCase:
+def hand_made_carried(view: CaseView, proposal: RefundProposal) -> CaseState:
     """A waiting case's carried state, written by hand from what a case view shows."""
     assert view.quote is not None and view.intent is not None
-    return CarriedCase(
+    return CaseState(
         continued=1,
+        lifecycle=Lifecycle(phase=Phase.WAITING_APPROVAL),
         budgets=view.budgets,
-        events=[],
         plan=Plan(intent=view.intent, order_id=proposal.order_id, action_requested=True, queries=[], milestones=[]),
-        facts={},
-        evidence=[],
         quote=view.quote,
         answer=ComposedAnswer(
             answer="Approved as shown.", citations=view.citations, next_action=NextAction.PROPOSE_REFUND
         ),
         answer_admitted=True,
         proposal=proposal,
+        digest=proposal.digest(),
     )
 
 

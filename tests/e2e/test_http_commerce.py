@@ -12,8 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from activities.commerce_http import COMMERCE_URL_ENV, CommerceHttpCaller
-from activities.model_settings import load_model_settings
+from activities.commerce.commerce_http import COMMERCE_URL_ENV, CommerceHttpCaller
+from activities.model.model_settings import load_model_settings
+from case_worker import build_worker
 from commerce_server.db import make_engine
 from commerce_server.tokens import TOKEN_SECRET_ENV
 from contracts.case import CaseStatus, CaseView, ReviewOutcome
@@ -24,7 +25,6 @@ from tests.case_world import CaseWorld, stress_options
 from tests.commerce_service import start_http_commerce
 from tests.conftest import DemoKeys
 from tests.credentials_support import signed_review
-from worker import build_worker
 from workflows.customer_notice import status_notice
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -74,7 +74,7 @@ async def test_a_refund_settles_through_the_http_commerce_service(
 
 
 def test_http_mode_without_a_token_secret_is_a_configuration_error(demo_keys: DemoKeys) -> None:
-    from activities.commerce_http import CommerceHttpCaller
+    from activities.commerce.commerce_http import CommerceHttpCaller
     from contracts.errors import ConfigurationError
 
     directory = DirectorySource(str(demo_keys.directory_path))

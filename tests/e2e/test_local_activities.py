@@ -23,8 +23,9 @@ from temporalio.worker import Replayer
 from case_history.audit import PROPOSED_ARGUMENTS, audit_from_history
 from case_history.trail import local_activity
 from cli.audit_render import audit_lines
-from contracts.case import CaseStatus, CaseView, ToolObservation, ToolRequest
-from contracts.errors import ConfigurationError
+from contracts.case import CaseStatus, CaseView
+from contracts.errors import ConfigurationError, WireCode
+from contracts.model_io import ToolObservation, ToolRequest
 from contracts.names import ActivityName
 from tests.credentials_support import signed_review
 from tests.workflows.test_workflow_branches import mocked_case
@@ -147,7 +148,7 @@ async def test_a_refund_case_runs_its_short_steps_locally_and_the_audit_reads_th
 
 async def test_a_local_tool_failure_is_decoded_as_before_and_audited_by_its_call(temporal_client: Client) -> None:
     def token_refused(request: ToolRequest, attempt: int) -> ToolObservation:
-        raise ConfigurationError("commerce_token_rejected", "the commerce server refused this worker's token")
+        raise ConfigurationError(WireCode("commerce_token_rejected"), "the commerce server refused this worker's token")
 
     async with mocked_case(temporal_client, {ActivityName.RUN_INVESTIGATION_TOOL: token_refused}) as case:
         handle = await case.start()

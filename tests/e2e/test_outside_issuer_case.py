@@ -22,7 +22,7 @@ from cryptography.hazmat.primitives.asymmetric import rsa
 from jwt.algorithms import RSAAlgorithm
 from temporalio.client import Client
 
-from activities.commerce_client import open_stdio_client
+from activities.commerce.commerce_client import open_stdio_client
 from case_client import CaseClient
 from contracts.case import CaseStatus, CaseView
 from contracts.commerce import RefundApproval

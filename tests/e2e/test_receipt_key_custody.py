@@ -1,4 +1,4 @@
-"""Who holds the receipt key, in each documented deployment (README "Identity and approval", threat model).
+"""Who holds the receipt key, in each documented deployment (docs/approving.md, docs/threat-model.md).
 
 - stdio (the default, ``make demo``): the commerce server is the worker's child process. It reads
   ``COMMERCE_SIGNING_KEY`` itself; the worker's own code never opens the file (checked with an audit hook
@@ -19,8 +19,9 @@ from pathlib import Path
 import pytest
 from temporalio.client import Client
 
-from activities.commerce_http import COMMERCE_URL_ENV
-from activities.model_settings import load_model_settings
+from activities.commerce.commerce_http import COMMERCE_URL_ENV
+from activities.model.model_settings import load_model_settings
+from case_worker import build_worker
 from commerce_server.db import make_engine
 from commerce_server.tokens import SIGNING_KEY_ENV, TOKEN_SECRET_ENV
 from contracts.case import CaseStatus, CaseView
@@ -29,7 +30,6 @@ from tests.case_world import CaseWorld, stress_options
 from tests.commerce_service import start_http_commerce
 from tests.conftest import DemoKeys
 from tests.credentials_support import signed_review
-from worker import build_worker
 
 QUESTION = "Please refund QH-1001 and explain the amount and the policy"
 _opened: list[str] | None = None

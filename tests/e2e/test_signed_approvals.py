@@ -29,11 +29,13 @@ import pytest
 from temporalio.client import Client, WorkflowExecutionStatus, WorkflowHandle, WorkflowUpdateFailedError
 from temporalio.exceptions import ApplicationError
 
-from activities.commerce_sessions import CommerceCheck, CommerceGateway
-from activities.model_settings import load_model_settings
+from activities.commerce.commerce_sessions import CommerceCheck, CommerceGateway
+from activities.model.model_settings import load_model_settings
+from case_worker import build_worker, commerce_gateway
 from commerce_server.db import make_engine
 from commerce_server.seed import seed_fixture
-from contracts.case import CaseInput, CaseStatus, CaseView, ReviewOutcome
+from contracts.case import CaseStatus, CaseView, ReviewOutcome
+from contracts.case_input import CaseInput
 from contracts.credentials import (
     ISSUER_KID,
     SignedReview,
@@ -52,7 +54,6 @@ from keystore import demo_identity, load_private_key, private_key_path, reviewer
 from tests.case_world import CaseWorld, event_details, scheduled_activity_types, stress_options
 from tests.conftest import DemoKeys
 from tests.credentials_support import applicant_token, forged_approval_token, signed_review, use_test_keys
-from worker import build_worker, commerce_gateway
 
 REFUND_QUESTION = "Please refund QH-1001 and explain the amount and the policy"
 OTHER_REFUND_QUESTION = "Please refund QH-1002"

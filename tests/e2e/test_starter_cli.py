@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 
 from case_client import case_id_for
-from contracts.case import CaseInput, CaseView
+from contracts.case import CaseView
+from contracts.case_input import CaseInput
 from contracts.credentials import verify_approval_token
 from contracts.directory import Directory
 from contracts.knowledge import Language

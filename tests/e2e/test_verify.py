@@ -24,7 +24,8 @@ from google.protobuf import json_format
 from temporalio.api.common.v1 import Payload
 
 from cli.exit_codes import ExitCode
-from contracts.case import CaseInput, CaseStatus, CaseView
+from contracts.case import CaseStatus, CaseView
+from contracts.case_input import CaseInput
 from contracts.credentials import COMMERCE_KID, sign
 from contracts.knowledge import Language
 from contracts.names import WORKFLOW_NAME, ActivityName

@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 from temporalio.client import Client
 
-from activities.model_settings import load_model_settings
+from activities.model.model_settings import load_model_settings
+from case_worker import build_worker
 from tests.faults.fault_support import FaultWorld, WorkerProcess, spawn_worker
-from worker import build_worker
 
 
 @pytest.fixture

@@ -18,10 +18,10 @@ PROJECT_ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(PROJECT_ROOT))
 
 import worker  # noqa: E402
-from activities.commerce_sessions import CommerceSessionPool  # noqa: E402
-from activities.model_gateway import ModelGateway  # noqa: E402
-from activities.settlement import SettlementActivities  # noqa: E402
-from activities.tool_activities import ToolActivities  # noqa: E402
+from activities.commerce.commerce_sessions import CommerceSessionPool  # noqa: E402
+from activities.commerce.settlement import SettlementActivities  # noqa: E402
+from activities.commerce.tool_activities import ToolActivities  # noqa: E402
+from activities.model.model_gateway import ModelGateway  # noqa: E402
 from contracts.case import SettleRequest  # noqa: E402
 from contracts.commerce import RefundReceipt  # noqa: E402
 

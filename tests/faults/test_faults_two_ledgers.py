@@ -14,12 +14,12 @@ import pytest
 from sqlalchemy import Engine
 from sqlmodel import Session, select
 
-from activities.model_settings import load_model_settings
+from activities.model.model_settings import load_model_settings
+from case_worker import build_worker
 from commerce_server.db import OrderRow, RefundRow, make_engine, read_ledger_id
 from commerce_server.seed import seed_fixture
 from contracts.case import CaseStatus
 from tests.faults.fault_support import REFUND_QUESTION, FaultWorld, approval, wait_until
-from worker import build_worker
 
 pytestmark = pytest.mark.slow
 

@@ -7,6 +7,7 @@ from contracts.knowledge import Language, Passage, SkillSummary
 from knowledge.bm25 import index_terms, stem
 from knowledge.ranking import EXPANSION_WEIGHT, PHRASE_WORD_WEIGHT, PassageRanker, query_terms, skill_page_notes
 from knowledge.skills import Skill, SkillCatalogue
+from tests.case_data import passage as policy_passage
 
 
 def test_stem_folds_inflections_not_derivations() -> None:
@@ -51,16 +52,7 @@ def test_a_translated_phrase_gives_way_to_the_policy_words() -> None:
 
 
 def passage(page: int, index: int, text: str, title: str = "Page") -> Passage:
-    return Passage(
-        passage_id=f"D:p{page:02d}:en:{index}",
-        page_id=f"D:p{page:02d}",
-        doc_id="D",
-        doc_version="1",
-        tenant="t",
-        language=Language.EN,
-        page_title=title,
-        text=text,
-    )
+    return policy_passage(f"D:p{page:02d}:en:{index}", title=title, text=text, doc_version="1", tenant="t")
 
 
 def test_page_context_and_one_hit_per_page() -> None:

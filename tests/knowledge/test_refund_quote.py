@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from contracts.commerce import FIXTURE_AS_OF, Order, RefundQuote
+from contracts.commerce import FIXTURE_AS_OF
 from knowledge import refund_quote
 from knowledge.refund_quote import calculate_refund_quote, policy_page_versions
 from knowledge.store import DOCUMENTS_DIR, KnowledgeBase, default_knowledge_base
+from tests.case_data import COMMERCE_FIXTURE, ORDERS, quote_packaged
 
-FIXTURE = Path(__file__).resolve().parents[2] / "commerce_server" / "fixtures" / "commerce.json"
 RULE_PAGES = {"RETURNS:p02": "2026-09", "RETURNS:p03": "2026-09"}
 
 
@@ -26,28 +26,6 @@ def knowledge_with_returns_version(directory: Path, version: str) -> KnowledgeBa
             text = text.replace('version: "2026-09"', f'version: "{version}"', 1)
         (directory / path.name).write_text(text, encoding="utf-8")
     return KnowledgeBase.load(directory)
-
-
-def _fixture_orders() -> dict[str, Order]:
-    data = json.loads(FIXTURE.read_text(encoding="utf-8"))
-    categories = {p["sku"]: p["category"] for p in data["products"]}
-    fields = set(Order.model_fields)
-    return {
-        o["order_id"]: Order.model_validate(
-            {**{k: v for k, v in o.items() if k in fields}, "category": categories[o["sku"]]}
-        )
-        for o in data["orders"]
-    }
-
-
-ORDERS = _fixture_orders()
-
-
-def quote_packaged(order: Order, *, as_of: date = FIXTURE_AS_OF) -> RefundQuote:
-    """The quote against the packaged knowledge base's page versions on ``as_of``."""
-    return calculate_refund_quote(
-        order, as_of=as_of, page_versions=policy_page_versions(default_knowledge_base(), as_of=as_of)
-    )
 
 
 TABLE = [
@@ -161,7 +139,7 @@ def test_the_page_versions_come_from_the_knowledge_base_passed_in(tmp_path: Path
 
 
 def test_fixture_has_the_six_products_of_the_spec() -> None:
-    data = json.loads(FIXTURE.read_text(encoding="utf-8"))
+    data = json.loads(COMMERCE_FIXTURE.read_text(encoding="utf-8"))
     products = {p["sku"]: (p["category"], p["warranty_months"]) for p in data["products"]}
     assert products == {
         "DESK-01": ("standard", 12),
@@ -175,7 +153,7 @@ def test_fixture_has_the_six_products_of_the_spec() -> None:
 
 
 def test_invoice_totals_are_paid_items_plus_freight_and_void_for_the_cancelled_order() -> None:
-    data = json.loads(FIXTURE.read_text(encoding="utf-8"))
+    data = json.loads(COMMERCE_FIXTURE.read_text(encoding="utf-8"))
     invoices = {o["order_id"]: o["invoice"] for o in data["orders"]}
     assert all(i["total_cents"] == i["paid_items_cents"] + i["freight_cents"] for i in invoices.values())
     assert invoices["QH-1001"]["total_cents"] == 14100

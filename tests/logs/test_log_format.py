@@ -15,7 +15,7 @@ from temporalio.activity import logger as activity_logger
 from temporalio.exceptions import ApplicationError
 from temporalio.workflow import logger as workflow_logger
 
-from contracts.errors import AuthorizationError, ConfigurationError, TransientError, to_application_error
+from contracts.errors import AuthorizationError, ConfigurationError, TransientError, WireCode, to_application_error
 from contracts.logs import (
     LOG_FORMAT_ENV,
     LOG_LEVEL_ENV,
@@ -143,7 +143,7 @@ def sdk_failure_record(error: BaseException) -> logging.LogRecord:
 
 
 def test_an_expected_refusal_from_an_activity_is_one_line_with_its_code_and_case() -> None:
-    refusal = to_application_error(AuthorizationError("applicant_unverified", "the token names another case"))
+    refusal = to_application_error(AuthorizationError(WireCode("applicant_unverified"), "the token names another case"))
     failure = sdk_failure_record(refusal)
     assert OneLineFailures().filter(failure)
     line = LogFormatter(Service.WORKER, LogFormat.JSON).format(failure)
@@ -163,7 +163,7 @@ def test_an_expected_refusal_from_an_activity_is_one_line_with_its_code_and_case
 
 
 def test_a_retried_failure_says_so_in_one_line() -> None:
-    failure = sdk_failure_record(to_application_error(TransientError("commerce_unavailable", "try again")))
+    failure = sdk_failure_record(to_application_error(TransientError(WireCode("commerce_unavailable"), "try again")))
     assert OneLineFailures().filter(failure)
     line = LogFormatter(Service.WORKER).format(failure)
     assert "\n" not in line

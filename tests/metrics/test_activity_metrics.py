@@ -14,13 +14,13 @@ import pytest
 from temporalio.runtime import MetricBuffer, Runtime, TelemetryConfig
 from temporalio.testing import ActivityEnvironment
 
-from activities.activity_metrics import count_settlement_retry, counted_model_request, counted_tool_call
-from activities.metrics_runtime import MetricsEndpoint, metrics_endpoint
+from activities.runtime.activity_metrics import count_settlement_retry, counted_model_request, counted_tool_call
+from activities.runtime.metrics_runtime import MetricsEndpoint, metrics_endpoint
 from commerce_server.metrics import serve_metrics
-from contracts.case import ModelCallMeta, ModelUsage, ToolObservation, ToolRequest
-from contracts.errors import ConfigurationError, TransientError
+from contracts.errors import ConfigurationError, TransientError, WireCode
 from contracts.knowledge import Language
 from contracts.metrics import WorkerMetric
+from contracts.model_io import ModelCallMeta, ModelUsage, ToolObservation, ToolRequest
 from contracts.names import ActivityName
 from contracts.tools import ToolName
 from keystore import demo_identity
@@ -87,7 +87,7 @@ async def test_a_reply_counts_one_request_and_leaves_its_tokens_to_the_case() ->
 
 async def test_a_failed_request_counts_its_code() -> None:
     recorded = Recorded()
-    refused = TransientError("rate_limited", "slow down").naming_model(
+    refused = TransientError(WireCode("rate_limited"), "slow down").naming_model(
         "deepseek-chat", "deepseek", {"prompt_tokens": 50, "completion_tokens": 0, "total_tokens": 50}
     )
     with pytest.raises(TransientError):
@@ -134,7 +134,9 @@ async def test_tool_calls_are_counted_by_tool_and_bounded_outcome() -> None:
     await env.run(FakeTools(observation(False, "QH-1001 is not yours")).run, tool_request(ToolName.GET_ORDER))
     await env.run(FakeTools(observation(True)).run, tool_request("Please refund QH-1001"))
     with pytest.raises(TransientError):
-        await env.run(FakeTools(error=TransientError("commerce_unavailable", "down")).run, tool_request("get_order"))
+        await env.run(
+            FakeTools(error=TransientError(WireCode("commerce_unavailable"), "down")).run, tool_request("get_order")
+        )
 
     tool = ToolName.GET_ORDER.value
     assert recorded.value(WorkerMetric.TOOL_CALLS, tool=tool, outcome="ok") == 1

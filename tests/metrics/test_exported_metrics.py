@@ -26,7 +26,7 @@ import pytest
 import yaml
 from temporalio.client import WorkflowUpdateFailedError
 
-from activities.commerce_http import COMMERCE_URL_ENV
+from activities.commerce.commerce_http import COMMERCE_URL_ENV
 from commerce_server.db import make_engine
 from commerce_server.metrics import METRICS_PORT_ENV as COMMERCE_METRICS_PORT_ENV
 from commerce_server.tokens import TOKEN_SECRET_ENV

@@ -11,7 +11,7 @@ from prometheus_client import REGISTRY
 from sqlalchemy import create_engine
 from temporalio.runtime import MetricBuffer, Runtime, TelemetryConfig
 
-from activities.known_series import KnownLabels, initial_series, known_labels
+from activities.runtime.known_series import KnownLabels, initial_series, known_labels
 from commerce_server.metrics import HealthCollector, database_answers, initialise
 from contracts.case import CaseStatus
 from contracts.directory import Directory

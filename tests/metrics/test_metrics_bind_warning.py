@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from activities.metrics_runtime import beyond_loopback
+from activities.runtime.metrics_runtime import beyond_loopback
 from contracts.metrics import MetricsEndpoint
 from devstack.servers import free_port
 

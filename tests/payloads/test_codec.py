@@ -17,6 +17,7 @@ from temporalio.api.history.v1 import History, HistoryEvent
 from temporalio.client import Client, WorkflowHistory
 from temporalio.contrib.pydantic import pydantic_data_converter
 
+from case_worker import build_worker
 from contracts.case import Budgets
 from contracts.errors import ConfigurationError
 from contracts.payload_codec import (
@@ -34,7 +35,6 @@ from contracts.payload_codec import (
 )
 from tests.case_world import history_text
 from tests.payloads.history_payloads import payloads_of
-from worker import build_worker
 
 ROOT = Path(__file__).resolve().parents[2]
 HISTORIES = sorted((ROOT / "tests" / "histories").glob("*/*.json"))

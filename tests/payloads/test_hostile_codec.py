@@ -44,10 +44,15 @@ def _bomb(inflated: int) -> Payload:
     return _compressed(zlib.compress(original.SerializeToString(), 9))
 
 
+AB = bytes(b"ab"[byte & 1] for byte in range(256))
+"""Maps random bytes to random ``a``s and ``b``s: one bit of entropy per byte."""
+
+
 def _moderate(inflated: int, seed: int) -> Payload:
-    """A legitimate-looking compressed payload that compresses about 6 times (under the ratio cap)."""
-    text = "".join(random.Random(seed).choices("ab", k=inflated)).encode()
-    payload = encode_payload(Payload(metadata={"encoding": b"json/plain"}, data=text))
+    """A legitimate-looking compressed payload that compresses about 4.5 times (under the ratio cap).
+    zlib's fastest level: the codec reads any level, and these megabytes are made in milliseconds."""
+    text = random.Random(seed).randbytes(inflated).translate(AB)
+    payload = encode_payload(Payload(metadata={"encoding": b"json/plain"}, data=text), level=1)
     assert payload.metadata["encoding"] == ENCODING.encode()
     assert len(text) / len(payload.data) < MAX_RATIO
     return payload

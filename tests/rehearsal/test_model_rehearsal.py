@@ -3,15 +3,15 @@
 from __future__ import annotations
 
 import json
-from datetime import date
 from typing import Any
 
 import httpx2
 import pytest
 
-from activities.model_gateway import ModelGateway
-from activities.model_settings import load_model_settings
-from contracts.case import (
+from activities.model.model_gateway import ModelGateway
+from activities.model.model_settings import load_model_settings
+from contracts.knowledge import Language, Passage
+from contracts.model_io import (
     ComposedAnswer,
     ComposeRequest,
     InvestigateRequest,
@@ -24,10 +24,10 @@ from contracts.case import (
     TranscriptEntry,
     Verdict,
 )
-from contracts.commerce import RefundQuote
-from contracts.knowledge import Language, Passage
 from contracts.tools import INVESTIGATION_TOOLS
 from rehearsal import RehearsalTransport, rehearsal_http_client
+from tests.case_data import passage as policy_passage
+from tests.case_data import refund_quote
 
 REFUND_QUESTION = "Please refund QH-1001 and explain the amount and the policy"
 ORDER_1001 = {
@@ -40,41 +40,11 @@ ORDER_1001 = {
     "delivered_on": "2026-09-05",
     "version": 1,
 }
-QUOTE_1001 = RefundQuote(
-    quote_id="Q-1",
-    order_id="QH-1001",
-    order_version=1,
-    tenant="qinghe",
-    rule_version="returns-2026-09",
-    as_of=date(2026, 9, 12),
-    eligible=True,
-    reason="eligible",
-    amount_cents=12900,
-    currency="CNY",
-    paid_items_cents=12900,
-    freight_cents=1200,
-    refunded_cents=0,
-    delivered_on=date(2026, 9, 5),
-    days_since_delivery=7,
-    window_days=30,
-    citations=["RETURNS:p02", "RETURNS:p03"],
-    explanation_en="Eligible.",
-    explanation_zh="符合条件。",
-)
+QUOTE_1001 = refund_quote()
 
 
 def passage(passage_id: str, text: str = "Policy text.") -> Passage:
-    doc, page, language, _ = passage_id.split(":")
-    return Passage(
-        passage_id=passage_id,
-        page_id=f"{doc}:{page}",
-        doc_id=doc,
-        doc_version="2026-09",
-        tenant="qinghe",
-        language=Language(language),
-        page_title="Title",
-        text=text,
-    )
+    return policy_passage(passage_id, title="Title", text=text)
 
 
 @pytest.fixture

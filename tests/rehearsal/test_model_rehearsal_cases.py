@@ -15,12 +15,15 @@ from typing import Any
 import pytest
 from sqlalchemy import Engine
 
-from activities.model_gateway import ModelGateway
-from activities.model_settings import load_model_settings
+from activities.model.model_gateway import ModelGateway
+from activities.model.model_settings import load_model_settings
 from commerce_server.db import make_engine
 from commerce_server.seed import seed_fixture
 from commerce_server.service import CommerceService
-from contracts.case import (
+from contracts.commerce import FIXTURE_AS_OF, RefundQuote
+from contracts.errors import SupportError
+from contracts.knowledge import Language, Passage
+from contracts.model_io import (
     ComposedAnswer,
     ComposeRequest,
     InvestigateRequest,
@@ -33,9 +36,6 @@ from contracts.case import (
     TranscriptEntry,
     Verdict,
 )
-from contracts.commerce import FIXTURE_AS_OF, RefundQuote
-from contracts.errors import SupportError
-from contracts.knowledge import Language, Passage
 from contracts.tools import INVESTIGATION_TOOLS
 from keystore import demo_identity
 from knowledge.refund_quote import calculate_refund_quote, policy_page_versions

@@ -9,11 +9,11 @@ from datetime import UTC, datetime, timedelta
 
 from case_client import CaseSummary
 from contracts.case import Budgets, CaseEvent, CaseStatus, CaseView, Phase, ReviewOutcome
-from contracts.commerce import RefundProposal
 from contracts.credentials import SignedReview
-from contracts.errors import AuthorizationError, TransientError
+from contracts.errors import AuthorizationError, TransientError, WireCode
 from contracts.identity import Identity
 from contracts.knowledge import Language
+from tests.case_data import refund_proposal
 
 DIGEST = "ab" * 32
 
@@ -21,18 +21,14 @@ DIGEST = "ab" * 32
 def waiting_view(case_id: str, *, tenant: str = "qinghe", applicant: str = "alice", minutes_left: int = 10) -> CaseView:
     """A case waiting for approval of a 12,900-cent refund of QH-1001 (no card: the double has no records)."""
     now = datetime.now(UTC)
-    proposal = RefundProposal(
+    proposal = refund_proposal(
         case_id=case_id,
         applicant=applicant,
         tenant=tenant,
-        order_id="QH-1001",
-        order_version=1,
         rule_version="refund-rule/1",
-        amount_cents=12900,
-        currency="CNY",
         quote_id="q-1",
         created_at=now,
-        expires_at=now + timedelta(minutes=minutes_left),
+        expires_in=timedelta(minutes=minutes_left),
     )
     return CaseView(
         case_id=case_id,
@@ -58,16 +54,16 @@ class CaseHandleDouble:
 
     async def read(self, viewer: Identity, *, start_hint: str, check_worker: bool = True) -> CaseView:
         if not self.source.serving:
-            raise TransientError("worker_unavailable", "no worker polls the task queue (test double)")
+            raise TransientError(WireCode("worker_unavailable"), "no worker polls the task queue (test double)")
         view = self.source.views.get(self.case_id)
         if view is None or view.tenant != viewer.tenant:
-            raise AuthorizationError("case_not_accessible", "No such case is available to this profile.")
+            raise AuthorizationError(WireCode("case_not_accessible"), "No such case is available to this profile.")
         return view
 
     async def listed(self, viewer: Identity) -> CaseSummary:
         view = self.source.views.get(self.case_id)
         if view is None or view.tenant != viewer.tenant:
-            raise AuthorizationError("case_not_accessible", "No such case is available to this profile.")
+            raise AuthorizationError(WireCode("case_not_accessible"), "No such case is available to this profile.")
         return self.source.summary(view)
 
     async def question(self) -> str:

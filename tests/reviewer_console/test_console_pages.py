@@ -10,10 +10,11 @@ from pathlib import Path
 import httpx2
 import pytest
 
+from case_client import ReviewRefused
 from contracts.case import CaseView, ReviewOutcome
 from contracts.credentials import SignedReview
 from contracts.effect_card import EffectCard
-from contracts.errors import AuthorizationError
+from contracts.errors import WireCode
 from contracts.knowledge import Language
 from contracts.refusals import refusal_codes
 from devstack.software_authenticator import SoftwareAuthenticator
@@ -123,6 +124,7 @@ async def test_a_first_of_two_approvals_is_answered_as_waiting_for_a_second_revi
                 "accepted": True,
                 "status": "waiting_approval",
                 "reason": "approve (1 of 2 approvals; waiting for another reviewer)",
+                "approvals_missing": 1,
             }
         )
 
@@ -135,8 +137,8 @@ async def test_a_refused_review_is_a_sentence_in_the_pages_language_with_its_cod
     client: httpx2.AsyncClient, state_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     async def refused(self: object, decision: SignedReview) -> ReviewOutcome:
-        raise AuthorizationError(
-            "review_refused",
+        raise ReviewRefused(
+            WireCode("digest_mismatch"),
             "digest_mismatch: the approval was signed for another proposal (recorded in the case events)",
         )
 

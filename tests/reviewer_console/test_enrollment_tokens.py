@@ -114,7 +114,9 @@ def test_directory_enroll_links_to_the_console_this_machine_configures(
     assert _enroll(state_dir, "chen")[1].startswith("http://localhost:18090/enroll#token=")
     monkeypatch.setenv("CONSOLE_ORIGIN", "https://review.example/")
     assert _enroll(state_dir, "chen")[1].startswith("https://review.example/enroll#token=")
-    assert _enroll(state_dir, "chen", "--console", "https://other.example")[1].startswith("https://other.example/enroll")
+    assert _enroll(state_dir, "chen", "--console", "https://other.example")[1].startswith(
+        "https://other.example/enroll"
+    )
     monkeypatch.delenv("CONSOLE_ORIGIN")
     monkeypatch.setenv("CONSOLE_PORT", "not-a-port")
     assert _enroll(state_dir, "chen")[1].startswith("http://localhost:8090/enroll#token=")

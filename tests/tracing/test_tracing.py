@@ -23,11 +23,12 @@ from opentelemetry.trace import SpanKind
 from temporalio.client import Client
 from temporalio.contrib.opentelemetry import TracingInterceptor
 
-from activities.commerce_http import CommerceHttpCaller
-from activities.commerce_sessions import TracedCommerce
-from activities.model_settings import load_model_settings
+from activities.commerce.commerce_http import CommerceHttpCaller
+from activities.commerce.commerce_sessions import TracedCommerce
+from activities.model.model_settings import load_model_settings
 from case_client import TemporalTarget, connect
 from case_tracing import Tracing, tracer_of, tracing_from_env
+from case_worker import build_worker
 from contracts.case import CaseStatus, CaseView, ReviewOutcome
 from contracts.errors import ConfigurationError
 from contracts.names import WORKFLOW_NAME, ActivityName
@@ -37,7 +38,6 @@ from tests.case_world import open_world
 from tests.commerce_service import start_http_commerce
 from tests.conftest import DemoKeys
 from tests.credentials_support import signed_review
-from worker import build_worker
 
 ROOT = Path(__file__).resolve().parents[2]
 REFUND_QUESTION = "Please refund QH-1001 and explain the amount and the policy"

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from temporalio.api.common.v1 import Payload
 
-from contracts.case import CaseInput, Language
+from contracts.case import Language
+from contracts.case_input import CaseInput
 from contracts.names import CaseInputRefusal, workflow_id
 from contracts.payload_codec import CASE_DATA_CONVERTER
 from keystore import demo_identity

@@ -17,18 +17,10 @@ from temporalio.common import SearchAttributePair, TypedSearchAttributes
 from temporalio.worker import Replayer, Worker
 
 from contracts import search_attributes as sa
-from contracts.case import (
-    CaseEvent,
-    CaseInput,
-    CaseOptions,
-    CaseStatus,
-    CaseView,
-    InvestigateRequest,
-    InvestigateResult,
-    ToolObservation,
-    ToolRequest,
-)
+from contracts.case import CaseEvent, CaseStatus, CaseView
+from contracts.case_input import CaseInput, CaseOptions
 from contracts.knowledge import Language
+from contracts.model_io import InvestigateRequest, InvestigateResult, ToolObservation, ToolRequest
 from contracts.names import WORKFLOW_NAME, ActivityName, EventKind
 from contracts.payload_codec import CASE_DATA_CONVERTER
 from keystore import demo_identity

@@ -8,14 +8,14 @@ from datetime import UTC, datetime
 
 from case_client import new_case
 from contracts.case import AcceptedApproval, Decision, Phase
+from contracts.case_input import CaseState, Lifecycle
 from contracts.directory import Directory
 from keystore import demo_identity
 from keystore.directory_edit import remove_person, set_policy
+from tests.case_data import refund_proposal
 from tests.conftest import DemoKeys
 from tests.credentials_support import signed_review
-from tests.workflows.test_workflow_rooms import _proposal
 from workflows.approval_gate import adopt_directory, waiting_for_more
-from workflows.case_state import CaseState, Lifecycle
 
 NOW = datetime(2026, 12, 1, 10, 5, tzinfo=UTC)
 ALICE = demo_identity("alice")
@@ -26,9 +26,9 @@ def _slice(directory: Directory) -> Directory:
 
 
 def _waiting(directory: Directory, *, chen_approved: bool) -> CaseState:
-    state = CaseState(new_case(ALICE, "Please refund QH-1001", case_id="case-1"))
+    state = CaseState.of(new_case(ALICE, "Please refund QH-1001", case_id="case-1"))
     state.lifecycle = Lifecycle(phase=Phase.WAITING_APPROVAL)
-    state.proposal = _proposal()
+    state.proposal = refund_proposal()
     state.digest = state.proposal.digest()
     state.directory = _slice(directory)
     if chen_approved:

@@ -14,7 +14,7 @@ import uuid
 from collections import Counter, defaultdict
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
-from datetime import UTC, date, datetime
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -22,38 +22,10 @@ from temporalio import activity
 from temporalio.client import Client, WorkflowHandle
 from temporalio.worker import Worker
 
-from activities.run_origin import confirm_continued_run
-from contracts.case import (
-    Budgets,
-    CaseEvent,
-    CaseInput,
-    CaseOptions,
-    CaseRecord,
-    CaseStatus,
-    CaseView,
-    ComposedAnswer,
-    ComposeRequest,
-    ComposeResult,
-    Decision,
-    Intent,
-    InvestigateRequest,
-    InvestigateResult,
-    ModelCallMeta,
-    NextAction,
-    Plan,
-    PlanRequest,
-    PlanResult,
-    ProposedToolCall,
-    ReviewOutcome,
-    ReviewRequest,
-    ReviewResult,
-    ReviewVerdict,
-    SettleRequest,
-    ToolObservation,
-    ToolRequest,
-    Verdict,
-)
-from contracts.commerce import RefundQuote, RefundReceipt, canonical_json
+from activities.case.run_origin import confirm_continued_run
+from contracts.case import Budgets, CaseEvent, CaseRecord, CaseStatus, CaseView, Decision, ReviewOutcome, SettleRequest
+from contracts.case_input import CaseInput, CaseOptions
+from contracts.commerce import RefundReceipt, canonical_json
 from contracts.credentials import ApplicantCheck, CaseDirectoryRequest, VerifiedApplicant, verify_applicant_token
 from contracts.directory import Directory
 from contracts.errors import (
@@ -63,9 +35,30 @@ from contracts.errors import (
     ContractError,
     SupportError,
     TransientError,
+    WireCode,
     to_application_error,
 )
-from contracts.knowledge import Language, Passage
+from contracts.knowledge import Language
+from contracts.model_io import (
+    ComposedAnswer,
+    ComposeRequest,
+    ComposeResult,
+    Intent,
+    InvestigateRequest,
+    InvestigateResult,
+    ModelCallMeta,
+    NextAction,
+    Plan,
+    PlanRequest,
+    PlanResult,
+    ProposedToolCall,
+    ReviewRequest,
+    ReviewResult,
+    ReviewVerdict,
+    ToolObservation,
+    ToolRequest,
+    Verdict,
+)
 from contracts.names import (
     REVIEW,
     WORKFLOW_NAME,
@@ -77,6 +70,7 @@ from contracts.names import (
     stop_reason,
 )
 from keystore import demo_identity, directory_location, load_directory
+from tests.case_data import passage, refund_quote
 from tests.credentials_support import applicant_token, signed_review, use_test_keys
 from workflows.activity_options import RECORD, SETTLE
 from workflows.sandbox import workflow_runner
@@ -91,43 +85,13 @@ GUARD_SECONDS = 60
 # --- fictional facts the mocks answer with -------------------------------------------------------
 
 PASSAGES = [
-    Passage(
-        passage_id=f"RETURNS:{page}:en:0",
-        page_id=f"RETURNS:{page}",
-        doc_id="RETURNS",
-        doc_version="2026-09",
-        tenant="qinghe",
-        language=Language.EN,
-        page_title=title,
-        text=text,
-    )
+    passage(f"RETURNS:{page}:en:0", title=title, text=text)
     for page, title, text in [
         ("p02", "Refund window", "Items may be returned within 30 days of delivery."),
         ("p03", "Refund amount", "The refund covers the paid item amount; the delivery charge is not refunded."),
     ]
 ]
-QUOTE = RefundQuote(
-    quote_id="QUOTE-QH-1001-v1",
-    order_id="QH-1001",
-    order_version=1,
-    tenant="qinghe",
-    rule_version="returns-2026-09",
-    as_of=date(2026, 9, 20),
-    eligible=True,
-    reason="eligible",
-    amount_cents=12900,
-    currency="CNY",
-    paid_items_cents=12900,
-    freight_cents=1200,
-    refunded_cents=0,
-    delivered_on=date(2026, 9, 10),
-    days_since_delivery=10,
-    window_days=30,
-    citations=["RETURNS:p02", "RETURNS:p03"],
-    explanation_en="Inside the 30-day window: the paid item amount, without the delivery charge.",
-    explanation_zh="在30天退货期内：退还商品实付金额，不含运费。",
-    ledger_id="ledger-branches",
-)
+QUOTE = refund_quote(ledger_id="ledger-branches")
 PLAN = Plan(intent=Intent.REFUND, order_id="QH-1001", action_requested=True, queries=[], milestones=[])
 DRAFT = ComposedAnswer(
     answer="A refund of CNY 129.00 (12900 cents) for QH-1001 can be proposed under the return policy; "
@@ -158,7 +122,7 @@ def transient(code: str, message: str) -> TransientError:
     (10), the record (4) and the settlement whose ten attempts are all spent (9), take about a second
     each.
     """
-    return TransientError(code, message, retry_after_seconds=FAST_RETRY_SECONDS)
+    return TransientError(WireCode(code), message, retry_after_seconds=FAST_RETRY_SECONDS)
 
 
 # --- default behaviours: a case that reaches waiting_approval and settles ------------------------
@@ -219,7 +183,7 @@ def write_record(record: CaseRecord, attempt: int) -> str:
 def verify_applicant(check: ApplicantCheck, attempt: int) -> VerifiedApplicant:
     """The production check, with the test keys: a missing or invalid token is refused (authorization)."""
     if not check.applicant_token:
-        raise AuthorizationError("applicant_token_missing", "The case carries no applicant token.")
+        raise AuthorizationError(WireCode("applicant_token_missing"), "The case carries no applicant token.")
     directory = load_directory(directory_location(use_test_keys().state_dir, {}))
     identity = verify_applicant_token(check.applicant_token, directory, case_id=check.case_id, now=datetime.now(UTC))
     return VerifiedApplicant(identity=identity, directory=directory.for_case(identity.subject))
@@ -248,7 +212,7 @@ class MockActivities:
 
     The mocks are registered under the names in :class:`contracts.names.ActivityName`, as in
     temporalio/samples-python ``tests/hello/hello_activity_test.py``. A mock answers with the contract's
-    result types or fails as the production boundary does (:mod:`activities.boundary`): a
+    result types or fails as the production boundary does (:mod:`activities.runtime.boundary`): a
     :class:`SupportError` through :func:`contracts.errors.to_application_error` with the attempt number.
     As in production, a case starts with an applicant token signed by the test issuer key, the
     ``verify_applicant`` mock checks it for real (:func:`contracts.credentials.verify_applicant_token`
@@ -570,7 +534,7 @@ async def test_a_model_asking_for_the_most_calls_each_turn_spends_the_tool_budge
 async def test_a_model_configuration_error_fails_the_case_at_once(temporal_client: Client) -> None:
     def rejected_key(request: PlanRequest, attempt: int) -> PlanResult:
         raise ConfigurationError(
-            "provider_auth_failed", "The mock endpoint rejected the API key (HTTP 401); check OPENAI_API_KEY."
+            WireCode("provider_auth_failed"), "The mock endpoint rejected the API key (HTTP 401); check OPENAI_API_KEY."
         )
 
     async with mocked_case(temporal_client, {ActivityName.PLAN_CASE: rejected_key}) as case:
@@ -594,7 +558,7 @@ async def test_a_tool_configuration_error_fails_the_case_instead_of_reaching_the
     temporal_client: Client,
 ) -> None:
     def token_refused(request: ToolRequest, attempt: int) -> ToolObservation:
-        raise ConfigurationError("commerce_token_rejected", "the commerce server refused this worker's token")
+        raise ConfigurationError(WireCode("commerce_token_rejected"), "the commerce server refused this worker's token")
 
     async with mocked_case(temporal_client, {ActivityName.RUN_INVESTIGATION_TOOL: token_refused}) as case:
         await case.start()
@@ -619,7 +583,7 @@ async def test_a_tool_configuration_error_fails_the_case_instead_of_reaching_the
     ("error", "status", "reason", "attempts"),
     [
         pytest.param(
-            ContractError("receipt_mismatch", "The receipt does not belong to this approval."),
+            ContractError(WireCode("receipt_mismatch"), "The receipt does not belong to this approval."),
             CaseStatus.NEEDS_HUMAN,
             stop_reason(StopCode.SETTLEMENT_UNCONFIRMED, "receipt_mismatch"),
             1,
@@ -633,21 +597,21 @@ async def test_a_tool_configuration_error_fails_the_case_instead_of_reaching_the
             id="unconfirmed-retries-exhausted",
         ),
         pytest.param(
-            BusinessError("quote_changed", "The order changed since the quote."),
+            BusinessError(WireCode("quote_changed"), "The order changed since the quote."),
             CaseStatus.NEEDS_HUMAN,
             stop_reason(StopCode.SETTLEMENT_REFUSED, "quote_changed"),
             1,
             id="refused-business",
         ),
         pytest.param(
-            AuthorizationError("approval_invalid", "The approval does not match the proposal."),
+            AuthorizationError(WireCode("approval_invalid"), "The approval does not match the proposal."),
             CaseStatus.NEEDS_HUMAN,
             stop_reason(StopCode.SETTLEMENT_REFUSED, "approval_invalid"),
             1,
             id="refused-authorization",
         ),
         pytest.param(
-            ConfigurationError("commerce_token_rejected", "the commerce server refused this worker's token"),
+            ConfigurationError(WireCode("commerce_token_rejected"), "the commerce server refused this worker's token"),
             CaseStatus.FAILED,
             stop_reason(
                 StopCode.SETTLEMENT_CONFIGURATION,

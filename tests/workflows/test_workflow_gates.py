@@ -2,24 +2,15 @@
 
 from __future__ import annotations
 
-from datetime import date
-
 import pytest
 
-from contracts.case import (
-    TERMINAL_STATUSES,
-    CaseStatus,
-    ComposedAnswer,
-    Intent,
-    NextAction,
-    Phase,
-    Plan,
-    ProposedToolCall,
-)
+from contracts.case import TERMINAL_STATUSES, CaseStatus, Phase
 from contracts.commerce import RefundQuote, order_ids_in
+from contracts.model_io import ComposedAnswer, Intent, NextAction, Plan, ProposedToolCall
+from contracts.transitions import TRANSITIONS, IllegalTransition, Stage, check_transition
+from tests.case_data import ineligible_quote, refund_quote
 from workflows.deliver_gate import decide_delivery
 from workflows.tool_gate import call_fingerprint, refuse_call
-from workflows.transitions import TRANSITIONS, IllegalTransition, Stage, check_transition
 
 
 def test_happy_path_is_allowed_in_order() -> None:
@@ -107,28 +98,8 @@ def _plan(intent=Intent.REFUND, action=True, order="QH-1001") -> Plan:
     return Plan(intent=intent, order_id=order, action_requested=action, queries=[], milestones=[])
 
 
-def _quote(eligible=True, amount=12900) -> RefundQuote:
-    return RefundQuote(
-        quote_id="Q-1",
-        order_id="QH-1001",
-        order_version=1,
-        tenant="qinghe",
-        rule_version="returns-2026-09",
-        as_of=date(2026, 9, 12),
-        eligible=eligible,
-        reason="eligible" if eligible else "outside_window",
-        amount_cents=amount if eligible else 0,
-        currency="CNY",
-        paid_items_cents=12900,
-        freight_cents=1200,
-        refunded_cents=0,
-        delivered_on=date(2026, 9, 5),
-        days_since_delivery=7,
-        window_days=30,
-        citations=["RETURNS:p02", "RETURNS:p03"],
-        explanation_en="",
-        explanation_zh="",
-    )
+def _quote(eligible: bool = True) -> RefundQuote:
+    return refund_quote() if eligible else ineligible_quote()
 
 
 EVIDENCE = {"RETURNS:p02:en:0", "RETURNS:p03:en:1", "DELIVERY:p02:en:0"}

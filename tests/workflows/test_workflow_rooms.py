@@ -3,32 +3,26 @@ outcomes and stop reasons. Each runs in microseconds; the end-to-end tests prove
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 
 import pytest
 
 from case_client import new_case
-from contracts.case import (
-    Budgets,
-    CaseStatus,
-    Decision,
-    Phase,
-    ProposedToolCall,
-    ReviewDecision,
-    ToolObservation,
-)
+from contracts.case import Budgets, CaseStatus, Decision, Phase, ReviewDecision
 from contracts.case_facts import CaseFacts
+from contracts.case_input import MAX_EVENTS, CaseState, EventLog, Lifecycle
 from contracts.commerce import RefundProposal
 from contracts.credentials import SignedReview
 from contracts.directory import Directory
-from contracts.errors import ERROR_TYPES, ErrorClass
+from contracts.errors import ERROR_TYPES, ErrorClass, WireCode
+from contracts.model_io import ProposedToolCall, ToolObservation
 from contracts.names import EventKind, ReviewRefusal, StopCode, stop_code, stop_reason
+from contracts.transitions import IllegalTransition
 from keystore import demo_identity
+from tests.case_data import refund_proposal
 from workflows.approval_gate import UNKNOWN_SIGNER, judge_review
-from workflows.case_state import MAX_EVENTS, CaseState, EventLog, Lifecycle
 from workflows.evidence import MAX_EVIDENCE, fold_observation
 from workflows.outcomes import model_failure, settlement_failure
-from workflows.transitions import IllegalTransition
 from workflows.turn_admission import TOO_MANY_CALLS_IN_TURN, SeenCalls, admit_turn
 
 NOW = datetime(2026, 12, 1, 10, 0, tzinfo=UTC)
@@ -64,26 +58,13 @@ def test_event_log_caps_floods_but_keeps_lifecycle_events() -> None:
     assert log.events[-1].kind == "case_finished" and len(log.events[-1].detail) == 500
 
 
-def _proposal(expires_in: timedelta = timedelta(minutes=15)) -> RefundProposal:
-    return RefundProposal(
-        case_id="case-1",
-        applicant="alice",
-        tenant="qinghe",
-        order_id="QH-1001",
-        order_version=1,
-        rule_version="refund-rules-2026-09",
-        amount_cents=12900,
-        currency="CNY",
-        quote_id="Q-1",
-        created_at=NOW,
-        expires_at=NOW + expires_in,
-        ledger_id="L-1",
-    )
+def _proposal() -> RefundProposal:
+    return refund_proposal(rule_version="refund-rules-2026-09", created_at=NOW, ledger_id="L-1")
 
 
 def _waiting_state(*, directory: bool) -> CaseState:
     """A case of alice waiting for a reviewer (with the directory its verification recorded, or none)."""
-    state = CaseState(new_case(ALICE, "Please refund QH-1001", case_id="rooms1"))
+    state = CaseState.of(new_case(ALICE, "Please refund QH-1001", case_id="rooms1"))
     state.lifecycle = Lifecycle(phase=Phase.WAITING_APPROVAL)
     state.proposal = _proposal()
     state.digest = state.proposal.digest()
@@ -173,14 +154,14 @@ def test_evidence_keeps_records_caps_passages_and_drops_junk() -> None:
     ],
 )
 def test_model_failure_outcomes(error_class: ErrorClass, status: CaseStatus, reason: str) -> None:
-    failure = ERROR_TYPES[error_class]("provider_auth_failed", "no", attempt=1)
+    failure = ERROR_TYPES[error_class](WireCode("provider_auth_failed"), "no", attempt=1)
     outcome = model_failure(failure)
     assert (outcome.status, stop_reason(outcome.code, outcome.detail)) == (status, reason)
 
 
 def test_settlement_failure_outcomes() -> None:
     def outcome(error_class: ErrorClass) -> tuple[CaseStatus, StopCode]:
-        failure = ERROR_TYPES[error_class]("quote_changed", "x", attempt=3)
+        failure = ERROR_TYPES[error_class](WireCode("quote_changed"), "x", attempt=3)
         result = settlement_failure(failure)
         return result.status, result.code
 

@@ -1,0 +1,241 @@
+"""What a run of the case workflow starts with: the customer's case and, for a run that continued as new,
+the case's whole state.
+
+:class:`CaseState` is everything the workflow knows about a case. It is the workflow's own state and,
+unchanged, what a case waiting for its reviewer carries into its next run (``CaseInput.carried``): one
+model, so a field added to the state is carried without anyone remembering to. A carried state is
+accepted only in a run that this case's own continue-as-new started (:mod:`workflows.case_input` and
+:mod:`workflows.continued_run`), and only as a waiting, undecided case whose digest is its proposal's.
+
+Nothing here calls Temporal: the workflow passes in the time.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_serializer, model_validator
+
+from contracts.case import (
+    MAX_APPROVAL_TTL_SECONDS,
+    MAX_QUESTION_CHARS,
+    MIN_APPROVAL_TTL_SECONDS,
+    REHEARSAL_LABEL,
+    AcceptedApproval,
+    Budgets,
+    CaseEvent,
+    CaseStatus,
+    Phase,
+    ReviewDecision,
+)
+from contracts.case_facts import CaseFacts
+from contracts.commerce import RefundProposal, RefundQuote, RefundReceipt
+from contracts.directory import Directory
+from contracts.identity import Identity
+from contracts.knowledge import Language, Passage
+from contracts.model_io import ComposedAnswer, ModelCallMeta, Plan
+from contracts.names import EventKind
+from contracts.transitions import Stage, check_transition
+from contracts.usage import CaseUsage
+
+MAX_EVENTS = 300
+"""Events beyond this many are counted, not kept; lifecycle events are always kept."""
+BOUNDED_EVENT_KINDS = frozenset(
+    {EventKind.REVIEW_REFUSED, EventKind.TOOL_REFUSED, EventKind.TOOL_RAN, EventKind.CONTINUED_AS_NEW}
+)
+"""Kinds an outsider or the model can multiply (refused reviews, tool calls, the runs a flood forces)."""
+MAX_EVENT_DETAIL_CHARS = 500
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class _State(BaseModel):
+    """A part of the case's state: changed in place by the workflow, checked whole when it is decoded."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+class CaseOptions(_Frozen):
+    approval_ttl_seconds: int = Field(default=900, ge=MIN_APPROVAL_TTL_SECONDS, le=MAX_APPROVAL_TTL_SECONDS)
+
+
+class Lifecycle(_State):
+    """Where a case is: the last phase it entered and, once it has ended, its terminal status.
+
+    The status a client sees follows from these two: the terminal status once there is one, waiting
+    for approval in that phase, running otherwise. Every move is checked against the transition table.
+    """
+
+    phase: Phase = Phase.PLAN
+    outcome: CaseStatus | None = None
+
+    @property
+    def stage(self) -> Stage:
+        return self.phase if self.outcome is None else self.outcome
+
+    @property
+    def status(self) -> CaseStatus:
+        if self.outcome is not None:
+            return self.outcome
+        return CaseStatus.WAITING_APPROVAL if self.phase is Phase.WAITING_APPROVAL else CaseStatus.RUNNING
+
+    def enter(self, phase: Phase) -> None:
+        check_transition(self.stage, phase)
+        self.phase = phase
+
+    def finish(self, status: CaseStatus) -> None:
+        check_transition(self.stage, status)
+        self.outcome = status
+
+
+class EventLog(_State):
+    """The case's events. Floods of refusals are capped so they cannot push lifecycle events out."""
+
+    events: list[CaseEvent] = Field(default_factory=list)
+    dropped: int = Field(default=0, ge=0)
+
+    def add(self, at: datetime, kind: EventKind, detail: str) -> None:
+        if kind in BOUNDED_EVENT_KINDS and len(self.events) >= MAX_EVENTS:
+            self.dropped += 1
+            return
+        self.events.append(CaseEvent(at=at, kind=kind.value, detail=detail[:MAX_EVENT_DETAIL_CHARS]))
+
+
+class ModelTally(_State):
+    """Which model answered, the tokens the provider reported (never a made-up zero) and, by request
+    kind, what the replies cost at the operator's prices (:class:`contracts.usage.CaseUsage`)."""
+
+    label: str | None = None
+    tokens_known: int = Field(default=0, ge=0)
+    unknown_calls: int = Field(default=0, ge=0)
+    usage: CaseUsage = Field(default_factory=CaseUsage)
+
+    def count(self, meta: ModelCallMeta, kind: str) -> bool:
+        """Count one reply of request ``kind``; True when it named the model for the first time."""
+        first = self.label is None
+        if first:
+            self.label = meta.provider if meta.provider == REHEARSAL_LABEL else f"{meta.provider}:{meta.model}"
+        if meta.usage is None:
+            self.unknown_calls += 1
+            self.usage.add(kind, None, None, meta.price)
+        else:
+            self.tokens_known += meta.usage.total_tokens
+            self.usage.add(kind, meta.usage.prompt_tokens, meta.usage.completion_tokens, meta.price)
+        return first
+
+    def tokens(self) -> str:
+        if not self.tokens_known:
+            return "unknown"
+        suffix = f" (+{self.unknown_calls} calls unknown)" if self.unknown_calls else ""
+        return f"{self.tokens_known}{suffix}"
+
+
+class CaseState(_State):
+    """Everything the workflow knows about one case (see the module docstring).
+
+    The case's input is held beside the state, not in it (:attr:`case`): a run's input carries the
+    state, and the state is not carried twice.
+    """
+
+    lifecycle: Lifecycle = Field(default_factory=Lifecycle)
+    budgets: Budgets = Field(default_factory=Budgets)
+    log: EventLog = Field(default_factory=EventLog)
+    notes: list[str] = Field(default_factory=list)
+    model: ModelTally = Field(default_factory=ModelTally)
+    plan: Plan | None = None
+    facts: CaseFacts = Field(default_factory=CaseFacts)
+    evidence: dict[str, Passage] = Field(default_factory=dict)
+    quote: RefundQuote | None = None
+    answer: ComposedAnswer | None = None
+    answer_admitted: bool = False
+    proposal: RefundProposal | None = None
+    digest: str | None = None
+    """The pending proposal's digest, the one an approval must name (always ``proposal.digest()``)."""
+    decision: ReviewDecision | None = None
+    decided_at: datetime | None = None
+    directory: Directory | None = None
+    """The slice of the directory recorded when the applicant token was verified: the reviewers, keys
+    and approval policy every decision of this case is checked against."""
+    approvals: list[AcceptedApproval] = Field(default_factory=list, max_length=3)
+    """Approvals accepted so far, while the tenant's policy needs more than one."""
+    used_approvals: set[str] = Field(default_factory=set)
+    """Token ids of approvals already presented: each is accepted once."""
+    approval_token: str | None = None
+    """The accepted reviewer-signed approval, passed to the commerce server, which verifies it again."""
+    receipt: RefundReceipt | None = None
+    reason: str | None = None
+    record_path: str | None = None
+    record_error: str | None = None
+    continued: int = Field(default=0, ge=0)
+    """How many times this case has continued as new before this run."""
+    decided_via: str | None = None
+    """How the accepted review arrived: ``update`` or ``signal``."""
+
+    _case: CaseInput | None = PrivateAttr(default=None)
+
+    @field_serializer("used_approvals")
+    def _sorted_ids(self, ids: set[str]) -> list[str]:
+        return sorted(ids)  # a set's order differs between processes; the carried payload does not
+
+    @model_validator(mode="after")
+    def _digest_is_the_proposals(self) -> CaseState:
+        if self.digest is not None and (self.proposal is None or self.digest != self.proposal.digest()):
+            raise ValueError("the digest is not the proposal's")
+        return self
+
+    @classmethod
+    def of(cls, case: CaseInput) -> CaseState:
+        """The state of a case's run: a new case's, or the one it carried when it continued as new."""
+        state = cls() if case.carried is None else case.carried.model_copy(deep=True)
+        state._case = case.model_copy(update={"carried": None})
+        return state
+
+    @property
+    def case(self) -> CaseInput:
+        """The case's input (never carrying a state: the state is this)."""
+        assert self._case is not None, "a case state is made with CaseState.of(case)"
+        return self._case
+
+    @property
+    def waiting_undecided(self) -> bool:
+        """Waiting for a reviewer, with its proposal and nothing decided or paid: the only state a case carries."""
+        return (
+            self.lifecycle.phase is Phase.WAITING_APPROVAL
+            and self.lifecycle.outcome is None
+            and self.proposal is not None
+            and self.digest is not None
+            and self.decision is None
+            and self.approval_token is None
+            and self.receipt is None
+        )
+
+    def next_run_input(self) -> CaseInput:
+        """The input of this case's next run: the case, carrying this state (one more run continued)."""
+        assert self.waiting_undecided, "only a case waiting for its reviewer continues as new"
+        carried = self.model_copy(update={"continued": self.continued + 1})
+        return self.case.model_copy(update={"carried": carried})
+
+    def approvals_required(self) -> int:
+        """Distinct reviewers the recorded directory's policy needs for the pending proposal (1 when
+        the case holds no directory or no proposal)."""
+        if self.directory is None or self.proposal is None:
+            return 1
+        return self.directory.approvals_required(self.proposal.tenant, self.proposal.amount_cents)
+
+
+class CaseInput(_Frozen):
+    case_id: str = Field(pattern=r"^[A-Za-z0-9_-]{4,64}$")
+    question: str = Field(min_length=1, max_length=MAX_QUESTION_CHARS)
+    language: Language
+    applicant: Identity
+    options: CaseOptions = CaseOptions()
+    applicant_token: str | None = Field(default=None, max_length=4000)
+    """The applicant's credential, signed by the identity issuer (the login service; starter.py stands
+    in for it). The case reads nothing until an activity has verified it."""
+    carried: CaseState | None = None
+    """Set only by the workflow itself when it continues as new while waiting for a reviewer."""
+
+
+CaseState.model_rebuild()

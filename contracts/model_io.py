@@ -1,0 +1,224 @@
+"""What the workflow asks the model activities and the tool activities, and what they answer.
+
+Everything here is a frozen pydantic model so that Temporal's pydantic data converter carries it intact.
+:class:`Plan`, :class:`ComposedAnswer` and :class:`ReviewVerdict` are also the reply schemas sent to
+the model, so each bound is stated once, here.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from contracts.commerce import ORDER_ID_SCHEMA_PATTERN, RefundQuote
+from contracts.errors import SupportError
+from contracts.identity import Identity
+from contracts.knowledge import Language, Passage
+from contracts.usage import ModelPrice
+
+# Limits of the model contracts (SPEC §6), shared by the models below and the field-by-field validator.
+MAX_QUERIES, MAX_QUERY_CHARS = 3, 300
+MAX_MILESTONES, MAX_MILESTONE_CHARS = 4, 120
+MAX_ANSWER_CHARS = 4000
+MAX_CITATIONS, MAX_CITATION_CHARS = 8, 80
+MAX_PROBLEMS, MAX_PROBLEM_CHARS = 6, 300
+MAX_RAW_ARGUMENT_CHARS = 20000
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+# --- model requests and results ------------------------------------------------------------------
+
+
+class Intent(StrEnum):
+    REFUND = "refund"
+    DELIVERY = "delivery"
+    INVOICE = "invoice"
+    WARRANTY = "warranty"
+    POLICY = "policy"
+    GREETING = "greeting"
+    UNSUPPORTED = "unsupported"
+
+
+QueryText = Annotated[str, Field(min_length=1, max_length=MAX_QUERY_CHARS)]
+MilestoneText = Annotated[str, Field(min_length=1, max_length=MAX_MILESTONE_CHARS)]
+CitationId = Annotated[str, Field(min_length=1, max_length=MAX_CITATION_CHARS)]
+ProblemText = Annotated[str, Field(min_length=1, max_length=MAX_PROBLEM_CHARS)]
+PlannedOrderId = Annotated[str, Field(pattern=ORDER_ID_SCHEMA_PATTERN)]
+
+
+class Plan(_Model):
+    """A model's plan. With :class:`ComposedAnswer` and :class:`ReviewVerdict` it is also the reply
+    schema sent to the model (:mod:`activities.model.reply_schemas` generates it from these fields), so a bound
+    is stated once, here, for the schema, this model and the validator alike."""
+
+    intent: Intent
+    order_id: PlannedOrderId | None
+    action_requested: bool
+    queries: list[QueryText] = Field(max_length=MAX_QUERIES)
+    milestones: list[MilestoneText] = Field(max_length=MAX_MILESTONES)
+
+
+class NextAction(StrEnum):
+    ANSWER = "answer"
+    PROPOSE_REFUND = "propose_refund"
+    NEEDS_INPUT = "needs_input"
+    HANDOFF = "handoff"
+
+
+class ComposedAnswer(_Model):
+    answer: str = Field(min_length=1, max_length=MAX_ANSWER_CHARS)
+    citations: list[CitationId] = Field(max_length=MAX_CITATIONS)
+    next_action: NextAction
+
+
+class Verdict(StrEnum):
+    PASS = "pass"
+    REVISE = "revise"
+    INSUFFICIENT = "insufficient"
+
+
+class ReviewVerdict(_Model):
+    verdict: Verdict
+    problems: list[ProblemText] = Field(max_length=MAX_PROBLEMS)
+
+
+class ModelUsage(_Model):
+    prompt_tokens: int
+    completion_tokens: int
+    total_tokens: int
+
+
+class ModelCallMeta(_Model):
+    """Which provider answered and what it cost. ``usage`` is None when the provider did not say."""
+
+    provider: str
+    model: str
+    attempt: int
+    usage: ModelUsage | None = None
+    price: ModelPrice | None = None
+    """The operator's price for this provider profile and model when the reply came (None: none set)."""
+
+    @property
+    def usage_label(self) -> str:
+        return str(self.usage.total_tokens) if self.usage else "unknown"
+
+    @classmethod
+    def of_failure(cls, failure: SupportError, attempts: int) -> ModelCallMeta | None:
+        """What a refused reply says of the model and its tokens (None when it names no model); the
+        workflow's tally and the audit both read a failed request this way."""
+        if failure.model is None:
+            return None
+        usage = ModelUsage.model_validate(failure.usage) if failure.usage else None
+        return cls(
+            provider=failure.provider or "unknown",
+            model=failure.model,
+            attempt=failure.attempt or attempts,
+            usage=usage,
+        )
+
+
+class ProposedToolCall(_Model):
+    """A tool call exactly as the model requested it; nothing about it is trusted yet."""
+
+    call_id: str
+    name: str
+    arguments: dict[str, Any] | None
+    """Parsed JSON object, or None when the model's arguments were not a JSON object."""
+    raw_arguments: str = Field(max_length=MAX_RAW_ARGUMENT_CHARS)
+
+
+class TranscriptEntry(_Model):
+    role: Literal["assistant", "tool"]
+    calls: list[ProposedToolCall] = []
+    call_id: str | None = None
+    content: str = ""
+
+
+class PlanRequest(_Model):
+    case_id: str
+    question: str
+    language: Language
+    named_order_id: str | None = None
+    """The one order id the question names, found by the host; the case is bound to it whatever the plan says."""
+
+
+class PlanResult(_Model):
+    plan: Plan
+    meta: ModelCallMeta
+
+
+class InvestigateRequest(_Model):
+    case_id: str
+    question: str
+    language: Language
+    plan: Plan
+    transcript: list[TranscriptEntry]
+    tool_names: list[str]
+    turn: int
+
+
+class InvestigateResult(_Model):
+    calls: list[ProposedToolCall]
+    content: str | None
+    finish_reason: str | None
+    meta: ModelCallMeta
+
+
+class ComposeRequest(_Model):
+    case_id: str
+    question: str
+    language: Language
+    plan: Plan
+    facts: dict[str, Any]
+    evidence: list[Passage]
+    quote: RefundQuote | None
+    receipt_exists: bool = False
+    previous: ComposedAnswer | None = None
+    problems: list[str] = []
+
+
+class ComposeResult(_Model):
+    answer: ComposedAnswer
+    meta: ModelCallMeta
+
+
+class ReviewRequest(_Model):
+    case_id: str
+    question: str
+    language: Language
+    facts: dict[str, Any]
+    evidence: list[Passage]
+    quote: RefundQuote | None
+    candidate: ComposedAnswer
+    receipt_exists: bool = False
+
+
+class ReviewResult(_Model):
+    verdict: ReviewVerdict
+    meta: ModelCallMeta
+
+
+# --- tools ---------------------------------------------------------------------------------------
+
+
+class ToolRequest(_Model):
+    case_id: str
+    applicant: Identity
+    language: Language
+    call_id: str
+    name: str
+    arguments: dict[str, str]
+
+
+class ToolObservation(_Model):
+    call_id: str
+    name: str
+    ok: bool
+    result: dict[str, Any] | None = None
+    error_code: str | None = None
+    error_message: str | None = None
