@@ -112,7 +112,12 @@ async def test_ctrl_c_after_the_case_started_names_it_and_exits_130(
         started = [execution.id async for execution in temporal_client.list_workflows(query)]
         await asyncio.sleep(0.2)
     process.send_signal(signal.SIGINT)
-    _, stderr = await asyncio.wait_for(process.communicate(), timeout=60)
+    try:
+        _, stderr = await asyncio.wait_for(process.communicate(), timeout=60)
+    except TimeoutError:
+        process.kill()
+        _, stderr = await process.communicate()
+        raise AssertionError(f"ask did not end within 60 s of Ctrl-C; its stderr: {stderr.decode()!r}") from None
     text = stderr.decode()
     assert process.returncode == ExitCode.INTERRUPTED, text
     assert "Traceback" not in text and "KeyboardInterrupt" not in text, text
