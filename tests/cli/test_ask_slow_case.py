@@ -73,6 +73,15 @@ def starter(world: CaseWorld, address: str, *args: str) -> tuple[list[str], dict
     return command, env
 
 
+def with_ctrl_c(command: list[str]) -> list[str]:
+    """``command`` run with SIGINT at its default, as in a terminal's foreground. A process inherits an
+    ignored SIGINT (a test run started in the background of a non-interactive shell has one), and a
+    Python started with it ignored never raises KeyboardInterrupt: Ctrl-C would then test nothing.
+    The disposition is set in a small Python that then execs the command (``exec`` keeps it)."""
+    reset = "import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); os.execv(sys.argv[1], sys.argv[1:])"
+    return [sys.executable, "-c", reset, *command]
+
+
 async def test_a_case_waiting_for_a_slow_model_is_reported_working_not_a_worker_problem(
     slow_world: CaseWorld, temporal_server
 ) -> None:
@@ -103,7 +112,7 @@ async def test_ctrl_c_after_the_case_started_names_it_and_exits_130(
 ) -> None:
     command, env = starter(slow_world, temporal_server.address, "--profile", "bob", "ask", "Please refund QH-1002")
     process = await asyncio.create_subprocess_exec(
-        *command, env=env, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE
+        *with_ctrl_c(command), env=env, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE
     )
     query = f'TaskQueue="{slow_world.task_queue}"'
     started: list[str] = []
