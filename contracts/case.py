@@ -8,10 +8,11 @@ from __future__ import annotations
 from datetime import datetime
 from enum import StrEnum
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from contracts.commerce import ProposalOutcome, RefundProposal, RefundQuote, RefundReceipt
 from contracts.effect_card import EffectCard
+from contracts.frozen import FrozenModel
 from contracts.identity import Identity
 from contracts.knowledge import Language
 from contracts.model_io import Intent, NextAction
@@ -23,10 +24,6 @@ REHEARSAL_LABEL = "rehearsal"
 # Limits of a case's input, checked by starter.py before anything starts and again by CaseInput.
 MAX_QUESTION_CHARS = 2000
 MIN_APPROVAL_TTL_SECONDS, MAX_APPROVAL_TTL_SECONDS = 1, 7 * 24 * 3600
-
-
-class _Model(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
 
 # --- lifecycle -----------------------------------------------------------------------------------
@@ -67,7 +64,7 @@ TERMINAL_STATUSES = frozenset(
 )
 
 
-class Budgets(_Model):
+class Budgets(FrozenModel):
     """Counters kept in workflow state, and their limits (SPEC §7)."""
 
     model_requests: int = 0
@@ -79,7 +76,7 @@ class Budgets(_Model):
     max_calls_per_turn: int = 4
 
 
-class CaseEvent(_Model):
+class CaseEvent(FrozenModel):
     at: datetime
     kind: str
     detail: str
@@ -93,7 +90,7 @@ class Decision(StrEnum):
     REJECT = "reject"
 
 
-class ReviewDecision(_Model):
+class ReviewDecision(FrozenModel):
     """The payload of the ``review`` signal and update."""
 
     reviewer: str = Field(min_length=1, max_length=40)
@@ -102,7 +99,7 @@ class ReviewDecision(_Model):
     note: str = Field(default="", max_length=500)
 
 
-class ReviewOutcome(_Model):
+class ReviewOutcome(FrozenModel):
     accepted: bool
     status: CaseStatus
     reason: str
@@ -120,7 +117,7 @@ AWAITING_ANOTHER_REVIEWER = "waiting for another reviewer"
 approvals; waiting for another reviewer)``)."""
 
 
-class AcceptedApproval(_Model):
+class AcceptedApproval(FrozenModel):
     """One reviewer's signed approval that the workflow accepted, kept until the tenant's policy is met
     (four-eyes: two distinct reviewers at or above the tenant's threshold)."""
 
@@ -131,7 +128,7 @@ class AcceptedApproval(_Model):
     via: str = Field(max_length=10)
 
 
-class SettleRequest(_Model):
+class SettleRequest(FrozenModel):
     case_id: str
     applicant: Identity
     approval_id: str
@@ -148,7 +145,7 @@ class SettleRequest(_Model):
     is never paid)."""
 
 
-class CloseRequest(_Model):
+class CloseRequest(FrozenModel):
     """What the ``close_refund_proposal`` activity is asked: this proposal was rejected or expired."""
 
     case_id: str
@@ -172,7 +169,7 @@ class AnswerSource(StrEnum):
     """A fixed message for the case's status, written by code (no draft may be shown)."""
 
 
-class CaseView(_Model):
+class CaseView(FrozenModel):
     """What the ``status`` query returns and what the case record stores."""
 
     case_id: str
@@ -188,7 +185,7 @@ class CaseView(_Model):
     answer: str | None = None
     """What the customer is shown; ``answer_source`` says who wrote it."""
     answer_source: AnswerSource | None = None
-    citations: list[str] = []
+    citations: list[str] = Field(default_factory=list)
     next_action: NextAction | None = None
     quote: RefundQuote | None = None
     proposal: RefundProposal | None = None
@@ -211,7 +208,7 @@ class CaseView(_Model):
         return self.record_path is not None or self.record_error is not None
 
 
-class CaseRecord(_Model):
+class CaseRecord(FrozenModel):
     """The file an auditor reads: written once per state change by an activity, atomically."""
 
     fictional_notice: str = (
@@ -219,4 +216,4 @@ class CaseRecord(_Model):
     )
     case: CaseView
     events: list[CaseEvent]
-    notes: list[str] = []
+    notes: list[str] = Field(default_factory=list)

@@ -31,6 +31,7 @@ from contracts.case import (
 from contracts.case_facts import CaseFacts
 from contracts.commerce import RefundProposal, RefundQuote, RefundReceipt
 from contracts.directory import Directory
+from contracts.frozen import FrozenModel
 from contracts.identity import Identity
 from contracts.knowledge import Language, Passage
 from contracts.model_io import ComposedAnswer, ModelCallMeta, Plan
@@ -47,17 +48,13 @@ BOUNDED_EVENT_KINDS = frozenset(
 MAX_EVENT_DETAIL_CHARS = 500
 
 
-class _Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-
 class _State(BaseModel):
     """A part of the case's state: changed in place by the workflow, checked whole when it is decoded."""
 
     model_config = ConfigDict(extra="forbid")
 
 
-class CaseOptions(_Frozen):
+class CaseOptions(FrozenModel):
     approval_ttl_seconds: int = Field(default=900, ge=MIN_APPROVAL_TTL_SECONDS, le=MAX_APPROVAL_TTL_SECONDS)
 
 
@@ -112,10 +109,9 @@ class ModelTally(_State):
     unknown_calls: int = Field(default=0, ge=0)
     usage: CaseUsage = Field(default_factory=CaseUsage)
 
-    def count(self, meta: ModelCallMeta, kind: str) -> bool:
-        """Count one reply of request ``kind``; True when it named the model for the first time."""
-        first = self.label is None
-        if first:
+    def count(self, meta: ModelCallMeta, kind: str) -> None:
+        """Count one reply of request ``kind``; the first names the model."""
+        if self.label is None:
             self.label = meta.provider if meta.provider == REHEARSAL_LABEL else f"{meta.provider}:{meta.model}"
         if meta.usage is None:
             self.unknown_calls += 1
@@ -123,7 +119,6 @@ class ModelTally(_State):
         else:
             self.tokens_known += meta.usage.total_tokens
             self.usage.add(kind, meta.usage.prompt_tokens, meta.usage.completion_tokens, meta.price)
-        return first
 
     def tokens(self) -> str:
         if not self.tokens_known:
@@ -225,7 +220,7 @@ class CaseState(_State):
         return self.directory.approvals_required(self.proposal.tenant, self.proposal.amount_cents)
 
 
-class CaseInput(_Frozen):
+class CaseInput(FrozenModel):
     case_id: str = Field(pattern=r"^[A-Za-z0-9_-]{4,64}$")
     question: str = Field(min_length=1, max_length=MAX_QUESTION_CHARS)
     language: Language

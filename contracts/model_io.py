@@ -10,10 +10,11 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from contracts.commerce import ORDER_ID_SCHEMA_PATTERN, RefundQuote
 from contracts.errors import SupportError
+from contracts.frozen import FrozenModel
 from contracts.identity import Identity
 from contracts.knowledge import Language, Passage
 from contracts.usage import ModelPrice
@@ -25,10 +26,6 @@ MAX_ANSWER_CHARS = 4000
 MAX_CITATIONS, MAX_CITATION_CHARS = 8, 80
 MAX_PROBLEMS, MAX_PROBLEM_CHARS = 6, 300
 MAX_RAW_ARGUMENT_CHARS = 20000
-
-
-class _Model(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
 
 # --- model requests and results ------------------------------------------------------------------
@@ -51,7 +48,7 @@ ProblemText = Annotated[str, Field(min_length=1, max_length=MAX_PROBLEM_CHARS)]
 PlannedOrderId = Annotated[str, Field(pattern=ORDER_ID_SCHEMA_PATTERN)]
 
 
-class Plan(_Model):
+class Plan(FrozenModel):
     """A model's plan. With :class:`ComposedAnswer` and :class:`ReviewVerdict` it is also the reply
     schema sent to the model (:mod:`activities.model.reply_schemas` generates it from these fields), so a bound
     is stated once, here, for the schema, this model and the validator alike."""
@@ -70,7 +67,7 @@ class NextAction(StrEnum):
     HANDOFF = "handoff"
 
 
-class ComposedAnswer(_Model):
+class ComposedAnswer(FrozenModel):
     answer: str = Field(min_length=1, max_length=MAX_ANSWER_CHARS)
     citations: list[CitationId] = Field(max_length=MAX_CITATIONS)
     next_action: NextAction
@@ -82,18 +79,18 @@ class Verdict(StrEnum):
     INSUFFICIENT = "insufficient"
 
 
-class ReviewVerdict(_Model):
+class ReviewVerdict(FrozenModel):
     verdict: Verdict
     problems: list[ProblemText] = Field(max_length=MAX_PROBLEMS)
 
 
-class ModelUsage(_Model):
+class ModelUsage(FrozenModel):
     prompt_tokens: int
     completion_tokens: int
     total_tokens: int
 
 
-class ModelCallMeta(_Model):
+class ModelCallMeta(FrozenModel):
     """Which provider answered and what it cost. ``usage`` is None when the provider did not say."""
 
     provider: str
@@ -122,7 +119,7 @@ class ModelCallMeta(_Model):
         )
 
 
-class ProposedToolCall(_Model):
+class ProposedToolCall(FrozenModel):
     """A tool call exactly as the model requested it; nothing about it is trusted yet."""
 
     call_id: str
@@ -132,14 +129,14 @@ class ProposedToolCall(_Model):
     raw_arguments: str = Field(max_length=MAX_RAW_ARGUMENT_CHARS)
 
 
-class TranscriptEntry(_Model):
+class TranscriptEntry(FrozenModel):
     role: Literal["assistant", "tool"]
-    calls: list[ProposedToolCall] = []
+    calls: list[ProposedToolCall] = Field(default_factory=list)
     call_id: str | None = None
     content: str = ""
 
 
-class PlanRequest(_Model):
+class PlanRequest(FrozenModel):
     case_id: str
     question: str
     language: Language
@@ -147,12 +144,12 @@ class PlanRequest(_Model):
     """The one order id the question names, found by the host; the case is bound to it whatever the plan says."""
 
 
-class PlanResult(_Model):
+class PlanResult(FrozenModel):
     plan: Plan
     meta: ModelCallMeta
 
 
-class InvestigateRequest(_Model):
+class InvestigateRequest(FrozenModel):
     case_id: str
     question: str
     language: Language
@@ -162,14 +159,14 @@ class InvestigateRequest(_Model):
     turn: int
 
 
-class InvestigateResult(_Model):
+class InvestigateResult(FrozenModel):
     calls: list[ProposedToolCall]
     content: str | None
     finish_reason: str | None
     meta: ModelCallMeta
 
 
-class ComposeRequest(_Model):
+class ComposeRequest(FrozenModel):
     case_id: str
     question: str
     language: Language
@@ -179,15 +176,15 @@ class ComposeRequest(_Model):
     quote: RefundQuote | None
     receipt_exists: bool = False
     previous: ComposedAnswer | None = None
-    problems: list[str] = []
+    problems: list[str] = Field(default_factory=list)
 
 
-class ComposeResult(_Model):
+class ComposeResult(FrozenModel):
     answer: ComposedAnswer
     meta: ModelCallMeta
 
 
-class ReviewRequest(_Model):
+class ReviewRequest(FrozenModel):
     case_id: str
     question: str
     language: Language
@@ -198,7 +195,7 @@ class ReviewRequest(_Model):
     receipt_exists: bool = False
 
 
-class ReviewResult(_Model):
+class ReviewResult(FrozenModel):
     verdict: ReviewVerdict
     meta: ModelCallMeta
 
@@ -206,7 +203,7 @@ class ReviewResult(_Model):
 # --- tools ---------------------------------------------------------------------------------------
 
 
-class ToolRequest(_Model):
+class ToolRequest(FrozenModel):
     case_id: str
     applicant: Identity
     language: Language
@@ -215,7 +212,7 @@ class ToolRequest(_Model):
     arguments: dict[str, str]
 
 
-class ToolObservation(_Model):
+class ToolObservation(FrozenModel):
     call_id: str
     name: str
     ok: bool

@@ -167,12 +167,17 @@ def _still_counts(approval: AcceptedApproval, state: CaseState) -> bool:
     return reviewer_still_counts(approval.approval_token, state.directory, state.case.applicant)
 
 
+def approvals_missing(state: CaseState) -> int:
+    """Approvals the policy still needs beside the ones kept (0 once decided, or while none is kept)."""
+    if state.decision is not None or not state.approvals:
+        return 0
+    return max(state.approvals_required() - len(state.approvals), 0)
+
+
 def waiting_for_more(state: CaseState) -> str | None:
     """``1 of 2 approvals`` while kept approvals do not meet the policy yet, else None."""
-    required = state.approvals_required()
-    if state.decision is None and state.approvals and len(state.approvals) < required:
-        return f"{len(state.approvals)} of {required} approvals"
-    return None
+    missing = approvals_missing(state)
+    return f"{len(state.approvals)} of {len(state.approvals) + missing} approvals" if missing else None
 
 
 def decode_review(converter: PayloadConverter, payload: Payload) -> ReviewDecision | SignedReview | str:

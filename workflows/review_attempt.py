@@ -16,7 +16,7 @@ from contracts.case_input import CaseState
 from contracts.credentials import SignedReview
 from contracts.names import EventKind, ReviewRefusal
 from workflows import case_logs, case_metrics
-from workflows.approval_gate import accept_review, decode_review, judge_review, waiting_for_more
+from workflows.approval_gate import accept_review, approvals_missing, decode_review, judge_review, waiting_for_more
 
 Record = Callable[[EventKind, str], None]
 
@@ -57,5 +57,5 @@ def review_attempt(
     record(EventKind.REVIEW_ACCEPTED, text)
     pending = waiting_for_more(s)
     reason = verdict.decision.decision.value + (f" ({pending}; {AWAITING_ANOTHER_REVIEWER})" if pending else "")
-    missing = max(s.approvals_required() - len(s.approvals), 0) if pending else 0
-    return ReviewOutcome(accepted=True, status=status, reason=reason, approvals_missing=missing), verdict.subject
+    outcome = ReviewOutcome(accepted=True, status=status, reason=reason, approvals_missing=approvals_missing(s))
+    return outcome, verdict.subject
