@@ -110,8 +110,9 @@ demo: install
 
 # A local Temporal dev server in the foreground: gRPC on :7233, Web UI on :8233, state in .state/
 # (TEMPORAL_PORT, TEMPORAL_UI_PORT and SUPPORT_STATE_DIR override them), with the codec server on :8089
-# that the UI shows compressed payloads through (CODEC_PORT; 0: none) and the reviewer console on
-# http://localhost:8090 (CONSOLE_PORT; 0: none; once `starter.py init` has written the directory).
+# that the UI shows compressed payloads through (CODEC_PORT; 0: none), the reviewer console on
+# http://localhost:8090 (CONSOLE_PORT; 0: none) and the customers' web chat with its demo sign-in on
+# http://localhost:8092 (CHAT_PORT; 0: none), both once `starter.py init` has written the directory.
 # Ctrl-C stops them all.
 dev-server: install
 	$(BIN)/python -m devstack

@@ -118,6 +118,7 @@ def build_worker(
         workflows=[SupportCaseWorkflow],
         activities=[
             credentials.verify_applicant,
+            credentials.verify_customer_message,
             credentials.read_case_directory,
             confirm_continued_run,
             *ModelActivities(gateway).all(),

@@ -7,43 +7,47 @@ imported on this side.
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import AsyncIterator, Callable
-from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from temporalio.client import Client, WorkflowExecution, WorkflowExecutionStatus, WorkflowHandle
+from temporalio.client import Client, WorkflowExecutionStatus, WorkflowHandle
 from temporalio.common import WorkflowIDConflictPolicy, WorkflowIDReusePolicy
 from temporalio.exceptions import WorkflowAlreadyStartedError
 from temporalio.service import RPCError, RPCStatusCode
 
-from case_client import _following, _reading, _reviewing
+from case_client import _conversation, _following, _reading, _reviewing
 from case_client._codes import ClientErrorCode
 from case_client._connection import RPC_TIMEOUT, TemporalTarget, connect, live_pollers, require_worker
+from case_client._conversation import Progress, new_message_id
 from case_client._following import CaseProbe, Waiting
 from case_client._pollers import QueuePollers, describe_pollers
 from case_client._progress import CaseWork, case_work
 from case_client._rules import (
     CASE_NOT_ACCESSIBLE,
     DEFAULT_APPROVAL_TTL_SECONDS,
+    CaseSummary,
     case_id_for,
     check_question,
+    listed_for,
     listing_query,
-    may_list,
     new_case,
     normalised_question,
     retry_case_ids,
     start_search_attributes,
     static_details,
     static_summary,
+    summary_of,
 )
 from contracts import search_attributes as sa
 from contracts.case import Budgets, CaseEvent, CaseStatus, CaseView, ReviewDecision, ReviewOutcome
 from contracts.case_input import CaseInput
+from contracts.conversation import ConversationView, CustomerMessage, MessageAccepted, TurnReply
 from contracts.credentials import SignedReview
 from contracts.effect_card import ProposalForReview
 from contracts.errors import AuthorizationError, BusinessError, TransientError
-from contracts.identity import Identity, Role
+from contracts.identity import Identity
 from contracts.knowledge import Language
 from contracts.names import WORKFLOW_NAME, QueryName, case_id_of, workflow_id
 
@@ -54,20 +58,6 @@ ApplicantIssuer = Callable[[Identity, str], str]
 
 def _ignore(_: object) -> None:
     return None
-
-
-@dataclass(frozen=True)
-class CaseSummary:
-    """One line of a case listing, read from the search attributes (no worker needed)."""
-
-    case_id: str
-    status: str | None
-    phase: str | None
-    order_id: str | None
-    refund_cents: int | None
-    started: datetime
-    applicant: str | None = None
-    """The applicant's subject as the search attribute holds it (set by the workflow once verified)."""
 
 
 class CaseHandle:
@@ -116,9 +106,9 @@ class CaseHandle:
                 ClientErrorCode.TEMPORAL_UNAVAILABLE, f"cannot describe {self.workflow.id}: {error.message}"
             ) from None
         tenant = description.typed_search_attributes.get(sa.TENANT)
-        if tenant != viewer.tenant or not await _listed_for(description, viewer):
+        if tenant != viewer.tenant or not await listed_for(description, viewer):
             raise AuthorizationError(ClientErrorCode.CASE_NOT_ACCESSIBLE, CASE_NOT_ACCESSIBLE)
-        return _summary(description)
+        return summary_of(description)
 
     async def question(self) -> str:
         """The question the case was started with, from its first history event (no worker needed)."""
@@ -197,21 +187,9 @@ class CaseHandle:
         return await describe_pollers(self._client, work.task_queue)
 
     def _probe(self, viewer: Identity | None, start_hint: str) -> CaseProbe:
-        async def read(first: bool) -> CaseView:
-            if viewer is not None:
-                return await _reading.read_handle(
-                    self._client, self.workflow, viewer, start_hint=start_hint, check_worker=first, patient=True
-                )
-            try:
-                return await self.status()
-            except RPCError as error:  # a busy worker's late answer is waited for, like a slow case
-                if _reading.query_timed_out(error):
-                    raise _reading.QueryUnanswered from None
-                raise
-
         return CaseProbe(
             case_id=self.case_id,
-            read=read,
+            read=_following.status_reader(self._client, self.workflow, viewer, start_hint),
             ended=lambda seconds: self.ended(timeout=seconds),
             work=self.work,
             pollers=self.pollers,
@@ -222,6 +200,36 @@ class CaseHandle:
         """The case's final view, once its workflow (following continue-as-new) has finished."""
         return await _reading.wait_until_ended(self.workflow, self.case_id, wait_seconds=timeout)
 
+    async def say(
+        self, text: str, *, token: str, message_id: str | None = None, language: Language = Language.EN
+    ) -> MessageAccepted:
+        """A further message under ``token`` (the customer's credential for this case): its acceptance, or
+        :class:`~case_client.MessageRefused` with the sentence in ``language``; an id sent again is taken once."""
+        message = CustomerMessage(text=text, token=token, message_id=message_id or new_message_id())
+        return await _conversation.send_message(self.workflow, message, language=language)
+
+    async def reply(self, turn: int, wait_seconds: float = 10.0) -> TurnReply:
+        """The reply to message ``turn`` once it exists, or after ``wait_seconds`` (at most 30) the case as
+        it is; :class:`~case_client.CaseClosed` once the case's workflow has closed."""
+        return await _conversation.reply_unless_closed(self.workflow, turn, wait_seconds=wait_seconds)
+
+    async def reply_within(self, turn: int, *, timeout: float) -> TurnReply:
+        """:meth:`reply` until the reply exists or the case ends: :func:`case_client._following.follow_reply`."""
+        ask = functools.partial(self.reply, turn)
+        return await _following.follow_reply(self.case_id, turn, ask, self.conversation, wait_seconds=timeout)
+
+    async def conversation(self) -> ConversationView:
+        """The ``conversation`` query: the transcript, the case's status and when it closes if idle."""
+        return await _conversation.conversation(self.workflow)
+
+    def progress(self, from_offset: int = 0) -> AsyncIterator[Progress]:
+        """The case's progress stream from ``from_offset`` on, following continue-as-new, until it ends."""
+        return _conversation.progress(self._client, self.workflow.id, from_offset=from_offset)
+
+    async def progress_offset(self) -> int:
+        """The progress stream's length now (read on from here to see only what comes next)."""
+        return await _conversation.progress_offset(self._client, self.workflow.id)
+
     async def review(self, decision: ReviewDecision | SignedReview) -> ReviewOutcome:
         """Approve or reject by the ``review`` update: the accepted outcome, or a typed refusal."""
         return await _reviewing.review_by_update(self.workflow, self.case_id, decision)
@@ -229,25 +237,6 @@ class CaseHandle:
     async def signal_review(self, decision: ReviewDecision | SignedReview) -> None:
         """Approve or reject by the ``review`` signal (fire and forget; the outcome is in the events)."""
         await _reviewing.review_by_signal(self.workflow, decision)
-
-
-def _summary(execution: WorkflowExecution) -> CaseSummary:
-    attrs = execution.typed_search_attributes
-    return CaseSummary(
-        case_id=case_id_of(execution.id),
-        status=attrs.get(sa.CASE_STATUS),
-        phase=attrs.get(sa.CASE_PHASE),
-        order_id=attrs.get(sa.ORDER_ID),
-        refund_cents=attrs.get(sa.REFUND_CENTS),
-        started=execution.start_time,
-        applicant=attrs.get(sa.APPLICANT),
-    )
-
-
-async def _listed_for(execution: WorkflowExecution, viewer: Identity) -> bool:
-    if viewer.role is Role.REVIEWER:  # no need to decode the memo
-        return True
-    return may_list((await execution.memo()).get("applicant"), viewer)
 
 
 class CaseClient:
@@ -310,6 +299,25 @@ class CaseClient:
         if self.issuer is not None:
             case = case.model_copy(update={"applicant_token": self.issuer(applicant, case.case_id)})
         return await self.start_case(case, request_key=request_key)
+
+    async def converse(
+        self,
+        applicant: Identity,
+        text: str,
+        *,
+        language: Language | None = None,
+        case_id: str | None = None,
+        wait_seconds: float = 10.0,
+    ) -> tuple[CaseHandle, TurnReply]:
+        """Start a conversation with Update-with-Start: ``text`` is the case's question (:func:`new_case`),
+        under a token from :attr:`issuer`; its reply if it came within ``wait_seconds`` (at most 30)."""
+        case = new_case(applicant, text, language=language, case_id=case_id)
+        if self.issuer is not None:
+            case = case.model_copy(update={"applicant_token": self.issuer(applicant, case.case_id)})
+        _, reply = await _conversation.start_conversation(
+            self.temporal, self.task_queue, case, wait_seconds=wait_seconds
+        )
+        return self.open(case.case_id), reply
 
     async def start_case(self, case: CaseInput, *, request_key: str | None = None) -> CaseHandle:
         """Start ``case``; a case id that is taken is never run twice: the case with that id is returned
@@ -385,6 +393,6 @@ class CaseClient:
         """The cases ``viewer`` may see (:func:`case_client.listing_query`): a reviewer all of their
         tenant's, a customer their own."""
         async for execution in self.temporal.list_workflows(listing_query(viewer, status), limit=LISTING_LIMIT):
-            if not await _listed_for(execution, viewer):
+            if not await listed_for(execution, viewer):
                 continue
-            yield _summary(execution)
+            yield summary_of(execution)

@@ -23,6 +23,11 @@ class ClientErrorCode(StrEnum):
     REQUEST_KEY_REUSED = "request_key_reused"
     REVIEW_REFUSED = "review_refused"
     WAIT_TIMEOUT = "wait_timeout"
+    # a conversation
+    MESSAGE_REFUSED = "message_refused"
+    CONVERSATION_REFUSED = "conversation_refused"
+    CONVERSATION_NOT_STARTED = "conversation_not_started"
+    CONVERSATION_UNREACHABLE = "conversation_unreachable"
     # what the caller asked
     INVALID_QUESTION = "invalid_question"
     INVALID_TTL = "invalid_ttl"

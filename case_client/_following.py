@@ -1,5 +1,10 @@
 """Following a case until it settles, telling a busy worker from an absent one (no printing here).
 
+A case that waits for the customer (``waiting_customer``: the service asked something) has settled
+for now like one that waits for a reviewer: the wait ends and the caller shows the question. A
+conversation's turn is followed by :func:`follow_reply`: the ``reply`` update asked again until the
+reply to one message exists or the case has ended.
+
 A status query that goes unanswered for seconds does not mean the worker is gone: on a loaded machine
 a live worker answers late, and a case whose model server takes minutes per request is working, not
 stuck. So an unanswered query is asked again while a worker is there
@@ -17,17 +22,27 @@ import asyncio
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
+from temporalio.client import Client, WorkflowHandle
+from temporalio.service import RPCError
+
 from case_client._codes import WaitCode
 from case_client._pollers import QueuePollers, WorkerPresence, seconds_text
 from case_client._progress import CaseWork
-from case_client._reading import QueryUnanswered
+from case_client._reading import QueryUnanswered, query_status, query_timed_out, read_handle
 from contracts.case import TERMINAL_STATUSES, CaseStatus, CaseView
+from contracts.conversation import MAX_REPLY_WAIT_SECONDS, ConversationView, Speaker, TurnReply
 from contracts.errors import TransientError
+from contracts.identity import Identity
 
 UNCLAIMED_SECONDS = 10.0
 """A live worker holds a poll open on its queue, so a workflow task that is ready is taken at once. One
 that has waited this long while no listed worker polled since it became ready has nobody to take it:
 the worker that polled last has stopped (Temporal still lists it for a while)."""
+SETTLED_FOR_NOW = frozenset({CaseStatus.WAITING_APPROVAL, CaseStatus.WAITING_CUSTOMER})
+"""Statuses in which a case waits for a person (a reviewer, the customer) and does nothing by itself."""
+UNANSWERED_GRACE_SECONDS = 15.0
+"""A ``reply`` update not answered this long after the wait it asked for has not been taken up by a
+worker (a busy or a stopped one): it is asked again, or at the deadline the wait ends saying so."""
 REPORT_EVERY_SECONDS = 30.0
 """How often a long wait says what the case is doing (a line on stderr at the command line)."""
 
@@ -119,6 +134,26 @@ class CaseProbe:
     start_hint: str = ""
 
 
+def status_reader(
+    client: Client, workflow: WorkflowHandle, viewer: Identity | None, start_hint: str
+) -> Callable[[bool], Awaitable[CaseView]]:
+    """A :class:`CaseProbe`'s ``read``: for ``viewer`` (a person: only a case they may see, the worker
+    checked on the first read), else the status query as it is; a query a busy worker leaves
+    unanswered is :class:`QueryUnanswered` (asked again, like a slow case)."""
+
+    async def read(first: bool) -> CaseView:
+        if viewer is not None:
+            return await read_handle(client, workflow, viewer, start_hint=start_hint, check_worker=first, patient=True)
+        try:
+            return await query_status(workflow)
+        except RPCError as error:
+            if query_timed_out(error):
+                raise QueryUnanswered from None
+            raise
+
+    return read
+
+
 def _ignore(_: object) -> None:
     return None
 
@@ -136,7 +171,8 @@ async def follow_until_settled(
     clock: Callable[[], float] | None = None,
     sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
 ) -> CaseView:
-    """Poll until the case waits for a reviewer (its record written) or ends (its result); with
+    """Poll until the case waits for a reviewer or for the customer's answer (its record written), or
+    ends (its result); with
     ``done``, until a view answers that ``done`` accepts (``lambda view: True``: the first answer).
 
     An unanswered status query is asked again while a worker is there; when none is
@@ -167,7 +203,7 @@ async def follow_until_settled(
             elif view.status in TERMINAL_STATUSES:
                 # Ended, but the workflow may still be writing its record: its result is the last word.
                 return await probe.ended(max(deadline - now(), 1.0))
-            elif view.status is CaseStatus.WAITING_APPROVAL and view.record_attempted:
+            elif _settled_for_now(view):
                 return view
             on_progress(view)
         current = now()
@@ -180,6 +216,12 @@ async def follow_until_settled(
         await sleep(poll_seconds)
 
 
+def _settled_for_now(view: CaseView) -> bool:
+    """A reviewer's turn (the proposal waits) or the customer's (the service asked something), once the
+    case's record of it is written."""
+    return view.status in SETTLED_FOR_NOW and view.record_attempted
+
+
 async def _where(probe: CaseProbe, started: float, now: float, unanswered_since: float | None) -> Waiting:
     work = await probe.work()
     busy = unanswered_since is not None
@@ -190,3 +232,60 @@ async def _where(probe: CaseProbe, started: float, now: float, unanswered_since:
         unanswered_seconds=now - unanswered_since if unanswered_since is not None else None,
         pollers=await probe.pollers(work) if busy else None,
     )
+
+
+class CaseClosed(Exception):
+    """The ``reply`` update found the case's workflow closed: its transcript has the last word."""
+
+
+def reply_in(view: ConversationView, turn: int) -> TurnReply:
+    """What a closed case answers for message ``turn``: its first service entry for that message, from
+    the transcript (``progress_offset`` 0: a reader of a closed case's stream reads it to its end)."""
+    entry = next((e for e in view.entries if e.speaker is Speaker.SERVICE and e.turn == turn), None)
+    return TurnReply(case_id=view.case_id, turn=turn, status=view.status, reply=entry, progress_offset=0)
+
+
+async def follow_reply(
+    case_id: str,
+    turn: int,
+    ask: Callable[[float], Awaitable[TurnReply]],
+    transcript: Callable[[], Awaitable[ConversationView]],
+    *,
+    wait_seconds: float,
+    grace: float = UNANSWERED_GRACE_SECONDS,
+    clock: Callable[[], float] | None = None,
+) -> TurnReply:
+    """The reply to message ``turn`` of case ``case_id``: ``ask(seconds)`` (the ``reply`` update, which
+    waits in the case up to :data:`~contracts.conversation.MAX_REPLY_WAIT_SECONDS`) is asked again
+    until the reply exists or the case has ended; ``ask`` raising :class:`CaseClosed` is answered from
+    ``transcript()`` (:func:`reply_in`). After ``wait_seconds`` without either: ``case_still_working``
+    (the case goes on; the message was taken); an ask no worker takes up within ``grace`` seconds of
+    its wait is asked again, and at the deadline ends the wait with ``worker_busy``. A case that settled
+    for now (it waits for a reviewer or for the customer) without a reply to this message is returned
+    as it is."""
+    now = clock or asyncio.get_running_loop().time
+    deadline = now() + wait_seconds
+    while True:
+        asked = min(max(deadline - now(), 0.0), float(MAX_REPLY_WAIT_SECONDS))
+        try:
+            answer = await asyncio.wait_for(ask(asked), asked + grace)
+        except CaseClosed:
+            return reply_in(await transcript(), turn)
+        except TimeoutError:  # no worker has taken the update up: busy, or gone
+            if now() < deadline:
+                continue
+            raise TransientError(
+                WaitCode.WORKER_BUSY,
+                f"case {case_id}: no worker took up the wait for the reply to message {turn} within "
+                f"{seconds_text(asked + grace)}; your message was taken and the case goes on",
+            ) from None
+        if answer.reply is not None or answer.status in TERMINAL_STATUSES:
+            return answer
+        if now() >= deadline:
+            if answer.status in SETTLED_FOR_NOW:
+                return answer
+            raise TransientError(
+                WaitCode.CASE_WORKING,
+                f"case {case_id}: no reply to message {turn} yet after {seconds_text(wait_seconds)} "
+                f"(status {answer.status.value}); your message was taken and the case goes on",
+            )

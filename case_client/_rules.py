@@ -1,4 +1,5 @@
-"""The client-side rules of a case: its ids, what a new case may ask, and who may see or list it."""
+"""The client-side rules of a case: its ids, what a new case may ask, and who may see or list it (and
+how a listing's row reads)."""
 
 from __future__ import annotations
 
@@ -6,7 +7,9 @@ import hashlib
 import unicodedata
 import uuid
 from dataclasses import dataclass
+from datetime import datetime
 
+from temporalio.client import WorkflowExecution
 from temporalio.common import SearchAttributePair, TypedSearchAttributes
 
 from case_client._codes import ClientErrorCode
@@ -17,7 +20,7 @@ from contracts.effect_card import markdown_text
 from contracts.errors import ConfigurationError, ContractError
 from contracts.identity import Identity, Role
 from contracts.knowledge import Language, question_language
-from contracts.names import WORKFLOW_NAME
+from contracts.names import WORKFLOW_NAME, case_id_of
 
 CASE_NOT_ACCESSIBLE = "No such case is available to this profile."
 MAX_REQUEST_KEY_CHARS = 200
@@ -80,6 +83,41 @@ def may_see(view: CaseView, identity: Identity) -> bool:
 def may_list(applicant: str | None, identity: Identity) -> bool:
     """In a listing of the tenant's cases (memo ``applicant``), a customer sees only their own."""
     return identity.role is Role.REVIEWER or applicant == identity.subject
+
+
+@dataclass(frozen=True)
+class CaseSummary:
+    """One line of a case listing, read from the search attributes (no worker needed)."""
+
+    case_id: str
+    status: str | None
+    phase: str | None
+    order_id: str | None
+    refund_cents: int | None
+    started: datetime
+    applicant: str | None = None
+    """The applicant's subject as the search attribute holds it (set by the workflow once verified)."""
+
+
+def summary_of(execution: WorkflowExecution) -> CaseSummary:
+    """A listed workflow as a row of a case listing."""
+    attrs = execution.typed_search_attributes
+    return CaseSummary(
+        case_id=case_id_of(execution.id),
+        status=attrs.get(sa.CASE_STATUS),
+        phase=attrs.get(sa.CASE_PHASE),
+        order_id=attrs.get(sa.ORDER_ID),
+        refund_cents=attrs.get(sa.REFUND_CENTS),
+        started=execution.start_time,
+        applicant=attrs.get(sa.APPLICANT),
+    )
+
+
+async def listed_for(execution: WorkflowExecution, viewer: Identity) -> bool:
+    """Whether ``viewer`` sees ``execution`` in a listing (:func:`may_list` on its memo's applicant)."""
+    if viewer.role is Role.REVIEWER:  # no need to decode the memo
+        return True
+    return may_list((await execution.memo()).get("applicant"), viewer)
 
 
 def start_search_attributes(case: CaseInput) -> TypedSearchAttributes:

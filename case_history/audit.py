@@ -27,6 +27,7 @@ from case_history.audit_shapes import (
     Ending,
     ToolCall,
 )
+from case_history.conversation import conversation_of
 from case_history.trail import (
     ACTIVITY_ENDS,
     CaseTrail,
@@ -45,6 +46,7 @@ from case_history.trail import (
 )
 from contracts.case import CaseRecord, CaseView
 from contracts.commerce import RefundReceipt
+from contracts.conversation import VerifiedSender
 from contracts.credentials import VerifiedApplicant
 from contracts.errors import decode_activity_failure
 from contracts.model_io import (
@@ -141,7 +143,7 @@ def audit_from_history(history: WorkflowHistory) -> CaseAudit:
     ]
     proposed = _proposed_calls(scheduled, ends)
     activities += [_local_activity(event, marked, proposed) for event, marked in local.values()]
-    order = _scheduling_order(events, local)
+    order = _scheduling_order(local)
     return CaseAudit(
         trail=trail,
         activities=sorted(activities, key=lambda call: order.get(call.event_id, (call.event_id, 0))),
@@ -153,6 +155,7 @@ def audit_from_history(history: WorkflowHistory) -> CaseAudit:
         applicant_claims=unverified_claims(case.applicant_token if case else None),
         continued=carried.continued if carried else 0,
         problems=problems,
+        conversation=conversation_of(history),
     )
 
 
@@ -179,38 +182,49 @@ def _activity(event: HistoryEvent, attempt: int, end: HistoryEvent | None) -> Ac
     return replace(call, model=_meta(result), note=_note(kind, result))
 
 
-def _scheduling_order(
-    events: list[HistoryEvent], local: dict[int, tuple[HistoryEvent, LocalActivity]]
-) -> dict[int, tuple[int, int]]:
-    """Sort keys that put local activities in the order the workflow scheduled them: the markers of one
-    workflow task are recorded as the activities finished (two tools run together finish in any order),
-    so they sort at the task's first marker, by their sequence number."""
+def _scheduling_order(local: dict[int, tuple[HistoryEvent, LocalActivity]]) -> dict[int, tuple[int, int]]:
+    """Sort keys that put local activities in the order the workflow scheduled them (their sequence
+    numbers) among the other events: markers are recorded as the activities finish, so two tools run
+    together may be recorded in either order, even in different workflow tasks. Each sorts at the
+    earliest marker of itself and every activity scheduled after it, then by its sequence number."""
     order: dict[int, tuple[int, int]] = {}
-    first_marker = 0
-    for event in events:
-        if event.event_type == EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED:
-            first_marker = 0
-        elif event.event_id in local:
-            first_marker = first_marker or event.event_id
-            order[event.event_id] = (first_marker, local[event.event_id][1].seq)
+    earliest = None
+    for event_id, (_, marked) in sorted(local.items(), key=lambda item: item[1][1].seq, reverse=True):
+        earliest = event_id if earliest is None else min(earliest, event_id)
+        order[event_id] = (earliest, marked.seq)
     return order
 
 
-def _proposed_calls(scheduled: dict[int, HistoryEvent], ends: dict[int, HistoryEvent]) -> dict[str, ProposedToolCall]:
+def _proposed_calls(
+    scheduled: dict[int, HistoryEvent], ends: dict[int, HistoryEvent]
+) -> dict[str, list[tuple[int, ProposedToolCall]]]:
     """The tool calls the model proposed (completed ``investigate_turn`` results), by the activity id the
-    workflow runs each under as a local activity (:func:`contracts.names.tool_activity_id`)."""
-    proposed: dict[str, ProposedToolCall] = {}
+    workflow runs each under as a local activity (:func:`contracts.names.tool_activity_id`), each with
+    the event id of the result that proposed it. A conversation's later turns may reuse a call id of an
+    earlier turn (the model numbers its calls per turn): a marker pairs with the latest proposal before it."""
+    proposed: dict[str, list[tuple[int, ProposedToolCall]]] = {}
     for event_id, event in scheduled.items():
         end = ends.get(event_id)
         kind = event.activity_task_scheduled_event_attributes.activity_type.name
         if kind == ActivityName.INVESTIGATE_TURN and end and end.HasField("activity_task_completed_event_attributes"):
             turn = decode(end.activity_task_completed_event_attributes.result, InvestigateResult).value
             for call in turn.calls if turn else []:
-                proposed.setdefault(tool_activity_id(call.call_id), call)  # a reused call id is refused, never run
+                proposals = proposed.setdefault(tool_activity_id(call.call_id), [])
+                if not proposals or proposals[-1][0] != end.event_id:  # a reused id within a turn is refused
+                    proposals.append((end.event_id, call))
+    for proposals in proposed.values():
+        proposals.sort(key=lambda proposal: proposal[0])
     return proposed
 
 
-def _local_activity(event: HistoryEvent, marked: LocalActivity, proposed: dict[str, ProposedToolCall]) -> ActivityCall:
+def _proposal_before(proposals: list[tuple[int, ProposedToolCall]], event_id: int) -> ProposedToolCall | None:
+    earlier = [call for proposed_at, call in proposals if proposed_at < event_id]
+    return earlier[-1] if earlier else None
+
+
+def _local_activity(
+    event: HistoryEvent, marked: LocalActivity, proposed: dict[str, list[tuple[int, ProposedToolCall]]]
+) -> ActivityCall:
     """A local activity from its marker: its result or failure; a tool's arguments from the proposed call."""
     kind = marked.activity_type
     failure = failure_text(marked.failure) if marked.failure is not None else None
@@ -225,15 +239,15 @@ def _local_activity(event: HistoryEvent, marked: LocalActivity, proposed: dict[s
         local=True,
     )
     if kind == ActivityName.RUN_INVESTIGATION_TOOL:
-        return replace(call, tool=_local_tool(marked, proposed, failure))
+        asked = _proposal_before(proposed.get(marked.activity_id, []), event.event_id)
+        return replace(call, tool=_local_tool(marked, asked, failure))
     if marked.result is None:
         return call
     return replace(call, model=_meta(marked.result), note=_note(kind, marked.result))
 
 
-def _local_tool(marked: LocalActivity, proposed: dict[str, ProposedToolCall], failure: str | None) -> ToolCall:
+def _local_tool(marked: LocalActivity, asked: ProposedToolCall | None, failure: str | None) -> ToolCall:
     observation = decode_payload(marked.result, ToolObservation).value if marked.result is not None else None
-    asked = proposed.get(marked.activity_id)
     if asked is not None:
         arguments = {key: str(value) for key, value in (asked.arguments or {}).items()}
         call = ToolCall(asked.name, arguments, asked.call_id, error=failure, arguments_from=PROPOSED_ARGUMENTS)
@@ -291,6 +305,9 @@ def _note(kind: str, result: Payload) -> str | None:
     if kind == ActivityName.VERIFY_APPLICANT and (verified := decode_payload(result, VerifiedApplicant).value):
         who = verified.identity
         return f"the worker says it verified {who.subject} ({who.tenant}, {who.role.value})"
+    if kind == ActivityName.VERIFY_CUSTOMER_MESSAGE and (sender := decode_payload(result, VerifiedSender).value):
+        who = sender.identity
+        return f"the worker says the message's credential proves {who.subject} ({who.tenant}), issuer {sender.issuer}"
     if kind == ActivityName.EXECUTE_REFUND and (receipt := decode_payload(result, RefundReceipt).value):
         return f"receipt {receipt.receipt_id}: {receipt.amount_cents} cents {receipt.currency} (SIMULATED)"
     return None

@@ -8,6 +8,7 @@ from datetime import datetime
 from typing import Any
 
 from case_history.audit_reviews import ReviewAttempt
+from case_history.conversation import Conversation
 from case_history.trail import CaseTrail, End
 from contracts.case import CaseEvent, CaseStatus, CaseView
 from contracts.commerce import RefundProposal, RefundReceipt
@@ -104,6 +105,9 @@ class CaseAudit:
     applicant_claims: dict[str, Any] | None = None
     continued: int = 0
     problems: list[str] = field(default_factory=list)
+    conversation: Conversation = field(default_factory=Conversation)
+    """The customer's messages (the ``message`` updates) and the transcript: this run's, or the whole
+    case's when every run was read (``starter.py audit`` from Temporal)."""
 
     @property
     def case_id(self) -> str:

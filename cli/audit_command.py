@@ -2,9 +2,10 @@
 (:mod:`case_history.audit`), for an auditor with no worker, no commerce database and no keys.
 Registered on :data:`cli.app.app` when imported.
 
-The history is fetched from Temporal (the latest run of the case; the same access rule as ``verify``)
-or read from a file exported with ``temporal workflow show --output json``. Nothing is verified:
-tokens are shown as the claims they make; ``starter.py verify`` checks the signatures. Exit 0 once the
+The history is fetched from Temporal (the latest run of the case, and for its conversation every run it
+continued from; the same access rule as ``verify``) or read from a file exported with ``temporal
+workflow show --output json``. Nothing is verified: tokens are shown as the claims they make (a
+message's token as its fingerprint); ``starter.py verify`` checks the signatures. Exit 0 once the
 audit is printed; a history that cannot be read or is another case's is one line on stderr, exit 2.
 """
 
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from dataclasses import replace
 from pathlib import Path
 from typing import Annotated
 
@@ -19,13 +21,14 @@ import typer
 
 from case_client import CASE_NOT_ACCESSIBLE, ClientErrorCode, TemporalTarget, workflow_id
 from case_history.audit import CaseAudit, audit_from_history
+from case_history.conversation import run_conversation, whole_conversation
 from case_history.trail import HistoryErrorCode, history_from_file
 from cli.app import app, settings_of
 from cli.audit_json import audit_json
 from cli.audit_render import audit_lines
 from cli.codes import CliErrorCode
 from cli.exit_codes import ExitCode
-from cli.verify_command import fetch_history, may_verify
+from cli.verify_command import fetch_runs, may_verify
 from contracts.errors import AuthorizationError, ContractError
 from contracts.names import case_id_of
 
@@ -45,9 +48,12 @@ def read_audit(ctx: typer.Context, case_id: str, history: Path | None) -> tuple[
         return case_audit, f"the history file {history}"
     settings = settings_of(ctx)
     target = TemporalTarget.from_env()
-    case_audit = audit_from_history(asyncio.run(fetch_history(target, case_id)))
+    histories = asyncio.run(fetch_runs(target, case_id))
+    case_audit = audit_from_history(histories[-1])
     if not may_verify(case_audit.trail, settings.identity):
         raise AuthorizationError(ClientErrorCode.CASE_NOT_ACCESSIBLE, CASE_NOT_ACCESSIBLE)
+    if len(histories) > 1:  # the conversation of every run: a run carries only the latest entries
+        case_audit = replace(case_audit, conversation=whole_conversation(list(map(run_conversation, histories))))
     return case_audit, f"the workflow history on {target.address} (namespace {target.namespace})"
 
 

@@ -14,6 +14,7 @@ from pydantic import BaseModel
 
 from case_history.audit import NOT_VERIFIED, CaseAudit
 from case_history.audit_reviews import CLAIMED
+from case_history.conversation import MessageOutcome, MessageUpdate
 from case_history.trail import unverified_claims
 
 
@@ -60,6 +61,7 @@ def audit_json(audit: CaseAudit, source: str | None = None) -> dict[str, Any]:
             "receipt": audit.receipt.model_dump(mode="json", exclude={"signature"}) if audit.receipt else None,
             "receipt_signed": bool(audit.receipt and audit.receipt.signature),
         },
+        "conversation": _conversation(audit),
         "answer": {"text": view.answer, "source": _plain(view.answer_source)} if view else None,
         "final": {
             "status": _plain(ending.status),
@@ -69,6 +71,41 @@ def audit_json(audit: CaseAudit, source: str | None = None) -> dict[str, Any]:
             "still_running": ending.still_running,
         },
         "problems": audit.problems,
+    }
+
+
+def _conversation(audit: CaseAudit) -> dict[str, Any]:
+    """The transcript in full and every ``message`` update: its token as a fingerprint, never as the
+    token, and a message the case did not take without its text (refused words are never recorded)."""
+    talk = audit.conversation
+    return {
+        "entries": _plain(talk.entries),
+        "missing_before": talk.missing,
+        "read_from": talk.read_from,
+        "runs_read": talk.runs,
+        "messages": [_message(message) for message in talk.messages],
+        "case_events": _plain(talk.events),
+    }
+
+
+def _message(message: MessageUpdate) -> dict[str, Any]:
+    taken = message.outcome is MessageOutcome.ACCEPTED and not message.duplicate
+    return {
+        "event_id": message.event_id,
+        "at": message.at.isoformat(),
+        "update_id": message.update_id,
+        "sender": message.sender,
+        "message_id": message.message_id,
+        "token_fingerprint": message.fingerprint,
+        "outcome": message.outcome.value,
+        "refusal": message.refusal,
+        "answer": message.answer,
+        "turn": message.turn,
+        "duplicate": message.duplicate,
+        "text": message.text if taken else None,
+        "characters": len(message.text) if message.text is not None else None,
+        "problem": message.problem,
+        "run_id": message.run_id,
     }
 
 

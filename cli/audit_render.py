@@ -13,9 +13,12 @@ from rich.cells import cell_len
 
 from case_history.audit import NOT_VERIFIED, PROPOSED_ARGUMENTS, ActivityCall, CaseAudit
 from case_history.audit_reviews import CLAIMED, ReviewAttempt
+from case_history.conversation import REPLY_AUTHORS, MessageOutcome, MessageUpdate
 from case_history.trail import End, unverified_claims
 from cli.render import ANSWER_AUTHORS
 from cli.text_layout import INDENT, WIDTH, at, brief, brief_value, clean, collapsed, stamp, wrap
+from contracts.case import CaseEvent
+from contracts.conversation import ConversationEntry, Speaker
 from contracts.model_io import ModelCallMeta
 from contracts.names import EventKind
 
@@ -28,7 +31,8 @@ def audit_lines(audit: CaseAudit, source: str | None = None) -> list[str]:
     """The audit as plain text lines of at most 80 columns (a lone id or digest may be longer)."""
     lines = wrap(f"case {audit.case_id}: audit of {source or 'its workflow history'}", "")
     lines += [NOT_VERIFIED, "(`starter.py verify` checks the signatures); fictional data."]
-    for section in (_asked, _timeline, _evidence, _proposal, _reviews, _settlement, _told, _outcome):
+    lines += ["", *_asked(audit), *_conversation(audit)]
+    for section in (_timeline, _evidence, _proposal, _reviews, _settlement, _told, _outcome):
         lines += ["", *section(audit)]
     if audit.problems:
         lines += ["", "problems reading the history"]
@@ -92,6 +96,129 @@ def _asked(audit: CaseAudit) -> list[str]:
     if audit.continued:
         lines.append(f"  this history is run {audit.continued + 1} of the case (it continued as new)")
     return lines
+
+
+def _conversation(audit: CaseAudit) -> list[str]:
+    """The conversation after the question: one line when the customer wrote nothing more; else a section
+    with every entry of the transcript in order (who, when, under which credential, the words: the
+    question and the final answer are pointed at, not repeated), each further message with the update
+    that carried it, then the message updates the transcript does not hold."""
+    talk = audit.conversation
+    if not talk.messages and all(entry.turn == 1 for entry in talk.entries):
+        if not talk.entries:
+            return ["  conversation: no transcript (a case before release 0.11)"]
+        said = [
+            f"{_AUTHOR_NAMES[entry.source] if entry.source else '?'} {stamp(entry.at)[11:19]}" for entry in talk.replies
+        ]
+        return wrap(f"conversation: question; replies: {', '.join(said) or 'none yet'}")
+    runs = f", {talk.runs} runs" if talk.runs > 1 else ""
+    lines = ["", f"conversation (UTC, from {talk.read_from}{runs})"]
+    lines += wrap(f"{len(talk.customer_entries)} message(s) from the customer, {_replies(len(talk.replies))}")
+    if talk.missing:
+        earlier = f"{talk.missing} earlier entr{'y is' if talk.missing == 1 else 'ies are'}"
+        lines += wrap(f"({earlier} not in what was read: see the case's earlier runs)")
+    accepted = {message.turn: message for message in talk.messages if message.turn and not message.duplicate}
+    logged = {_logged_turn(event.detail): event for event in talk.events if event.kind == EventKind.MESSAGE_ACCEPTED}
+    case = audit.trail.case.value
+    known = {case.question: "the question above"} if case else {}
+    if audit.view is not None and audit.view.answer:
+        known[audit.view.answer] = "what the customer was told, below"
+    day = None
+    for entry in talk.entries:
+        if stamp(entry.at)[:10] != day:
+            day = stamp(entry.at)[:10]
+            lines.append(f"  {day}")
+        further = entry.speaker is Speaker.CUSTOMER and entry.credential is not None
+        pointer = known.get(entry.text) if not further else None
+        lines += _entry_lines(entry, pointer, accepted.get(entry.turn), logged.get(entry.turn) if further else None)
+    shown = {entry.turn for entry in talk.customer_entries}
+    if any(message.turn not in shown or message.duplicate for message in talk.messages):
+        lines.append("  message updates the transcript does not hold (refused words are never shown):")
+    for message in talk.messages:
+        if message.outcome is not MessageOutcome.ACCEPTED or message.duplicate:
+            lines += _unaccepted_lines(message)
+        elif message.turn not in shown:
+            head = f"update event {message.event_id} at {stamp(message.at)}: accepted as message {message.turn}, "
+            lines += wrap(head + "not in the transcript read (a later record holds it)", "  ", "      ")
+            lines += _said(message.text or "", CUSTOMER_LINES)
+    return lines
+
+
+CUSTOMER_LINES, REPLY_LINES = 3, 2
+"""The most lines of a customer's message and of a reply the text shows (``--json`` has every word)."""
+_AUTHOR_NAMES = {source: REPLY_AUTHORS[source].split(" (")[0] for source in REPLY_AUTHORS}
+
+
+def _replies(count: int) -> str:
+    return f"{count} repl{'y' if count == 1 else 'ies'}"
+
+
+def _entry_lines(
+    entry: ConversationEntry, pointer: str | None, update: MessageUpdate | None, logged: CaseEvent | None
+) -> list[str]:
+    """``[seq] time who: what``, then the words (unless ``pointer`` says where they are), and for a
+    further message the update that carried it and, where it says more than this, its case-log event."""
+    credential, time = entry.credential, stamp(entry.at)[11:19]
+    if entry.speaker is Speaker.SERVICE:
+        author = REPLY_AUTHORS[entry.source] if entry.source else "author not recorded"
+        head = f"service, reply to {entry.turn}: {author}"
+    elif credential is None:
+        head = f"customer, message {entry.turn} (applicant token)"
+    else:
+        head = f"{clean(credential.subject)}, message {entry.turn}, {clean(credential.issuer)} credential"
+        head += f" {credential.fingerprint}"
+    lines = wrap(f"[{entry.seq}] {time} {head}" + (f": {pointer}" if pointer else ""), "  ", "      ")
+    if not pointer:
+        lines += _said(entry.text, REPLY_LINES if entry.speaker is Speaker.SERVICE else CUSTOMER_LINES)
+    if credential is not None and update is None:
+        lines.append("      no message update of the runs read carried it (`starter.py verify` checks)")
+    elif credential is not None and update is not None:
+        token = f", token {update.fingerprint} (NOT the credential named)"
+        token = "" if update.fingerprint == credential.fingerprint else token
+        carried = f"update event {update.event_id} from client {clean(update.sender)}"
+        lines += wrap(f"{carried}, message id {clean(update.message_id or '?')}{token}", "      ")
+    said = f"message {entry.turn} from {credential.subject} under {credential.issuer}" if credential else ""
+    if logged is not None and not (credential and logged.detail == f"{said} credential {credential.fingerprint}"):
+        lines += wrap(f"{logged.kind}: {clean(logged.detail)}", "      case log: ", "        ")
+    return lines
+
+
+def _said(text: str, most: int) -> list[str]:
+    """The words, quoted, in at most ``most`` lines: a longer text is cut at a word, with how many
+    characters follow (``--json`` has every word)."""
+    lines: list[str] = []
+    for paragraph in text.splitlines() or [""]:
+        lines += wrap(clean(paragraph), "      | ", "      | ")
+    if len(lines) <= most:
+        return lines
+    flat = " ".join(clean(text).split())
+    shown = flat[: most * (WIDTH - 8)]
+    while len(lines) > most and shown:
+        shown = shown.rsplit(" ", 1)[0] if " " in shown else shown[:-1]
+        lines = wrap(f"{shown} ... (+{len(flat) - len(shown)} characters)", "      | ", "      | ")
+    return lines
+
+
+def _unaccepted_lines(message: MessageUpdate) -> list[str]:
+    """A message not taken: refused (its code; the text is never shown), failed, a resend, or unanswered."""
+    size = clean(message.problem or "")
+    if message.text is not None:
+        size = f"{len(message.text)} characters, text not shown"
+    if message.outcome is MessageOutcome.REFUSED:
+        what = f"refused {clean(message.refusal or '?')} ({size})"
+    elif message.outcome is MessageOutcome.ACCEPTED:
+        what = f"a resend of message {message.turn} (message id {clean(message.message_id or '?')}): taken once"
+    elif message.outcome is MessageOutcome.FAILED:
+        what = f"failed: {clean(message.answer or '?')} ({size})"
+    else:
+        what = f"no answer recorded yet ({size})"
+    return wrap(f"update event {message.event_id} at {stamp(message.at)}: {what}", "  ", "      ")
+
+
+def _logged_turn(detail: str) -> int | None:
+    """The message number a ``message_accepted`` event names (``message 2 from ...``)."""
+    words = detail.split()
+    return int(words[1]) if len(words) > 1 and words[0] == "message" and words[1].isdigit() else None
 
 
 def _timeline(audit: CaseAudit) -> list[str]:

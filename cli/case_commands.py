@@ -35,6 +35,7 @@ from cli.render import (
     case_list_json,
     case_list_lines,
     console,
+    customer_turn_lines,
     errors,
     grid,
     print_case_card,
@@ -70,7 +71,8 @@ def ask(
     ] = DEFAULT_APPROVAL_TTL_SECONDS,
 ) -> None:
     """Start a case, with an applicant token signed by the state dir's issuer key (starter.py stands in
-    for the login service), and wait until it waits for a reviewer or ends (exit status: see docs/cli.md)."""
+    for the login service), and wait until it waits for a reviewer or for your answer, or ends (exit
+    status: see docs/cli.md)."""
     from activities import LanguagePreferences
 
     # The input is checked before anything else happens (one line on stderr, nothing started).
@@ -146,7 +148,8 @@ def status(
     wait: Annotated[bool, typer.Option("--wait", help="Wait until the case has ended.")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print the case as JSON (for scripts).")] = False,
 ) -> None:
-    """Show a case: status, answer, proposal, receipt, budgets and record path (exit status: see docs/cli.md)."""
+    """Show a case: status, answer, proposal, receipt, budgets and record path, and for a case waiting for
+    the customer its question and how to answer (exit status: see docs/cli.md)."""
     from rich.text import Text
 
     settings = settings_of(ctx)
@@ -156,7 +159,8 @@ def status(
     async def run() -> CaseView:
         case = (await CaseClient.connect(target)).open(case_id)
         view = await read_with_progress(case, settings.identity, settings.state_dir)
-        if wait and view.status not in TERMINAL_STATUSES:
+        # A case waiting for the customer does nothing by itself: it is the customer's turn, not a wait.
+        if wait and view.status not in TERMINAL_STATUSES and view.status is not CaseStatus.WAITING_CUSTOMER:
             with errors.status(Text(f"case {case_id}: waiting for the case to end…")):
                 try:
                     view = await case.ended(timeout=WAIT_SECONDS)
@@ -166,6 +170,9 @@ def status(
             print(view.model_dump_json(indent=2))
         else:
             print_case_card(view, now=await _doing(case, view))
+            if view.applicant == settings.identity.subject:  # the customer's turn: how to answer
+                for line in customer_turn_lines(view, starter):
+                    print(line)
         return view
 
     raise typer.Exit(exit_code_for(asyncio.run(run()).status))

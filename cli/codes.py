@@ -12,3 +12,4 @@ class CliErrorCode(StrEnum):
     INVALID_DIGEST = "invalid_digest"
     OTHER_TENANT = "other_tenant"
     HISTORY_OF_ANOTHER_CASE = "history_of_another_case"
+    INVALID_MESSAGE = "invalid_message"

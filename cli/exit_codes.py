@@ -11,13 +11,16 @@ from contracts.errors import SupportError, TransientError
 
 class ExitCode(IntEnum):
     DECIDED = 0
-    """The case reached a decision: answered, a proposal waits for a reviewer, rejected, or settled."""
+    """The case reached a decision: answered, a proposal waits for a reviewer, rejected, withdrawn by the
+    customer, or settled."""
     UNEXPECTED = 1
     """A bug: one line on stderr (SUPPORT_DEBUG=1 shows the traceback)."""
     REFUSED = 2
     """Bad input or a refused request: one line on stderr; nothing was started or changed."""
     NEEDS_PERSON = 3
-    """The case needs more input or a human (needs_input, needs_human, expired)."""
+    """The case needs a person: the customer's answer (waiting_customer: the service asked something and
+    waits; answer with ``say``), or it ended needing more input or a human (needs_input, needs_human,
+    expired)."""
     FAILED = 4
     """The case failed (status failed)."""
     UNAVAILABLE = 5
@@ -43,6 +46,8 @@ _STATUS_EXIT_CODES = {
     CaseStatus.COMPLETED: ExitCode.DECIDED,
     CaseStatus.WAITING_APPROVAL: ExitCode.DECIDED,
     CaseStatus.REJECTED: ExitCode.DECIDED,
+    CaseStatus.WITHDRAWN: ExitCode.DECIDED,
+    CaseStatus.WAITING_CUSTOMER: ExitCode.NEEDS_PERSON,
     CaseStatus.NEEDS_INPUT: ExitCode.NEEDS_PERSON,
     CaseStatus.NEEDS_HUMAN: ExitCode.NEEDS_PERSON,
     CaseStatus.EXPIRED: ExitCode.NEEDS_PERSON,

@@ -25,6 +25,7 @@ COMMAND_MODULES = (
     "review_commands",
     "verify_command",
     "case_commands",
+    "conversation_commands",
     "usage_command",
 )
 """The modules whose import registers their commands on :data:`cli.app.app`, in the order `--help`

@@ -22,8 +22,19 @@ from rich.text import Text
 
 from case_client import CaseSummary, TemporalTarget, workflow_id
 from case_history.verify import LINK_NAMES, SIGNED_DECISION, ChainReport
+from cli.conversation_render import (
+    chat_command,
+    display_width,
+    reply_lines,
+    say_command,
+    sentence_lines,
+    wrap,
+)
+from cli.conversation_text import Line, status_sentence, until_text
+from cli.conversation_text import line as sentence
 from contracts.case import AnswerSource, CaseStatus, CaseView, Decision
 from contracts.commerce import RefundQuote
+from contracts.conversation import Speaker
 from contracts.effect_card import EffectCard, effect_rows
 from contracts.names import REVIEW
 from devstack.temporal_cli import shell_path, temporal_cli_for_display
@@ -148,7 +159,7 @@ def case_card_lines(view: CaseView, *, now: str | None = None) -> list[str]:
     (for a running case: what it is doing, :meth:`case_client.CaseHandle.work`) follows its phase."""
     lines = [f"case {view.case_id}", f"  (fictional data; model: {view.model})"]
     rows = [
-        ("status", view.status.value + (f" ({view.reason})" if view.reason else "")),
+        ("status", status_row(view)),
         ("phase", view.phase.value),
         *([("now", now)] if now else []),
         ("applicant", f"{view.applicant} ({view.tenant})"),
@@ -180,15 +191,49 @@ def case_card_lines(view: CaseView, *, now: str | None = None) -> list[str]:
     return lines
 
 
+def status_row(view: CaseView) -> str:
+    """``waiting_customer: the service asked the customer a question and waits for the answer``: the
+    status value (scripts and reviewers search for it), its reason, and what it means."""
+    reason = f" ({view.reason})" if view.reason else ""
+    return f"{view.status.value}{reason}: {status_sentence(view.status)}"
+
+
+def customer_turn_lines(view: CaseView, starter: str) -> list[str]:
+    """For a case waiting for the customer: the service's question (its last reply, else the answer),
+    until when it waits, and how to answer (``say``) or carry on in a chat."""
+    if view.status is not CaseStatus.WAITING_CUSTOMER:
+        return []
+    language = view.language
+    asked = next((entry for entry in reversed(view.conversation) if entry.speaker is Speaker.SERVICE), None)
+    if asked is not None:
+        lines = reply_lines(asked, language)
+    else:  # a view without its transcript: the answer is the question
+        label = f"{sentence(Line.SERVICE, language)}: "
+        lines = wrap(view.answer, first=label, rest=" " * display_width(label)) if view.answer else []
+    return [
+        *lines,
+        *sentence_lines(
+            sentence(Line.WAITS_FOR_ANSWER, language, case=view.case_id, until=until_text(view.waiting_until, language))
+        ),
+        sentence(Line.ANSWER_WITH, language),
+        f"  {say_command(starter, view.case_id)}",
+        f"  {chat_command(starter, view.case_id)}",
+    ]
+
+
 def print_case_card(view: CaseView, *, now: str | None = None) -> None:
     """Plain print: nothing in a case is read as markup, and nothing is wrapped again by Rich."""
     for line in case_card_lines(view, now=now):
         print(line)
 
 
-def show_case(view: CaseView, state_dir: Path, *, with_review_commands: bool = True) -> None:
-    """The case card, then (for a case waiting for a reviewer) the exact review commands."""
+def show_case(view: CaseView, state_dir: Path, *, with_review_commands: bool = True, for_customer: bool = True) -> None:
+    """The case card, then (for a case waiting for a reviewer) the exact review commands, or (for one
+    waiting for the customer, shown to the customer) the service's question and how to answer it."""
     print_case_card(view)
+    if for_customer:
+        for text in customer_turn_lines(view, starter_command(state_dir, view.applicant)):
+            print(text)
     if with_review_commands and view.status is CaseStatus.WAITING_APPROVAL:
         approve, reject, info = review_commands(view, state_dir)
         console.print("A reviewer of the tenant decides, signing with their own key (an update):")

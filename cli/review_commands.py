@@ -140,7 +140,7 @@ def review_info(
 
     view = asyncio.run(run())
     if decision is None:
-        show_case(view, settings.state_dir)
+        show_case(view, settings.state_dir, for_customer=False)
         return
     if view.status is not CaseStatus.WAITING_APPROVAL or view.digest is None:
         raise BusinessError(
@@ -151,7 +151,7 @@ def review_info(
     token = KeyFileSigner(settings.state_dir).approval_token(
         settings.identity, case_id=view.case_id, digest=view.digest, decision=decision.value, now=now
     )
-    show_case(view, settings.state_dir, with_review_commands=False)
+    show_case(view, settings.state_dir, with_review_commands=False, for_customer=False)
     forms = signed_review_forms(
         view,
         target,

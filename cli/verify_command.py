@@ -20,8 +20,10 @@ from temporalio.client import Client, WorkflowHistory
 from temporalio.service import RPCError, RPCStatusCode
 
 from case_client import CASE_NOT_ACCESSIBLE, CaseClient, ClientErrorCode, TemporalTarget, workflow_id
+from case_history.conversation import Conversation, run_conversation, whole_conversation
 from case_history.trail import MAX_CHAIN_RUNS, CaseTrail, history_from_file, run_chain, trail_from_history
 from case_history.verify import ChainReport, OtherStart, verify_chain
+from case_history.verify_conversation import ConversationReport, MessageCheck, verify_conversation
 from cli.app import app, settings_of
 from cli.exit_codes import ExitCode
 from cli.render import chain_lines, errors
@@ -42,19 +44,31 @@ def may_verify(trail: CaseTrail, identity: Identity) -> bool:
     )
 
 
-async def fetch_history(target: TemporalTarget, case_id: str) -> WorkflowHistory:
-    """The latest run's history of the case; a missing case is ``case_not_accessible``."""
+async def fetch_runs(target: TemporalTarget, case_id: str) -> list[WorkflowHistory]:
+    """The histories of the case's runs, first run first (see :func:`fetch_chain`); a missing case is
+    ``case_not_accessible``."""
     cases = await CaseClient.connect(target)
-    return await _history(cases.temporal, case_id, None)
+    return await _runs(cases.temporal, case_id)
 
 
-async def fetch_chain(target: TemporalTarget, case_id: str) -> tuple[list[CaseTrail], list[OtherStart]]:
+async def _runs(client: Client, case_id: str) -> list[WorkflowHistory]:
+    """Walked back from the latest run through the run each one was continued from."""
+    histories = [await _history(client, case_id, None)]
+    earlier = trail_from_history(histories[0]).continued_from
+    while earlier and len(histories) < MAX_CHAIN_RUNS:
+        histories.insert(0, await _history(client, case_id, earlier))
+        earlier = trail_from_history(histories[0]).continued_from
+    return histories
+
+
+async def fetch_chain(
+    target: TemporalTarget, case_id: str
+) -> tuple[list[WorkflowHistory], list[CaseTrail], list[OtherStart]]:
     """The case's runs, first run first (walked back from the latest run through the run each one was
-    continued from), and the starts of the workflow id's other runs."""
+    continued from), as histories and as trails, and the starts of the workflow id's other runs."""
     cases = await CaseClient.connect(target)
-    chain = [trail_from_history(await _history(cases.temporal, case_id, None))]
-    while chain[0].continued_from and len(chain) < MAX_CHAIN_RUNS:
-        chain.insert(0, trail_from_history(await _history(cases.temporal, case_id, chain[0].continued_from)))
+    histories = await _runs(cases.temporal, case_id)
+    chain = [trail_from_history(history) for history in histories]
     ours = {trail.run_id for trail in chain}
     others: list[OtherStart] = []
     async for execution in cases.temporal.list_workflows(f'WorkflowId = "{workflow_id(case_id)}"'):
@@ -65,7 +79,7 @@ async def fetch_chain(target: TemporalTarget, case_id: str) -> tuple[list[CaseTr
             continue  # a continuation of another chain; that chain's first run is listed too
         token = other.case.value.applicant_token if other.case.value else None
         others.append(OtherStart(other.run_id, other.run_started_at, token))
-    return chain, others
+    return histories, chain, others
 
 
 async def _history(client: Client, case_id: str, run_id: str | None) -> WorkflowHistory:
@@ -76,12 +90,6 @@ async def _history(client: Client, case_id: str, run_id: str | None) -> Workflow
             raise AuthorizationError(ClientErrorCode.CASE_NOT_ACCESSIBLE, CASE_NOT_ACCESSIBLE) from None
         message = f"cannot fetch the history of case {case_id}: {error.message}"
         raise TransientError(ClientErrorCode.TEMPORAL_UNAVAILABLE, message) from None
-
-
-def exit_code_of(report: ChainReport) -> ExitCode:
-    if report.first_broken is not None:
-        return ExitCode.CHAIN_BROKEN
-    return ExitCode.DECIDED if report.verified else ExitCode.CHAIN_INCOMPLETE
 
 
 @app.command()
@@ -104,23 +112,61 @@ def verify(
     keys = load_directory(location)
     others: list[OtherStart] = []
     if history:
-        runs = run_chain([trail_from_history(history_from_file(path, workflow_id(plain_id))) for path in history])
+        histories = [history_from_file(path, workflow_id(plain_id)) for path in history]
+        runs = run_chain([trail_from_history(one) for one in histories])
         source = f"the history file{'s' if len(history) > 1 else ''} {', '.join(str(path) for path in history)}"
     else:
         target = TemporalTarget.from_env()
-        runs, others = asyncio.run(fetch_chain(target, plain_id))
+        histories, runs, others = asyncio.run(fetch_chain(target, plain_id))
         if not may_verify(runs[0], settings.identity):
             raise AuthorizationError(ClientErrorCode.CASE_NOT_ACCESSIBLE, CASE_NOT_ACCESSIBLE)
         runs_read = f"{len(runs)} runs" if len(runs) > 1 else "1 run"
         source = f"the workflow history on {target.address} (namespace {target.namespace}; {runs_read})"
     report = verify_chain(runs, keys, case_id=plain_id, other_starts=others)
-    for line in chain_lines(report, source, location):
+    talk = verify_conversation(chain_conversation(histories, runs), runs[0].case.value, keys)
+    for line in [*chain_lines(report, source, location), *conversation_lines(talk)]:
         print(line)  # plain print: nothing from the history is read as markup
-    broken = report.first_broken
+    broken, spoken = report.first_broken, talk.first_broken
     if broken is not None:
         errors.print(f"error: chain_broken: the {broken.name} link is broken: {broken.detail}")
+    elif spoken is not None:
+        errors.print(f"error: conversation_broken: {_which(spoken)} does not hold: {spoken.detail}")
     elif report.verified:
         print("chain verified: applicant token -> proposal digest -> approval token -> receipt")
     else:
         print(f"chain incomplete: {', '.join(link.name for link in report.absent)} absent; what is there holds")
-    raise typer.Exit(exit_code_of(report))
+    raise typer.Exit(exit_code_of(report, talk))
+
+
+def chain_conversation(histories: list[WorkflowHistory], runs: list[CaseTrail]) -> Conversation:
+    """The conversation of the chain's runs, in the chain's order (a history not in the chain is left out)."""
+    by_run = {run.run_id: run for run in map(run_conversation, histories)}
+    return whole_conversation([by_run[trail.run_id] for trail in runs if trail.run_id in by_run])
+
+
+def conversation_lines(report: ConversationReport) -> list[str]:
+    """``verify``'s lines for the conversation: one per customer message, then the refused messages."""
+    if not report.checks:
+        return ["conversation: no transcript in the history (a case before release 0.11 keeps none)"]
+    missing = f"; {report.missing} earlier entries not read" if report.missing else ""
+    lines = [
+        f"conversation: {report.messages} customer message(s), {report.replies} repl"
+        f"{'y' if report.replies == 1 else 'ies'} of the service, "
+        f"{report.refused} refused, from {report.read_from}{missing}"
+    ]
+    for check in report.checks:
+        lines.append(f"  {_which(check):<12}  {check.state.value:<9}  {check.detail}")
+    unchecked = report.unchecked
+    if unchecked:
+        lines.append(f"  {len(unchecked)} message(s) not re-verifiable offline: an outside issuer signed their tokens")
+    return lines
+
+
+def _which(check: MessageCheck) -> str:
+    return f"message {check.turn}" if check.seq else "refused"
+
+
+def exit_code_of(report: ChainReport, conversation: ConversationReport | None = None) -> ExitCode:
+    if report.first_broken is not None or (conversation is not None and conversation.first_broken is not None):
+        return ExitCode.CHAIN_BROKEN
+    return ExitCode.DECIDED if report.verified else ExitCode.CHAIN_INCOMPLETE

@@ -10,7 +10,10 @@ from enum import StrEnum
 
 from pydantic import Field
 
+from contracts import case_status
+from contracts.case_status import AnswerSource, CaseStatus, Phase
 from contracts.commerce import ProposalOutcome, RefundProposal, RefundQuote, RefundReceipt
+from contracts.conversation import ConversationEntry
 from contracts.effect_card import EffectCard
 from contracts.frozen import FrozenModel
 from contracts.identity import Identity
@@ -18,50 +21,15 @@ from contracts.knowledge import Language
 from contracts.model_io import Intent, NextAction
 from contracts.usage import CaseUsage
 
+TERMINAL_STATUSES = case_status.TERMINAL_STATUSES
+"""Re-exported from :mod:`contracts.case_status`, where the statuses live."""
+
 REHEARSAL_LABEL = "rehearsal"
 
 
 # Limits of a case's input, checked by starter.py before anything starts and again by CaseInput.
 MAX_QUESTION_CHARS = 2000
 MIN_APPROVAL_TTL_SECONDS, MAX_APPROVAL_TTL_SECONDS = 1, 7 * 24 * 3600
-
-
-# --- lifecycle -----------------------------------------------------------------------------------
-
-
-class Phase(StrEnum):
-    PLAN = "plan"
-    INVESTIGATE = "investigate"
-    REVIEW = "review"
-    DELIVER = "deliver"
-    WAITING_APPROVAL = "waiting_approval"
-    SETTLE = "settle"
-
-
-class CaseStatus(StrEnum):
-    QUEUED = "queued"
-    """Started, before its first workflow task: the client's start search attributes say so (the
-    workflow itself never sets it)."""
-    RUNNING = "running"
-    WAITING_APPROVAL = "waiting_approval"
-    COMPLETED = "completed"
-    NEEDS_INPUT = "needs_input"
-    NEEDS_HUMAN = "needs_human"
-    REJECTED = "rejected"
-    EXPIRED = "expired"
-    FAILED = "failed"
-
-
-TERMINAL_STATUSES = frozenset(
-    {
-        CaseStatus.COMPLETED,
-        CaseStatus.NEEDS_INPUT,
-        CaseStatus.NEEDS_HUMAN,
-        CaseStatus.REJECTED,
-        CaseStatus.EXPIRED,
-        CaseStatus.FAILED,
-    }
-)
 
 
 class Budgets(FrozenModel):
@@ -158,17 +126,6 @@ class CloseRequest(FrozenModel):
 # --- results and records -------------------------------------------------------------------------
 
 
-class AnswerSource(StrEnum):
-    """Who wrote the ``answer`` a customer is shown."""
-
-    MODEL_DRAFT = "model_draft"
-    """A draft that passed the independent review and the deliver gate."""
-    RECEIPT = "receipt"
-    """Written by code from the commerce server's receipt, after settlement."""
-    STATUS_NOTICE = "status_notice"
-    """A fixed message for the case's status, written by code (no draft may be shown)."""
-
-
 class CaseView(FrozenModel):
     """What the ``status`` query returns and what the case record stores."""
 
@@ -201,6 +158,12 @@ class CaseView(FrozenModel):
     """Tokens and cost of the case's model replies by request kind (release 0.5 on)."""
     cost: str = "unknown"
     """The case's model cost at the operator's prices (``0.004210 USD``), or ``unknown``."""
+    conversation: list[ConversationEntry] = Field(default_factory=list)
+    """The customer's messages and the service's replies, in order (release 0.11 on)."""
+    conversation_dropped: int = Field(default=0, ge=0)
+    """Older entries not carried into this run (they are in earlier records and runs' histories)."""
+    waiting_until: datetime | None = None
+    """While the case waits for the customer: when it closes if nobody writes."""
 
     @property
     def record_attempted(self) -> bool:

@@ -30,6 +30,7 @@ from contracts.case import (
 )
 from contracts.case_facts import CaseFacts
 from contracts.commerce import RefundProposal, RefundQuote, RefundReceipt
+from contracts.conversation_log import ConversationLog
 from contracts.directory import Directory
 from contracts.frozen import FrozenModel
 from contracts.identity import Identity
@@ -42,9 +43,18 @@ from contracts.usage import CaseUsage
 MAX_EVENTS = 300
 """Events beyond this many are counted, not kept; lifecycle events are always kept."""
 BOUNDED_EVENT_KINDS = frozenset(
-    {EventKind.REVIEW_REFUSED, EventKind.TOOL_REFUSED, EventKind.TOOL_RAN, EventKind.CONTINUED_AS_NEW}
+    {
+        EventKind.REVIEW_REFUSED,
+        EventKind.TOOL_REFUSED,
+        EventKind.TOOL_RAN,
+        EventKind.CONTINUED_AS_NEW,
+        EventKind.MESSAGE_ACCEPTED,
+        EventKind.MESSAGE_REFUSED,
+        EventKind.REPLY_SENT,
+    }
 )
-"""Kinds an outsider or the model can multiply (refused reviews, tool calls, the runs a flood forces)."""
+"""Kinds an outsider, the customer or the model can multiply (refused reviews, tool calls, messages and
+their replies, the runs a flood forces)."""
 MAX_EVENT_DETAIL_CHARS = 500
 
 
@@ -76,7 +86,9 @@ class Lifecycle(_State):
     def status(self) -> CaseStatus:
         if self.outcome is not None:
             return self.outcome
-        return CaseStatus.WAITING_APPROVAL if self.phase is Phase.WAITING_APPROVAL else CaseStatus.RUNNING
+        if self.phase is Phase.WAITING_APPROVAL:
+            return CaseStatus.WAITING_APPROVAL
+        return CaseStatus.WAITING_CUSTOMER if self.phase is Phase.WAITING_CUSTOMER else CaseStatus.RUNNING
 
     def enter(self, phase: Phase) -> None:
         check_transition(self.stage, phase)
@@ -167,6 +179,13 @@ class CaseState(_State):
     """How many times this case has continued as new before this run."""
     decided_via: str | None = None
     """How the accepted review arrived: ``update`` or ``signal``."""
+    started_at: datetime | None = None
+    """When Temporal recorded the case's first run (a proposal made in a later run names it)."""
+    withdrawn_at: datetime | None = None
+    """When the customer withdrew the pending proposal: from then on no review is accepted."""
+    conversation: ConversationLog = Field(default_factory=ConversationLog)
+    stream_offset: int = Field(default=0, ge=0)
+    """Where the progress stream of the next run starts (its items so far were read in earlier runs)."""
 
     _case: CaseInput | None = PrivateAttr(default=None)
 
@@ -194,22 +213,36 @@ class CaseState(_State):
         return self._case
 
     @property
+    def question(self) -> str:
+        """What the current turn works on: the customer's messages since the last answer (the case's
+        question in its first turn)."""
+        return self.conversation.question or self.case.question
+
+    @property
     def waiting_undecided(self) -> bool:
-        """Waiting for a reviewer, with its proposal and nothing decided or paid: the only state a case carries."""
+        """Waiting for the customer, or for a reviewer with its proposal and nothing decided or paid: the
+        only states a case carries into a next run."""
+        if self.lifecycle.phase is Phase.WAITING_CUSTOMER:
+            return self.lifecycle.outcome is None and self.proposal is None and self.receipt is None
         return (
             self.lifecycle.phase is Phase.WAITING_APPROVAL
             and self.lifecycle.outcome is None
             and self.proposal is not None
             and self.digest is not None
             and self.decision is None
+            and self.withdrawn_at is None
             and self.approval_token is None
             and self.receipt is None
         )
 
-    def next_run_input(self) -> CaseInput:
-        """The input of this case's next run: the case, carrying this state (one more run continued)."""
-        assert self.waiting_undecided, "only a case waiting for its reviewer continues as new"
-        carried = self.model_copy(update={"continued": self.continued + 1})
+    def next_run_input(self, *, stream_offset: int = 0) -> CaseInput:
+        """The input of this case's next run: the case, carrying this state (one more run continued), its
+        progress stream going on at ``stream_offset``."""
+        assert self.waiting_undecided, "only a case waiting for its customer or reviewer continues as new"
+        conversation = self.conversation.model_copy(update={"run_messages": 0})
+        carried = self.model_copy(
+            update={"continued": self.continued + 1, "conversation": conversation, "stream_offset": stream_offset}
+        )
         return self.case.model_copy(update={"carried": carried})
 
     def approvals_required(self) -> int:
@@ -230,7 +263,7 @@ class CaseInput(FrozenModel):
     """The applicant's credential, signed by the identity issuer (the login service; starter.py stands
     in for it). The case reads nothing until an activity has verified it."""
     carried: CaseState | None = None
-    """Set only by the workflow itself when it continues as new while waiting for a reviewer."""
+    """Set only by the workflow itself when it continues as new while waiting for its customer or reviewer."""
 
 
 CaseState.model_rebuild()

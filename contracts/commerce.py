@@ -233,6 +233,8 @@ class ProposalOutcome(StrEnum):
 
     REJECTED = "rejected"
     EXPIRED = "expired"
+    WITHDRAWN = "withdrawn"
+    """The customer withdrew the request before it was approved."""
 
 
 class ProposalClosure(_Frozen):

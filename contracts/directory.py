@@ -66,12 +66,24 @@ class ApprovalPolicy(BaseModel):
         return 1
 
 
+class ConversationPolicy(BaseModel):
+    """How long a case waits for its customer, and how fast the customer may write."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    idle_hours: float = Field(default=24.0, gt=0, le=24 * 30)
+    """A case waiting for the customer's answer closes after this long without a message."""
+    messages_per_minute: int = Field(default=60, ge=1, le=600)
+    """A case takes at most this many customer messages in any minute; one more is refused as too frequent."""
+
+
 class Tenant(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     tenant: str = Field(pattern=NAME_PATTERN)
     display_name: str = Field(min_length=1, max_length=80)
     approval: ApprovalPolicy = ApprovalPolicy()
+    conversation: ConversationPolicy = ConversationPolicy()
     policies: str | None = Field(default=None, pattern=NAME_PATTERN)
     """The tenant whose policy documents and refund rule this tenant follows (None: its own). A new
     merchant can adopt the packaged ``qinghe`` policies until it brings its own."""
@@ -199,6 +211,10 @@ class Directory(BaseModel):
         which no reviewer can approve anyway)."""
         entry = self.tenant(tenant)
         return entry.approval.approvals_required(amount_cents) if entry is not None else 1
+
+    def conversation_policy(self, tenant: str) -> ConversationPolicy:
+        entry = self.tenant(tenant)
+        return entry.conversation if entry is not None else ConversationPolicy()
 
     def for_case(self, applicant: str) -> Directory:
         """The slice that can decide a case of ``applicant``: their tenant and its policy, the applicant,

@@ -58,6 +58,7 @@ class Service(StrEnum):
     WORKER = "worker"
     COMMERCE = "commerce"
     CONSOLE = "console"
+    CHANNEL = "channel"
 
 
 class LogField(StrEnum):

@@ -32,6 +32,7 @@ class ActivityName(StrEnum):
     COMPOSE_ANSWER = "compose_answer"
     REVIEW_ANSWER = "review_answer"
     RUN_INVESTIGATION_TOOL = "run_investigation_tool"
+    VERIFY_CUSTOMER_MESSAGE = "verify_customer_message"
     EXECUTE_REFUND = "execute_refund"
     CLOSE_REFUND_PROPOSAL = "close_refund_proposal"
     WRITE_CASE_RECORD = "write_case_record"
@@ -77,6 +78,12 @@ class EventKind(StrEnum):
     SETTLED = "settled"
     RECORD_WRITE_FAILED = "record_write_failed"
     EVENTS_DROPPED = "events_dropped"
+    MESSAGE_ACCEPTED = "message_accepted"
+    MESSAGE_REFUSED = "message_refused"
+    REPLY_SENT = "reply_sent"
+    WAITING_FOR_CUSTOMER = "waiting_for_customer"
+    WITHDRAWN = "withdrawn"
+    IDLE_CLOSED = "idle_closed"
     CASE_FINISHED = "case_finished"
 
 
@@ -110,6 +117,10 @@ class StopCode(StrEnum):
     MISSING_POLICY_CITATIONS = "missing_policy_citations"
     SETTLEMENT_REFUSED = "settlement_refused"
     SETTLEMENT_UNCONFIRMED = "settlement_unconfirmed"
+    # the conversation
+    CUSTOMER_IDLE = "customer_idle"
+    CUSTOMER_WITHDREW = "customer_withdrew"
+    CONVERSATION_TURN_LIMIT = "conversation_turn_limit"
     # a reviewer or the clock decided
     REJECTED = "rejected"
     PROPOSAL_EXPIRED_WITHOUT_DECISION = "proposal_expired_without_decision"
@@ -159,6 +170,8 @@ class ReviewRefusal(StrEnum):
 
 REVIEW_REFUSED = "review_refused"
 """The ``ApplicationError`` type of a refused review update."""
+MESSAGE_REFUSED = "message_refused"
+"""The ``ApplicationError`` type of a refused customer message (:class:`contracts.conversation.MessageRefusal`)."""
 
 
 class CaseInputRefusal(StrEnum):

@@ -12,13 +12,28 @@ from contracts.case import TERMINAL_STATUSES, CaseStatus, Phase
 Stage = Phase | CaseStatus
 
 TRANSITIONS: dict[Stage, frozenset[Stage]] = {
-    Phase.PLAN: frozenset({Phase.INVESTIGATE, CaseStatus.NEEDS_INPUT, CaseStatus.NEEDS_HUMAN, CaseStatus.FAILED}),
-    Phase.INVESTIGATE: frozenset({Phase.REVIEW, CaseStatus.NEEDS_INPUT, CaseStatus.NEEDS_HUMAN, CaseStatus.FAILED}),
-    Phase.REVIEW: frozenset({Phase.DELIVER, CaseStatus.NEEDS_INPUT, CaseStatus.NEEDS_HUMAN, CaseStatus.FAILED}),
-    Phase.DELIVER: frozenset(
-        {Phase.WAITING_APPROVAL, CaseStatus.COMPLETED, CaseStatus.NEEDS_INPUT, CaseStatus.NEEDS_HUMAN}
+    Phase.PLAN: frozenset(
+        {Phase.INVESTIGATE, Phase.WAITING_CUSTOMER, CaseStatus.NEEDS_INPUT, CaseStatus.NEEDS_HUMAN, CaseStatus.FAILED}
     ),
-    Phase.WAITING_APPROVAL: frozenset({Phase.SETTLE, CaseStatus.REJECTED, CaseStatus.EXPIRED}),
+    Phase.INVESTIGATE: frozenset(
+        {Phase.REVIEW, Phase.WAITING_CUSTOMER, CaseStatus.NEEDS_INPUT, CaseStatus.NEEDS_HUMAN, CaseStatus.FAILED}
+    ),
+    Phase.REVIEW: frozenset(
+        {Phase.DELIVER, Phase.WAITING_CUSTOMER, CaseStatus.NEEDS_INPUT, CaseStatus.NEEDS_HUMAN, CaseStatus.FAILED}
+    ),
+    Phase.DELIVER: frozenset(
+        {
+            Phase.WAITING_APPROVAL,
+            Phase.WAITING_CUSTOMER,
+            CaseStatus.COMPLETED,
+            CaseStatus.NEEDS_INPUT,
+            CaseStatus.NEEDS_HUMAN,
+        }
+    ),
+    Phase.WAITING_CUSTOMER: frozenset(
+        {Phase.PLAN, CaseStatus.NEEDS_INPUT, CaseStatus.NEEDS_HUMAN, CaseStatus.WITHDRAWN, CaseStatus.FAILED}
+    ),
+    Phase.WAITING_APPROVAL: frozenset({Phase.SETTLE, CaseStatus.REJECTED, CaseStatus.EXPIRED, CaseStatus.WITHDRAWN}),
     Phase.SETTLE: frozenset({CaseStatus.COMPLETED, CaseStatus.NEEDS_HUMAN, CaseStatus.FAILED}),
     **{status: frozenset() for status in TERMINAL_STATUSES},
 }

@@ -1,11 +1,12 @@
 """``make dev-server``: a local Temporal dev server in the foreground, with the case search attributes
 registered and its SQLite file in the state dir, and beside it the codec server (``python -m
 codec_server``) that the Web UI decodes the compressed payloads with (docs/payloads.md) and the
-reviewer console (``python -m reviewer_console``, where reviewers approve with a passkey), until
-Ctrl-C (or SIGTERM) stops them all.
+reviewer console (``python -m reviewer_console``, where reviewers approve with a passkey) and the
+customer channel with its web chat (``python -m customer_channel --demo-sign-in``), until Ctrl-C (or
+SIGTERM) stops them all.
 
     python -m devstack [--port 7233] [--ui-port 8233] [--state-dir .state] [--codec-port 8089]
-                       [--console-port 8090]
+                       [--console-port 8090] [--chat-port 8092]
 """
 
 from __future__ import annotations
@@ -16,7 +17,14 @@ from pathlib import Path
 
 from contracts.errors import ConfigurationError
 from devstack.ports import port_problems
-from devstack.servers import LocalServer, start_codec_server, start_dev_server, start_reviewer_console, ui_origins
+from devstack.servers import (
+    LocalServer,
+    start_codec_server,
+    start_customer_channel,
+    start_dev_server,
+    start_reviewer_console,
+    ui_origins,
+)
 from keystore import directory_location
 
 
@@ -46,6 +54,12 @@ def main(argv: list[str] | None = None) -> int:
         default=int(os.environ.get("CONSOLE_PORT") or 8090),
         help="port of the reviewer console (http://localhost:PORT); 0: none",
     )
+    parser.add_argument(
+        "--chat-port",
+        type=int,
+        default=int(os.environ.get("CHAT_PORT") or 8092),
+        help="port of the customer channel and its web chat, with the demo sign-in (http://localhost:PORT); 0: none",
+    )
     args = parser.parse_args(argv)
     # Before anything starts: the servers run in sessions of their own, so a signal that killed this
     # process during start-up would leave them running. One that arrives then stops both once they answer.
@@ -73,9 +87,11 @@ def main(argv: list[str] | None = None) -> int:
     console: LocalServer | None = None
     console_log = args.state_dir / "reviewer-console.log"
     directory = directory_location(args.state_dir)
-    if args.console_port and not directory.startswith("https://") and not Path(directory).is_file():
-        print(f"dev-server: no reviewer console: {directory} does not exist (starter.py init writes it)", flush=True)
-        args.console_port = 0
+    if not directory.startswith("https://") and not Path(directory).is_file():
+        for name, port in (("reviewer console", args.console_port), ("web chat", args.chat_port)):
+            if port:
+                print(f"dev-server: no {name}: {directory} does not exist (starter.py init writes it)", flush=True)
+        args.console_port = args.chat_port = 0
     try:
         if args.console_port:
             console = start_reviewer_console(
@@ -87,8 +103,22 @@ def main(argv: list[str] | None = None) -> int:
                 running.stop()
         _refuse(error, {"CONSOLE_PORT": args.console_port}, console_log, "CONSOLE_PORT=0 runs without the console")
         return 2
+    chat: LocalServer | None = None
+    chat_log = args.state_dir / "customer-channel.log"
+    try:
+        if args.chat_port:
+            chat = start_customer_channel(
+                chat_log, args.state_dir, temporal_address=server.address, port=args.chat_port
+            )
+    except ConfigurationError as error:
+        for running in (console, server, codec):
+            if running:
+                running.stop()
+        _refuse(error, {"CHAT_PORT": args.chat_port}, chat_log, "CHAT_PORT=0 runs without the web chat")
+        return 2
     decoding = f", codec server {codec.endpoint} (the UI shows compressed payloads decoded)" if codec else ""
     decoding += f", reviewer console {console.endpoint}" if console else ""
+    decoding += f", web chat {chat.endpoint} (demo sign-in)" if chat else ""
     print(
         f"Temporal dev server on {server.address}, Web UI http://localhost:{args.ui_port}{decoding}, "
         f"state {args.state_dir / 'temporal.db'}; Ctrl-C stops it",
@@ -101,7 +131,7 @@ def main(argv: list[str] | None = None) -> int:
             f"dev-server: the Temporal dev server stopped by itself ({server.process.returncode}); log: {server_log}",
             file=sys.stderr,
         )
-    for running in (console, server, codec):
+    for running in (chat, console, server, codec):
         if running:
             running.stop()
     return 0 if asked_to_stop.is_set() else 1

@@ -6,10 +6,11 @@ port, what answers there (a Temporal server and its version, or the listening pr
 system shows it), and the variable that moves it, in one line each.
 
     python -m devstack.ports [--port 7233] [--ui-port 8233] [--codec-port 8089] [--console-port 8090]
+                             [--chat-port 8092]
 
 prints those lines and exits 2 when a port is taken, 0 when all are free (``scripts/demo.sh`` runs it
-before it starts anything). The defaults come from TEMPORAL_PORT, TEMPORAL_UI_PORT, CODEC_PORT and
-CONSOLE_PORT.
+before it starts anything). The defaults come from TEMPORAL_PORT, TEMPORAL_UI_PORT, CODEC_PORT,
+CONSOLE_PORT and CHAT_PORT.
 """
 
 from __future__ import annotations
@@ -22,9 +23,16 @@ from collections.abc import Mapping
 from pathlib import Path
 
 HOST = "127.0.0.1"
-PORT_VARIABLES = ("TEMPORAL_PORT", "TEMPORAL_UI_PORT", "CODEC_PORT", "CONSOLE_PORT")
-"""The variables that move the dev server's gRPC port, its Web UI, the codec server and the reviewer console."""
-DEFAULT_PORTS = {"TEMPORAL_PORT": 7233, "TEMPORAL_UI_PORT": 8233, "CODEC_PORT": 8089, "CONSOLE_PORT": 8090}
+PORT_VARIABLES = ("TEMPORAL_PORT", "TEMPORAL_UI_PORT", "CODEC_PORT", "CONSOLE_PORT", "CHAT_PORT")
+"""The variables that move the dev server's gRPC port, its Web UI, the codec server, the reviewer console
+and the customer channel (the web chat)."""
+DEFAULT_PORTS = {
+    "TEMPORAL_PORT": 7233,
+    "TEMPORAL_UI_PORT": 8233,
+    "CODEC_PORT": 8089,
+    "CONSOLE_PORT": 8090,
+    "CHAT_PORT": 8092,
+}
 LINE_LIMIT = 300
 """A line quoted from a server's log is cut to this many characters."""
 COMMAND_LIMIT = 120
@@ -133,6 +141,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--ui-port", type=int, default=ports["TEMPORAL_UI_PORT"])
     parser.add_argument("--codec-port", type=int, default=ports["CODEC_PORT"], help="0: not used")
     parser.add_argument("--console-port", type=int, default=ports["CONSOLE_PORT"], help="0: not used")
+    parser.add_argument("--chat-port", type=int, default=ports["CHAT_PORT"], help="0: not used")
     args = parser.parse_args(argv)
     problems = port_problems(
         {
@@ -140,6 +149,7 @@ def main(argv: list[str] | None = None) -> int:
             "TEMPORAL_UI_PORT": args.ui_port,
             "CODEC_PORT": args.codec_port,
             "CONSOLE_PORT": args.console_port,
+            "CHAT_PORT": args.chat_port,
         }
     )
     for problem in problems:

@@ -200,7 +200,8 @@ def start_dev_server(
 
 @dataclass
 class LocalServer:
-    """A ``python -m ...`` server of this project on 127.0.0.1 (the codec server, the reviewer console)
+    """A ``python -m ...`` server of this project on 127.0.0.1 (the codec server, the reviewer console,
+    the customer channel)
     and the URL it is reached at."""
 
     process: subprocess.Popen
@@ -255,6 +256,21 @@ def start_reviewer_console(
     args = ["--state-dir", str(state_dir), "--origin", f"http://localhost:{port}"]
     server = _start_module_server(
         "reviewer_console", args, log_path, port=port, what="reviewer console", timeout=timeout, env=env
+    )
+    server.endpoint = f"http://localhost:{port}"
+    return server
+
+
+def start_customer_channel(
+    log_path: Path, state_dir: Path, *, temporal_address: str, port: int, timeout: float = 30
+) -> LocalServer:
+    """Start the customer channel (``python -m customer_channel --demo-sign-in``) for ``state_dir``'s
+    directory and issuer key on ``http://localhost:port`` (the web chat, with the demo sign-in), reaching
+    Temporal at ``temporal_address``, and wait until it listens."""
+    env = {**os.environ, "TEMPORAL_ADDRESS": temporal_address}
+    args = ["--state-dir", str(state_dir), "--demo-sign-in"]
+    server = _start_module_server(
+        "customer_channel", args, log_path, port=port, what="customer channel", timeout=timeout, env=env
     )
     server.endpoint = f"http://localhost:{port}"
     return server

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Protocol
 
@@ -20,6 +20,7 @@ from contracts.identity import Identity
 from contracts.knowledge import Language
 from contracts.names import EventKind
 from knowledge.store import KnowledgeBase
+from reviewer_console.conversation import ConversationLine, conversation_lines
 from reviewer_console.words import Text, Words
 
 
@@ -171,6 +172,12 @@ class CasePage:
     """The signed-in reviewer's approval is among those the case holds (four-eyes: another is needed)."""
     expires_at: datetime | None
     time_left: str
+    conversation: list[ConversationLine] = field(default_factory=list)
+    """The case's messages and replies, oldest first (:mod:`reviewer_console.conversation`)."""
+    earlier_entries: int = 0
+    """Entries older than the ones the case carries now (in its earlier records and histories)."""
+    waiting_until: datetime | None = None
+    """While the case waits for the customer's answer: when it closes if nobody writes."""
 
     @property
     def decidable(self) -> bool:
@@ -260,4 +267,7 @@ def case_page(
         approved_by_viewer=waiting and view.effect is not None and viewer in view.effect.approved_by,
         expires_at=expires_at if left > 0 else None,
         time_left=words.time_left(left),
+        conversation=conversation_lines(view, words),
+        earlier_entries=view.conversation_dropped,
+        waiting_until=view.waiting_until if view.status is CaseStatus.WAITING_CUSTOMER else None,
     )

@@ -1,7 +1,8 @@
 """What the console says, in English and Chinese: labels, sentences, amounts, durations and refusals.
 
 A page speaks the reviewer's choice (the language switch in the header, kept in a cookie), else the
-case's language, else English. Every sentence a reviewer reads is here; a code (a refusal's, an
+case's language, else English. Every sentence a reviewer reads is here (the Chinese of review refusals
+and card labels in :mod:`reviewer_console.words_zh`); a code (a refusal's, an
 error's) is shown beside it as a detail, never alone. Amounts lead with the currency and are computed
 with integers; cents follow as a detail.
 """
@@ -11,8 +12,10 @@ from __future__ import annotations
 from enum import StrEnum
 
 from contracts.case import CaseStatus
+from contracts.conversation import ReplySource
 from contracts.knowledge import Language
 from contracts.refusals import refusal_sentence
+from reviewer_console.words_zh import LABELS_ZH, REFUSALS_ZH
 
 LANGUAGE_COOKIE = "console_language"
 
@@ -97,6 +100,16 @@ class Text(StrEnum):
     SERVICE_UNAVAILABLE = "service_unavailable"
     SIMULATED = "simulated"
     CENTS = "cents"
+    CONVERSATION = "conversation"
+    CONVERSATION_HINT = "conversation_hint"
+    EARLIER_ENTRIES = "earlier_entries"
+    SPEAKER_CUSTOMER = "speaker_customer"
+    SPEAKER_SERVICE = "speaker_service"
+    FIRST_MESSAGE = "first_message"
+    UNDER_CREDENTIAL = "under_credential"
+    REPLY_TO = "reply_to"
+    WAITING_CUSTOMER_UNTIL = "waiting_customer_until"
+    WITHDRAWN_NOTICE = "withdrawn_notice"
 
 
 _TEXTS: dict[Text, tuple[str, str]] = {
@@ -223,50 +236,49 @@ _TEXTS: dict[Text, tuple[str, str]] = {
     ),
     Text.SIMULATED: ("simulated payment", "模拟付款"),
     Text.CENTS: ("{cents} cents", "{cents} 分"),
+    Text.CONVERSATION: ("The conversation", "对话记录"),
+    Text.CONVERSATION_HINT: (
+        "Every message and reply, oldest first, as the case recorded it.",
+        "案件记录的全部消息和回复，按时间先后排列。",
+    ),
+    Text.EARLIER_ENTRIES: (
+        "{count} earlier entries are kept in the case's earlier records and histories (starter.py audit).",
+        "另有 {count} 条较早的记录保存在案件较早的记录和历史中（starter.py audit）。",
+    ),
+    Text.SPEAKER_CUSTOMER: ("customer {subject}", "客户 {subject}"),
+    Text.SPEAKER_SERVICE: ("service", "客服"),
+    Text.FIRST_MESSAGE: ("the case's question, under the applicant token", "案件的问题，使用申请人令牌"),
+    Text.UNDER_CREDENTIAL: ("under {issuer} credential {fingerprint}", "凭证：{issuer}，指纹 {fingerprint}"),
+    Text.REPLY_TO: ("reply to message {turn}, written by: {source}", "回复第 {turn} 条消息，撰写者：{source}"),
+    Text.WAITING_CUSTOMER_UNTIL: (
+        "The service asked the customer something and waits for the answer until {until}; then the case closes.",
+        "客服向客户提出了问题，正在等待回复，截止 {until}；届时案件将关闭。",
+    ),
+    Text.WITHDRAWN_NOTICE: (
+        "The customer withdrew the request before anyone approved it; nothing was paid.",
+        "客户在审批前撤回了请求；没有付款。",
+    ),
+}
+
+_SOURCES: dict[ReplySource, tuple[str, str]] = {
+    ReplySource.MODEL_DRAFT: ("model draft (reviewed)", "模型草稿（已审核）"),
+    ReplySource.RECEIPT: ("receipt", "收据"),
+    ReplySource.STATUS_NOTICE: ("status notice", "状态通知"),
+    ReplySource.CASE_RECORDS: ("case records", "案件记录"),
 }
 
 _STATUS: dict[CaseStatus, tuple[str, str]] = {
     CaseStatus.QUEUED: ("queued", "排队中"),
     CaseStatus.RUNNING: ("working", "处理中"),
     CaseStatus.WAITING_APPROVAL: ("waiting for approval", "等待审批"),
+    CaseStatus.WAITING_CUSTOMER: ("waiting for the customer", "等待客户回复"),
     CaseStatus.COMPLETED: ("completed", "已完成"),
     CaseStatus.NEEDS_INPUT: ("needs the customer's input", "需要客户补充信息"),
     CaseStatus.NEEDS_HUMAN: ("handed to a person", "已转人工"),
     CaseStatus.REJECTED: ("rejected", "已拒绝"),
     CaseStatus.EXPIRED: ("expired", "已过期"),
+    CaseStatus.WITHDRAWN: ("withdrawn by the customer", "客户已撤回"),
     CaseStatus.FAILED: ("failed", "失败"),
-}
-
-_REFUSALS_ZH: dict[str, str] = {
-    "malformed_review": "发送的内容不是审批",
-    "case_not_waiting_for_review": "此案件没有在等待审批",
-    "already_decided": "此提议已经有了决定，决定不可更改",
-    "unknown_reviewer": "{reviewer} 不是已知的审批人",
-    "applicant_cannot_review": "申请人不能批准自己的退款",
-    "not_a_reviewer": "{reviewer} 不是审批人",
-    "reviewer_of_another_tenant": "审批人 {reviewer} 属于另一个租户",
-    "digest_mismatch": "签署的是另一个提议（摘要不同）",
-    "proposal_expired": "提议在签署前已过期",
-    "signature_required": "审批必须带有审批人的签名；名字本身不能证明任何事",
-    "approval_reused": "这个批准令牌已经提交过；请重新签署",
-    "reviewer_already_approved": "审批人 {reviewer} 已经批准过；租户的政策需要另一位审批人",
-    "directory_unavailable": "暂时无法读取支持目录来核对审批；没有任何改变，请再次发送",
-    "token_expired": "批准令牌已过期；请重新签署",
-    "token_for_another_case": "批准令牌是为另一个案件签署的",
-    "passkey_challenge_mismatch": "通行密钥签署的案件、提议、决定或随机数与此审批不符；请重新批准",
-    "passkey_wrong_origin": "通行密钥是在另一个页面上使用的，而不是注册它的审批台",
-    "passkey_wrong_rp": "此通行密钥批准属于另一个依赖方",
-    "passkey_user_not_verified": "验证器没有验证审批人 {reviewer} 的身份（PIN 或生物识别）",
-    "passkey_user_not_present": "验证器没有检测到审批人 {reviewer} 在场",
-    "bad_signature": "签名与审批人 {reviewer} 发布的密钥不符",
-    "wrong_signer": "批准令牌不是用审批人 {reviewer} 的密钥签署的",
-    "unknown_signer": "目录中没有审批人 {reviewer} 的密钥",
-    "malformed_token": "批准令牌不是签名令牌",
-    "wrong_algorithm": "批准令牌没有用 EdDSA（Ed25519）签名",
-    "private_key_in_key_set": "案件的密钥集中含有私钥，因此不接受任何签名",
-    "malformed_claims": "批准令牌缺少必需的声明",
-    "issued_in_future": "批准令牌的日期在未来",
-    "case_input_refused": "此运行拒绝了它的启动输入并已结束；不接受审批",
 }
 
 
@@ -296,16 +308,30 @@ class Words:
         english, chinese = _STATUS[status]
         return chinese if self.chinese else english
 
+    def status_named(self, name: str | None) -> str:
+        """A status as visibility lists it (its value, or nothing): its words, else the value as it is."""
+        try:
+            return self.status(CaseStatus(name)) if name else "-"
+        except ValueError:
+            return name or "-"
+
+    def source(self, source: ReplySource | None) -> str:
+        """Who wrote a service reply: model draft, receipt, status notice or case records."""
+        if source is None:
+            return "-"
+        english, chinese = _SOURCES[source]
+        return chinese if self.chinese else english
+
     def refusal(self, code: str, *, reviewer: str | None = None) -> str:
         """The sentence for a review refusal ``code``, in this language."""
-        template = _REFUSALS_ZH.get(code) if self.chinese else None
+        template = REFUSALS_ZH.get(code) if self.chinese else None
         if template is None:
             return refusal_sentence(code, reviewer=reviewer)
         return template.format(reviewer=reviewer or "签名人")
 
     def label(self, english: str) -> str:
         """A card or fact label (``refund``, ``paid items``) in this language."""
-        return _LABELS_ZH.get(english, english) if self.chinese else english
+        return LABELS_ZH.get(english, english) if self.chinese else english
 
     def money(self, cents: int, currency: str) -> str:
         """``CNY 1,290.00``: the currency first, integer arithmetic, never a float."""
@@ -343,24 +369,3 @@ class Words:
 def choose_language(chosen: str | None, *, case_language: Language | None = None) -> Language:
     """The reviewer's choice if they made one, else the case's language, else English."""
     return parse_language(chosen) or case_language or Language.EN
-
-
-_LABELS_ZH: dict[str, str] = {
-    "refund": "退款",
-    "invoice": "发票",
-    "item": "商品",
-    "rule": "规则",
-    "why": "依据",
-    "return": "退货",
-    "policy": "政策",
-    "digest": "摘要",
-    "approvals": "审批",
-    "decision": "决定",
-    "order": "订单",
-    "delivered": "送达",
-    "warehouse receipt": "仓库签收",
-    "paid items": "已付商品",
-    "already refunded": "已退款",
-    "freight (not refunded)": "运费（不退）",
-    "invoice total": "发票总额",
-}

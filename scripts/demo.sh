@@ -21,6 +21,7 @@ TEMPORAL_PORT=${TEMPORAL_PORT:-7233}
 TEMPORAL_UI_PORT=${TEMPORAL_UI_PORT:-8233}
 CODEC_PORT=${CODEC_PORT:-8089}
 CONSOLE_PORT=${CONSOLE_PORT:-8090}
+CHAT_PORT=${CHAT_PORT:-8092}
 CODEC_ENDPOINT=
 TEMPORAL=${TEMPORAL_CLI:-$BIN/temporal}
 
@@ -28,10 +29,10 @@ TEMPORAL=${TEMPORAL_CLI:-$BIN/temporal}
 # running, say), and the demo must not run its case on that server.
 if [ -z "${TEMPORAL_ADDRESS:-}" ]; then
   if ! taken=$($BIN/python -m devstack.ports --port "$TEMPORAL_PORT" --ui-port "$TEMPORAL_UI_PORT" \
-    --codec-port "$CODEC_PORT" --console-port "$CONSOLE_PORT" 2>&1); then
+    --codec-port "$CODEC_PORT" --console-port "$CONSOLE_PORT" --chat-port "$CHAT_PORT" 2>&1); then
     sed 's/^/demo: /' <<<"$taken" >&2
     echo "demo: nothing was started. Free the port(s), or run e.g." \
-      "TEMPORAL_PORT=7243 TEMPORAL_UI_PORT=8243 CODEC_PORT=8099 CONSOLE_PORT=8091 make demo" >&2
+      "TEMPORAL_PORT=7243 TEMPORAL_UI_PORT=8243 CODEC_PORT=8099 CONSOLE_PORT=8091 CHAT_PORT=8093 make demo" >&2
     exit 2
   fi
 fi
@@ -67,7 +68,8 @@ if [ -z "${TEMPORAL_ADDRESS:-}" ]; then
   # it runs, and the wait below must not read a file that is not there yet (a stray "grep: No such file").
   : >"$STATE_DIR/dev-server.out"
   $BIN/python -m devstack --state-dir "$STATE_DIR" --port "$TEMPORAL_PORT" --ui-port "$TEMPORAL_UI_PORT" \
-    --codec-port "$CODEC_PORT" --console-port "$CONSOLE_PORT" >"$STATE_DIR/dev-server.out" 2>&1 &
+    --codec-port "$CODEC_PORT" --console-port "$CONSOLE_PORT" --chat-port "$CHAT_PORT" \
+    >"$STATE_DIR/dev-server.out" 2>&1 &
   DEV_SERVER=$!
   started+=($DEV_SERVER)
   until grep -q "^Temporal dev server on" "$STATE_DIR/dev-server.out"; do

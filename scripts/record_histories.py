@@ -28,8 +28,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from case_client import CaseClient, CaseHandle
+from case_client._conversation import MessageRefused, new_message_id, send_message, wait_reply
 from contracts.case import CaseStatus, CaseView, Decision, ReviewDecision
+from contracts.conversation import CustomerMessage
 from contracts.credentials import SignedReview, approval_claims, sign
+from contracts.directory import ConversationPolicy
 from contracts.errors import AuthorizationError
 from contracts.knowledge import Language
 from contracts.names import REVIEW
@@ -156,6 +159,63 @@ def enrol_chen_passkey(state_dir: Path) -> None:
     write_directory(path, add_passkey(load_directory(str(path)), "chen", CHEN_PASSKEY.passkey_record()))
 
 
+# --- conversations (release 0.11 on): what the customer writes after the first message -------------
+
+IDLE_TENANT_HOURS = 0.0005
+"""The idle limit (1.8 s) the recording stack gives tenant ``south``, so ``conversation_idle_closed``
+records a case closing for want of an answer without waiting 24 hours."""
+
+
+async def say(case: CaseHandle, signer: KeyFileSigner, text: str, *, who: str = "alice") -> int:
+    token = signer.applicant_token(demo_identity(who), case.case_id)
+    accepted = await send_message(case.workflow, CustomerMessage(text=text, token=token, message_id=new_message_id()))
+    return accepted.turn
+
+
+async def asks_then_approved(case: CaseHandle, view: CaseView, signer: KeyFileSigner) -> None:
+    """The service asked for the order: another customer's message is refused, the order is given, the
+    proposal waits, the customer asks for news (answered by code), chen approves."""
+    assert view.status is CaseStatus.WAITING_CUSTOMER, view.status
+    with contextlib.suppress(MessageRefused):
+        await say(case, signer, "It is QH-1001", who="bob")
+    turn = await say(case, signer, "It is order QH-1001")
+    await wait_reply(case.workflow, turn, wait_seconds=30)
+    waiting = await case.wait_for(lambda v: v.status is CaseStatus.WAITING_APPROVAL, timeout=60, poll_seconds=0.2)
+    news = await say(case, signer, "any news?")
+    await wait_reply(case.workflow, news, wait_seconds=30)
+    assert waiting.digest is not None
+    await case.review(signed(signer, case, waiting, Decision.APPROVE))
+
+
+async def withdrawn(case: CaseHandle, view: CaseView, signer: KeyFileSigner) -> None:
+    """The customer withdraws, while the service waits for them or while the proposal waits."""
+    await say(case, signer, "withdraw")
+
+
+async def many_messages_then_approved(case: CaseHandle, view: CaseView, signer: KeyFileSigner) -> None:
+    """Twenty-four status questions while the proposal waits (the case continues as new past twenty
+    messages in a run), then chen approves in the last run."""
+    assert view.status is CaseStatus.WAITING_APPROVAL and view.digest is not None, view.status
+    for n in range(24):
+        turn = await say(case, signer, f"any news? ({n + 2})")
+        await wait_reply(case.workflow, turn, wait_seconds=30)
+    await case.review(signed(signer, case, view, Decision.APPROVE))
+
+
+async def idle(case: CaseHandle, view: CaseView, signer: KeyFileSigner) -> None:
+    """Nobody answers: the case closes at its tenant's idle limit."""
+    assert view.status is CaseStatus.WAITING_CUSTOMER, view.status
+
+
+def hasten_idle_close(state_dir: Path, tenant: str) -> None:
+    """Give ``tenant`` an idle limit of :data:`IDLE_TENANT_HOURS` in the stack's directory."""
+    path = Path(directory_location(state_dir, {}))
+    directory = load_directory(str(path))
+    policy = ConversationPolicy(idle_hours=IDLE_TENANT_HOURS)
+    tenants = [t.model_copy(update={"conversation": policy}) if t.tenant == tenant else t for t in directory.tenants]
+    write_directory(path, directory.model_copy(update={"tenants": tenants}))
+
+
 SCENARIOS: list[tuple[str, str, str, Language, Action | None, int]] = [
     # name, applicant, question, language, what a reviewer does, approval TTL. One commerce database
     # serves them all, so each refund that is paid names an order no earlier scenario paid.
@@ -178,12 +238,20 @@ SCENARIOS: list[tuple[str, str, str, Language, Action | None, int]] = [
         900,
     ),
     ("needs_human_uncovered", "alice", "Do you offer lunar teleportation for my parcels?", Language.EN, None, 900),
-    ("needs_input_foreign_order", "alice", "Please refund QH-2001", Language.EN, None, 900),
+    ("foreign_order_then_withdrawn", "alice", "Please refund QH-2001", Language.EN, withdrawn, 900),
     ("refused_then_approved", "alice", "Please refund QH-1002", Language.EN, refused_then_approved, 900),
     ("zh_order_beside_chinese", "bob", "请退款QH-2002并给出依据", Language.ZH, review(Decision.APPROVE), 900),
     ("review_flood", "alice", "Please refund QH-1009", Language.EN, flood_then_approve, 900),
     ("forged_then_approved", "bob", "Please refund QH-2001", Language.EN, forged_then_approved, 900),
 ]
+CONVERSATION_SCENARIOS: list[tuple[str, str, str, Language, Action | None, int]] = [
+    ("conversation_asks_then_approved", "alice", "I want a refund for my lamp", Language.EN, asks_then_approved, 900),
+    ("conversation_withdrawn", "alice", "Please refund QH-1002", Language.EN, withdrawn, 900),
+    ("conversation_many_messages", "alice", "Please refund QH-1009", Language.EN, many_messages_then_approved, 900),
+    ("conversation_idle_closed", "lin", "I want a refund for my lamp", Language.EN, idle, 900),
+]
+"""Recorded on a stack of their own (a fresh commerce database) whose tenant ``south`` closes a case
+after :data:`IDLE_TENANT_HOURS` without a message (release 0.11 on)."""
 PASSKEY_SCENARIOS: list[tuple[str, str, str, Language, Action | None, int]] = [
     ("passkey_approved_refund", "alice", "Please refund QH-1001", Language.EN, passkey_then_approved, 900),
 ]
@@ -229,7 +297,7 @@ async def record(
         )
         if action is not None:
             view = await case.settled(timeout=120, poll_seconds=0.2)
-            if view.status is not CaseStatus.WAITING_APPROVAL:
+            if view.status not in (CaseStatus.WAITING_APPROVAL, CaseStatus.WAITING_CUSTOMER):
                 raise SystemExit(f"{name}: the case ended {view.status.value} ({view.reason}) instead of waiting")
             await action(case, view, stack.signer)
         result = await case.ended(timeout=120)
@@ -250,6 +318,9 @@ async def main(tag: str, out: Path) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         async with rehearsal_stack(Path(tmp) / "main", dynamic_config=limits) as stack:
             await record(stack, tag, out, [*SCENARIOS, (*UNVERIFIED, Language.EN, None, 900)])
+        async with rehearsal_stack(Path(tmp) / "conversations", dynamic_config=limits) as stack:
+            hasten_idle_close(stack.state_dir, "south")
+            await record(stack, tag, out, CONVERSATION_SCENARIOS)
         async with rehearsal_stack(Path(tmp) / "passkeys", dynamic_config=limits) as stack:
             enrol_chen_passkey(stack.state_dir)
             await record(stack, tag, out, PASSKEY_SCENARIOS)

@@ -132,9 +132,10 @@ def stress_options(environ: Mapping[str, str] = os.environ) -> dict[str, Any]:
 
 
 async def open_world(
-    client: Client, state_dir: Path, *, model_settings: ModelSettings | None = None
+    client: Client, state_dir: Path, *, model_settings: ModelSettings | None = None, directory: str | None = None
 ) -> tuple[CaseWorld, RoutedWorker, Cleanup]:
-    """A seeded world and its (not yet running) worker; the rehearsal model unless ``model_settings``."""
+    """A seeded world and its (not yet running) worker; the rehearsal model unless ``model_settings``; the
+    test session's directory unless ``directory`` (a file) names another."""
     state_dir.mkdir(parents=True, exist_ok=True)
     install_signing_keys(state_dir)  # starter.py run on this state dir signs as the tests do
     engine = make_engine(f"sqlite:///{state_dir / 'commerce.db'}")
@@ -146,6 +147,7 @@ async def open_world(
         task_queue=task_queue,
         model_settings=model_settings or load_model_settings({}),
         deployment=release().version,
+        directory=directory,
         **stress_options(),
     )
     return CaseWorld(client, state_dir, task_queue, engine), RoutedWorker(worker), cleanup

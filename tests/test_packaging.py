@@ -17,6 +17,7 @@ ROOT = Path(__file__).resolve().parents[1]
 PACKAGED = {
     *("contracts", "commerce_server", "knowledge", "activities", "workflows", "case_client", "rehearsal"),
     *("keystore", "cli", "codec_server", "case_history", "devstack", "reviewer_console", "commerce_contract"),
+    "customer_channel",
 }
 
 

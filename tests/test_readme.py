@@ -63,6 +63,7 @@ class Shell:
             TEMPORAL_UI_PORT=str(free_port()),
             CODEC_PORT=str(free_port()),
             CONSOLE_PORT=str(free_port()),
+            CHAT_PORT=str(free_port()),
             TEMPORAL_ADDRESS=f"127.0.0.1:{self.port}",
             COLUMNS="250",
         )

@@ -2,16 +2,15 @@
 
 From the bottom: ``contracts`` < ``knowledge``, ``keystore``, ``case_tracing`` < ``commerce_server``,
 ``activities``, ``workflows``, ``rehearsal``, ``codec_server`` < ``case_client``, ``case_worker``,
-``case_eval``, ``commerce_contract`` < ``case_history``, ``reviewer_console`` < ``cli`` < ``starter``,
-``worker``, ``devstack``; no module imports a room above its own. Two rules on top: the command line
-reaches the commerce side only through the packages ``commerce_server`` and ``activities`` (their
-public faces, never a submodule), and nothing of the service imports ``devstack`` but ``cli`` (the
-Temporal CLI's path, in the commands it prints). Every import counts: at module level, inside a
-function, or for type checking only.
-
-Within the rooms, no two modules import each other, however far round (the circle is named); no module
-is over :data:`MAX_MODULE_LINES` lines; and every activity call in ``workflows/`` takes its options as a
-typed value (a ``TypedDict`` of temporalio's keywords), never a ``dict[str, Any]`` the checker cannot see.
+``case_eval``, ``commerce_contract`` < ``case_history``, ``reviewer_console``, ``customer_channel`` <
+``cli`` < ``starter``, ``worker``, ``devstack``; no module imports a room above its own. Two rules on
+top: the command line reaches the commerce side only through the packages ``commerce_server`` and
+``activities`` (their public faces, never a submodule), and nothing of the service imports ``devstack``
+but ``cli`` (the Temporal CLI's path, in the commands it prints). Every import counts: at module level,
+inside a function, or for type checking only. Within the rooms, no two modules import each other,
+however far round (the circle is named); no module is over :data:`MAX_MODULE_LINES` lines; and every
+activity call in ``workflows/`` takes its options as a typed value (a ``TypedDict`` of temporalio's
+keywords), never a ``dict[str, Any]`` the checker cannot see.
 """
 
 from __future__ import annotations
@@ -26,7 +25,7 @@ ROOMS = {
     **dict.fromkeys(("knowledge", "keystore", "case_tracing"), 1),
     **dict.fromkeys(("commerce_server", "activities", "workflows", "rehearsal", "codec_server"), 2),
     **dict.fromkeys(("case_client", "case_worker", "case_eval", "commerce_contract"), 3),
-    **dict.fromkeys(("case_history", "reviewer_console"), 4),
+    **dict.fromkeys(("case_history", "reviewer_console", "customer_channel"), 4),
     "cli": 5,
     **dict.fromkeys(("starter", "worker", "devstack"), 6),
 }

@@ -127,7 +127,7 @@ def test_the_demo_refuses_a_taken_port_before_it_starts_anything(tmp_path: Path)
     env = {k: v for k, v in os.environ.items() if k != "TEMPORAL_ADDRESS"}
     with _held_port() as port:
         env.update(TEMPORAL_PORT=str(port), TEMPORAL_UI_PORT=str(free_port()), CODEC_PORT=str(free_port()))
-        env.update(CONSOLE_PORT=str(free_port()))
+        env.update(CONSOLE_PORT=str(free_port()), CHAT_PORT=str(free_port()))
         env.update(STATE_DIR=str(tmp_path / "demo"))
         demo = ["bash", "scripts/demo.sh"]
         done = subprocess.run(demo, cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
@@ -141,7 +141,7 @@ def test_the_demo_runs_on_the_ports_it_is_given(tmp_path: Path) -> None:
     port, ui_port, codec_port, console_port = free_port(), free_port(), free_port(), free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith(("TEMPORAL_ADDRESS", "SUPPORT_", "COMMERCE_"))}
     env.update(TEMPORAL_PORT=str(port), TEMPORAL_UI_PORT=str(ui_port), CODEC_PORT=str(codec_port))
-    env.update(CONSOLE_PORT=str(console_port))
+    env.update(CONSOLE_PORT=str(console_port), CHAT_PORT=str(free_port()))
     env.update(STATE_DIR=str(tmp_path / "demo"))
     done = subprocess.run(["bash", "scripts/demo.sh"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=400)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]

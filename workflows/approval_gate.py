@@ -65,7 +65,8 @@ def judge_review(
     claimed = f"{subject} (claimed)"
     if refusal is not None:
         return ReviewVerdict(claimed, subject, refusal=refusal.value)
-    if status is not CaseStatus.WAITING_APPROVAL or state.proposal is None or state.digest is None:
+    waiting = status is CaseStatus.WAITING_APPROVAL and state.withdrawn_at is None
+    if not waiting or state.proposal is None or state.digest is None:
         return ReviewVerdict(claimed, subject, refusal=ReviewRefusal.CASE_NOT_WAITING_FOR_REVIEW.value)
     if state.decision is not None:
         return ReviewVerdict(claimed, subject, refusal=ReviewRefusal.ALREADY_DECIDED.value)

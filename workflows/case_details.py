@@ -25,6 +25,7 @@ _PHASE_HEADINGS = {
     Phase.DELIVER: "Checking the reviewed answer at the deliver gate",
     Phase.WAITING_APPROVAL: "Waiting for the tenant's reviewer",
     Phase.SETTLE: "Paying the approved refund (simulated)",
+    Phase.WAITING_CUSTOMER: "Waiting for the customer's answer",
 }
 
 

@@ -14,6 +14,7 @@ from temporalio.common import SearchAttributeUpdate, TypedSearchAttributes
 from contracts import search_attributes as sa
 from contracts.case import AnswerSource, CaseStatus, CaseView, Phase
 from contracts.case_input import CaseState
+from contracts.conversation import ConversationView
 from contracts.effect_card import CardDecision, EffectCard, effect_card, proposal_memo
 from workflows.customer_notice import receipt_notice, status_notice
 
@@ -68,7 +69,12 @@ def customer_answer(s: CaseState) -> tuple[str | None, AnswerSource | None]:
     status = s.lifecycle.status
     if s.receipt is not None:
         return receipt_notice(s.receipt, s.case.language), AnswerSource.RECEIPT
-    draft_holds = s.lifecycle.phase is not Phase.SETTLE and status not in (CaseStatus.REJECTED, CaseStatus.EXPIRED)
+    draft_holds = s.lifecycle.phase is not Phase.SETTLE and status not in (
+        CaseStatus.REJECTED,
+        CaseStatus.EXPIRED,
+        CaseStatus.WITHDRAWN,
+        CaseStatus.NEEDS_INPUT,
+    )
     if s.answer is not None and s.answer_admitted and draft_holds:
         return s.answer.answer, AnswerSource.MODEL_DRAFT
     notice = status_notice(status, s.case.language)
@@ -131,4 +137,21 @@ def case_view(s: CaseState) -> CaseView:
         tokens=s.model.tokens(),
         usage=s.model.usage.model_copy(deep=True),
         cost=s.model.usage.cost_label(),
+        conversation=list(s.conversation.entries),
+        conversation_dropped=s.conversation.dropped,
+        waiting_until=s.conversation.waiting_until,
+    )
+
+
+def conversation_view(s: CaseState) -> ConversationView:
+    """What the ``conversation`` query returns: the transcript as the case holds it."""
+    return ConversationView(
+        case_id=s.case.case_id,
+        tenant=s.case.applicant.tenant,
+        customer=s.case.applicant.subject,
+        language=s.case.language,
+        status=s.lifecycle.status,
+        entries=list(s.conversation.entries),
+        dropped=s.conversation.dropped,
+        waiting_until=s.conversation.waiting_until,
     )

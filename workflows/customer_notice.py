@@ -10,8 +10,10 @@ never from model text.
 
 from __future__ import annotations
 
+from datetime import datetime
+
 from contracts.case import CaseStatus
-from contracts.commerce import RefundReceipt
+from contracts.commerce import RefundProposal, RefundReceipt
 from contracts.knowledge import Language
 
 _STATUS_NOTICES: dict[CaseStatus, tuple[str, str]] = {
@@ -19,10 +21,19 @@ _STATUS_NOTICES: dict[CaseStatus, tuple[str, str]] = {
         "Your case is closed.",
         "您的工单已处理完毕。",
     ),
-    CaseStatus.NEEDS_INPUT: (
-        "We need more information before we can answer. Please ask again with one order number and what "
+    CaseStatus.WAITING_CUSTOMER: (
+        "We need more information before we can answer. Please tell us the one order this is about and what "
         "you would like us to do. Nothing has been changed on your orders.",
-        "我们需要更多信息才能答复。请重新提问，并注明一个订单号以及您希望我们做什么。您的订单未作任何更改。",
+        "我们需要更多信息才能答复。请告诉我们所涉及的一个订单号以及您希望我们做什么。您的订单未作任何更改。",
+    ),
+    CaseStatus.NEEDS_INPUT: (
+        "We did not hear back from you, so this conversation is closed. Nothing has been changed on your "
+        "orders. Write to us again any time.",
+        "由于未收到您的回复，此对话已结束。您的订单未作任何更改。欢迎随时再次联系我们。",
+    ),
+    CaseStatus.WITHDRAWN: (
+        "You withdrew your request, so no refund has been made and nothing has been changed on your orders.",
+        "您已撤回申请，因此未进行退款，您的订单未作任何更改。",
     ),
     CaseStatus.NEEDS_HUMAN: (
         "A member of our support team will review your case and reply to you. Please do not rely on any "
@@ -53,6 +64,23 @@ def status_notice(status: CaseStatus, language: Language) -> str | None:
     if notice is None:
         return None
     return notice[1] if language is Language.ZH else notice[0]
+
+
+def waiting_notice(proposal: RefundProposal, language: Language, now: datetime) -> str:
+    """The answer to any message while a proposal waits for its reviewer: stated from the proposal."""
+    amount = f"{proposal.currency} {proposal.amount_cents / 100:.2f}"
+    minutes = max(0, int((proposal.expires_at - now).total_seconds() // 60))
+    until = proposal.expires_at.strftime("%Y-%m-%d %H:%M")
+    if language is Language.ZH:
+        return (
+            f"订单 {proposal.order_id} 的退款方案（{amount}）正在等待审核人员批准，将于 UTC {until} 过期（约 {minutes} "
+            "分钟后）。在批准之前不会付款。如您不再需要退款，请回复“撤回”。"
+        )
+    return (
+        f"Your refund of {amount} for order {proposal.order_id} is waiting for a reviewer's approval; the proposal "
+        f"expires at {until} UTC (in about {minutes} minutes). Nothing is paid before it is approved. If you no "
+        'longer want it, write "withdraw".'
+    )
 
 
 def receipt_notice(receipt: RefundReceipt, language: Language) -> str:

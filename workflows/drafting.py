@@ -14,6 +14,7 @@ from temporalio import workflow
 with workflow.unsafe.imports_passed_through():
     from contracts.case import CaseStatus
     from contracts.case_input import CaseState
+    from contracts.conversation import ProgressKind
     from contracts.model_io import ComposedAnswer, ReviewResult, Verdict
     from contracts.names import ActivityName, EventKind, StopCode
     from workflows import case_details, requests
@@ -21,12 +22,19 @@ with workflow.unsafe.imports_passed_through():
     from workflows.outcomes import CaseStopped, ContractViolation
 
 
-async def draft_and_review(s: CaseState, model: ModelCalls, record: Callable[[EventKind, str], None]) -> None:
-    """Set ``s.answer`` to a draft the independent review passed, in at most two drafts, or stop."""
+async def draft_and_review(
+    s: CaseState,
+    model: ModelCalls,
+    record: Callable[[EventKind, str], None],
+    announce: Callable[[ProgressKind], None] = lambda _: None,
+) -> None:
+    """Set ``s.answer`` to a draft the independent review passed, in at most two drafts, or stop;
+    ``announce`` tells the customer's progress stream when a draft is written and when it is checked."""
     problems: list[str] = []
     previous: ComposedAnswer | None = None
     refused_draft: str | None = None
     for attempt in (1, 2):
+        announce(ProgressKind.DRAFTING)
         try:
             summary = f"compose answer, draft {attempt}{case_details.finding_summary(s)}"
             candidate = await model.compose(previous, problems, summary=summary)
@@ -35,6 +43,7 @@ async def draft_and_review(s: CaseState, model: ModelCalls, record: Callable[[Ev
             problems = [f"the draft violated the answer contract ({violation.code})"]
             continue
         refused_draft = None
+        announce(ProgressKind.REVIEWING)
         request = requests.review_request(s, candidate)
         summary = f"independent review of draft {attempt}"
         reviewed = await model.call(ActivityName.REVIEW_ANSWER, request, ReviewResult, summary=summary)

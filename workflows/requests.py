@@ -38,7 +38,7 @@ ResultT = TypeVar("ResultT", bound=ModelResult)
 
 def plan_request(s: CaseState, named_order_id: str | None) -> PlanRequest:
     return PlanRequest(
-        case_id=s.case.case_id, question=s.case.question, language=s.case.language, named_order_id=named_order_id
+        case_id=s.case.case_id, question=s.question, language=s.case.language, named_order_id=named_order_id
     )
 
 
@@ -46,7 +46,7 @@ def investigate_request(s: CaseState, transcript: list[TranscriptEntry], turn: i
     assert s.plan is not None
     return InvestigateRequest(
         case_id=s.case.case_id,
-        question=s.case.question,
+        question=s.question,
         language=s.case.language,
         plan=s.plan,
         transcript=transcript,
@@ -71,7 +71,7 @@ def compose_request(s: CaseState, previous: ComposedAnswer | None, problems: lis
     assert s.plan is not None
     return ComposeRequest(
         case_id=s.case.case_id,
-        question=s.case.question,
+        question=s.question,
         language=s.case.language,
         plan=s.plan,
         facts=s.facts.wire(),
@@ -86,7 +86,7 @@ def compose_request(s: CaseState, previous: ComposedAnswer | None, problems: lis
 def review_request(s: CaseState, candidate: ComposedAnswer) -> ReviewRequest:
     return ReviewRequest(
         case_id=s.case.case_id,
-        question=s.case.question,
+        question=s.question,
         language=s.case.language,
         facts=s.facts.wire(),
         evidence=list(s.evidence.values()),

@@ -1,4 +1,12 @@
-"""SupportCaseWorkflow: one customer question, from plan to a paid (simulated) refund or an answer.
+"""SupportCaseWorkflow: one customer conversation, from its first message to a paid (simulated) refund,
+an answer, or a close.
+
+Each customer message is a turn: plan, investigate, draft, review, deliver. Where the service needs
+something from the customer it replies and waits for the next message (``waiting_customer``); while a
+refund proposal waits for its reviewer, messages are answered from the case's records by code, and
+"withdraw" closes the proposal unpaid. Further messages arrive by the ``message`` update
+(:mod:`workflows.customer_messages`); what a customer watches is the case's progress stream
+(:mod:`workflows.progress`).
 
 The workflow decides; it performs no I/O, reads no clock but ``workflow.now()`` and draws no random
 numbers. Activities (named by string, so none of their I/O is imported here) touch the world. The
@@ -13,9 +21,9 @@ from datetime import timedelta
 
 from temporalio import workflow
 from temporalio.common import RawValue
+from temporalio.contrib.workflow_streams import WorkflowStream
 
 with workflow.unsafe.imports_passed_through():
-    from contracts import search_attributes as sa
     from contracts.case import (
         Budgets,
         CaseEvent,
@@ -28,6 +36,10 @@ with workflow.unsafe.imports_passed_through():
     )
     from contracts.case_input import CaseState
     from contracts.commerce import ProposalOutcome, order_ids_in
+    from contracts.conversation import (
+        MAX_MODEL_TURNS_PER_CASE,
+        ProgressKind,
+    )
     from contracts.credentials import SignedReview
     from contracts.effect_card import ProposalForReview
     from contracts.model_io import InvestigateResult, PlanResult, TranscriptEntry
@@ -46,16 +58,21 @@ with workflow.unsafe.imports_passed_through():
     from workflows import case_details, case_metrics, requests
     from workflows.applicant_check import verify_applicant
     from workflows.approval_gate import refused_review_error
-    from workflows.case_input import AdmittedInput, admit_case_input, query_refusal
-    from workflows.case_view import case_effect_card, case_memo, case_view, search_attribute_changes
+    from workflows.case_input import AdmittedInput, admit_case_input
+    from workflows.case_view import (
+        case_effect_card,
+        case_view,
+    )
     from workflows.continued_run import confirm_continued_run
+    from workflows.conversation_handlers import ConversationHandlers
     from workflows.deliver_gate import decide_delivery
     from workflows.drafting import draft_and_review
     from workflows.evidence import transcript_content
     from workflows.model_calls import ModelCalls
     from workflows.outcomes import CaseStopped
+    from workflows.progress import Progress, prior_stream, refuse_outside_publishes
     from workflows.proposal_closure import close_proposal
-    from workflows.refund_settlement import execute_refund, write_case_record
+    from workflows.refund_settlement import execute_refund
     from workflows.review_attempt import decoded_review, review_attempt
     from workflows.review_directory import read_for_review
     from workflows.tool_calls import ToolCalls
@@ -63,7 +80,7 @@ with workflow.unsafe.imports_passed_through():
 
 
 @workflow.defn(name=WORKFLOW_NAME)
-class SupportCaseWorkflow:
+class SupportCaseWorkflow(ConversationHandlers):
     @workflow.init
     def __init__(self, start: RawValue) -> None:
         """``start`` is a :class:`CaseInput`, taken raw so that an input the run refuses ends it failed
@@ -85,13 +102,13 @@ class SupportCaseWorkflow:
         """A carried state is neither shown nor decided on until Temporal confirms where it came from."""
         if case is not None:
             self._state = CaseState.of(case)
-            self._tools = ToolCalls(self._state, self._event, self._upsert_attributes)
+        offset = self._state.stream_offset if self._state is not None and self._input.refusal is None else 0
+        self._stream = WorkflowStream(prior_stream(offset))
+        refuse_outside_publishes()
+        if self._state is not None:
+            self._progress = Progress(self._stream, self._state)
+            self._tools = ToolCalls(self._state, self._event, self._upsert_attributes, self._announce_tool)
             self._model = ModelCalls(self._state, self._event)
-
-    @property
-    def _s(self) -> CaseState:
-        assert self._state is not None, "a run that refused its input has no case state"
-        return self._state
 
     # --- entry point -----------------------------------------------------------------------------
 
@@ -100,33 +117,68 @@ class SupportCaseWorkflow:
         self._admit_input()
         if self._resuming:
             await self._confirm_continued_run()
-        case = self._s.case
+        s = self._s
         try:
             self._show()
             if not self._carried:
-                self._event(EventKind.CASE_STARTED, f"question from {case.applicant.subject} ({case.language.value})")
-                await verify_applicant(self._s, self._event)
-                case_metrics.case_started(self._s)
+                self._event(
+                    EventKind.CASE_STARTED, f"question from {s.case.applicant.subject} ({s.case.language.value})"
+                )
+                await verify_applicant(s, self._event)
+                s.started_at = workflow.info().workflow_start_time
+                s.conversation.take_first(s.case.question, workflow.now())
+                case_metrics.case_started(s)
                 self._upsert_attributes()  # queued -> running; the verified tenant and applicant replace the start's
-                await self._plan_case()
-                await self._investigate()
-                await self._draft_and_review()
-                waiting = await self._deliver()
-            else:
-                waiting = True  # a run continued from a case waiting for its reviewer
-            if waiting:
-                await self._await_review()
-                await self._settle()
+                self._progress.say(ProgressKind.MESSAGE_RECEIVED)
+            await self._converse()
         except CaseStopped as stop:
             self._finish(stop.status, stop.reason)
         await self._write_record()
-        return case_view(self._s)
+        self._stream.detach_pollers()  # a reader's waiting poll returns the last items; it then reads by query
+        await workflow.wait_condition(workflow.all_handlers_finished)
+        return case_view(s)
+
+    async def _converse(self) -> None:
+        """Turn after turn until the case ends: a turn for each message the customer sends while the
+        case waits for them; once a proposal waits, the reviewer decides and messages are answered by code."""
+        s = self._s
+        while True:
+            if s.lifecycle.phase is Phase.WAITING_APPROVAL:
+                await self._await_review()
+                await self._settle()
+                return
+            if s.lifecycle.phase is Phase.WAITING_CUSTOMER:
+                await self._await_customer()
+                self._next_turn()
+            await self._turn()
+
+    async def _turn(self) -> None:
+        """One message's work: plan to deliver. Needing the customer, or an answer with more messages
+        already waiting, leaves the case open for the next turn; every other stop ends it."""
+        s = self._s
+        s.conversation.model_turns += 1
+        if s.conversation.model_turns > MAX_MODEL_TURNS_PER_CASE:
+            raise CaseStopped(CaseStatus.NEEDS_HUMAN, StopCode.CONVERSATION_TURN_LIMIT)
+        try:
+            await self._plan_case()
+            await self._investigate()
+            await self._draft_and_review()
+            await self._deliver()
+        except CaseStopped as stop:
+            if stop.status is CaseStatus.NEEDS_INPUT:
+                await self._ask_customer(stop.reason)
+            elif stop.status is CaseStatus.COMPLETED and s.conversation.inbox:
+                self._reply()
+                s.conversation.answered()
+                self._move(Phase.WAITING_CUSTOMER)
+            else:
+                raise
 
     # --- phases ----------------------------------------------------------------------------------
 
     async def _plan_case(self) -> None:
-        case = self._s.case
-        ids = order_ids_in(case.question)
+        self._progress.say(ProgressKind.PLANNING)
+        ids = order_ids_in(self._s.conversation.latest) or order_ids_in(self._s.question)
         if len(ids) > 1:
             raise CaseStopped(CaseStatus.NEEDS_INPUT, StopCode.ONE_ORDER_PER_CASE, ",".join(sorted(ids)))
         named = ids[0] if ids else None  # one order named: a host fact, bound before the plan
@@ -166,10 +218,10 @@ class SupportCaseWorkflow:
 
     async def _draft_and_review(self) -> None:
         self._move(Phase.REVIEW)
-        await draft_and_review(self._s, self._model, self._event)
+        await draft_and_review(self._s, self._model, self._event, lambda kind: self._progress.say(kind))
 
-    async def _deliver(self) -> bool:
-        """Return True when a refund proposal was created and the case must wait for a reviewer."""
+    async def _deliver(self) -> None:
+        """Create the refund proposal the case then waits on, or stop with the gate's outcome."""
         s = self._s
         assert s.plan is not None and s.answer is not None
         self._move(Phase.DELIVER, upsert=False)  # no await before waiting or finishing upserts (same task)
@@ -179,7 +231,7 @@ class SupportCaseWorkflow:
         if decision.outcome is not None:
             raise CaseStopped(decision.outcome, decision.code, decision.detail)
         assert s.quote is not None
-        started = workflow.info().workflow_start_time  # proposals are made only in a case's first run
+        started = s.started_at or workflow.info().workflow_start_time  # the first run's start
         s.proposal = requests.refund_proposal(s, workflow.now(), case_started_at=started)
         s.digest = s.proposal.digest()
         self._event(
@@ -188,30 +240,33 @@ class SupportCaseWorkflow:
             f"digest {s.digest}, expires {s.proposal.expires_at.isoformat()}",
         )
         self._move(Phase.WAITING_APPROVAL)  # its upsert's memo carries the proposal's line
+        self._reply()
+        self._progress.say(ProgressKind.WAITING_FOR_REVIEWER, until=s.proposal.expires_at)
         self._show()
         await self._write_record()
-        return True
 
     async def _await_review(self) -> None:
-        """Wait for a decision or the expiry timer; continue as new if a flood grows the history."""
+        """Wait for a decision or the expiry timer, answering the customer's messages meanwhile; continue
+        as new when the run has taken many messages or a flood grows the history."""
         s = self._s
         card = case_effect_card(s)
         assert s.proposal is not None and card is not None
         while s.decision is None:
+            if s.conversation.inbox:
+                await self._answer_while_waiting()
+                continue
             remaining = (s.proposal.expires_at - workflow.now()).total_seconds()
             try:
                 await workflow.wait_condition(
-                    self._decided_or_history_too_long,
+                    lambda: s.decision is not None or bool(s.conversation.inbox) or self._run_is_long(),
                     timeout=timedelta(seconds=max(remaining, 0.001)),
                     timeout_summary=case_details.approval_timer_summary(card),
                 )
             except TimeoutError:
                 await close_proposal(self._s, self._event, ProposalOutcome.EXPIRED)
                 raise CaseStopped(CaseStatus.EXPIRED, StopCode.PROPOSAL_EXPIRED_WITHOUT_DECISION) from None
-            if s.decision is None:
-                await workflow.wait_condition(workflow.all_handlers_finished)
-                if s.decision is None:
-                    self._continue_as_new()
+            if s.decision is None and not s.conversation.inbox:
+                await self._continue_as_new()
         if s.decision.decision is Decision.REJECT:
             await close_proposal(self._s, self._event, ProposalOutcome.REJECTED)
             raise CaseStopped(CaseStatus.REJECTED, StopCode.REJECTED, s.decision.reviewer)
@@ -259,13 +314,6 @@ class SupportCaseWorkflow:
             raise refused_review_error(outcome.reason, reviewer=subject)
         return outcome
 
-    async def _takes_reviews(self) -> bool:
-        """False when the run refused its input; a run resuming a carried state first waits until Temporal
-        has confirmed where it came from, so a review sent meanwhile is judged then, never lost."""
-        if self._resuming:
-            await workflow.wait_condition(lambda: not self._resuming or self._input.refusal is not None)
-        return self._input.refusal is None
-
     def _decode_review(self, payload: RawValue, *, via: str) -> ReviewDecision | SignedReview | None:
         return decoded_review(workflow.payload_converter(), payload.payload, self._s, self._event, via=via)
 
@@ -275,25 +323,6 @@ class SupportCaseWorkflow:
         outcome = review_attempt(self._s, review, self._event, now=workflow.now(), via=via, refusal=refusal)
         self._show()
         return outcome
-
-    # --- continue-as-new -------------------------------------------------------------------------
-
-    def _decided_or_history_too_long(self) -> bool:
-        return self._s.decision is not None or workflow.info().is_continue_as_new_suggested()
-
-    def _continue_as_new(self) -> None:
-        """Start the next run of this case with its whole state; the pending proposal stays as it is."""
-        info = workflow.info()
-        self._event(
-            EventKind.CONTINUED_AS_NEW,
-            f"history at {info.get_current_history_size()} bytes / {info.get_current_history_length()} events; "
-            f"run {self._s.continued + 2} keeps waiting for a reviewer",
-        )
-        workflow.continue_as_new(
-            self._s.next_run_input(),
-            memo=dict(workflow.memo()),
-            search_attributes=info.typed_search_attributes,
-        )
 
     # --- queries ---------------------------------------------------------------------------------
 
@@ -332,11 +361,6 @@ class SupportCaseWorkflow:
             workflow.set_current_details(case_details.refused_input_details(self._input.reason))
             raise self._input.failure()
 
-    def _refuse_query(self) -> None:
-        refused = query_refusal(self._input, resuming=self._resuming)
-        if refused is not None:
-            raise refused
-
     async def _confirm_continued_run(self) -> None:
         """Resume the carried state only once Temporal confirms where this run came from; otherwise end
         the run failed at once, like a refused input (:mod:`workflows.continued_run`)."""
@@ -346,46 +370,3 @@ class SupportCaseWorkflow:
             self._input = AdmittedInput(case, CaseInputRefusal.CARRIED_STATE_NOT_CONTINUED, refused)
             self._admit_input()
         self._resuming = False
-
-    # --- state helpers ---------------------------------------------------------------------------
-
-    def _move(self, phase: Phase, *, upsert: bool = True) -> None:
-        """Enter ``phase``; ``upsert`` False when the next upsert comes before the workflow next waits
-        (one upsert event instead of two in a row)."""
-        self._s.lifecycle.enter(phase)
-        if upsert:
-            self._upsert_attributes()
-        self._show()
-
-    def _finish(self, status: CaseStatus, reason: str) -> None:
-        self._s.lifecycle.finish(status)
-        self._s.reason = reason
-        if self._s.log.dropped:
-            self._event(EventKind.EVENTS_DROPPED, f"{self._s.log.dropped} refused attempts were counted, not listed")
-        self._event(EventKind.CASE_FINISHED, f"{status.value}: {reason}")
-        case_metrics.case_ended(self._s)
-        self._upsert_attributes()
-        self._show()
-
-    def _show(self) -> None:
-        """The Web UI's current details (markdown; no command, so no replay concern)."""
-        workflow.set_current_details(case_details.current_details(self._s, workflow.now()))
-
-    def _event(self, kind: EventKind, detail: str) -> None:
-        self._s.log.add(workflow.now(), kind, detail)
-
-    def _upsert_attributes(self) -> None:
-        """Upsert the search attributes whose value differs from the run's (the start's and earlier
-        upserts', as ``workflow.info()`` holds them, deterministically); nothing when none changed."""
-        changed = search_attribute_changes(self._s, workflow.info().typed_search_attributes)
-        if not changed:
-            return
-        workflow.upsert_search_attributes(changed)
-        if not any(update.key == sa.CASE_STATUS for update in changed):
-            return  # the memo follows the status (running, waiting, ended): one memo upsert each at most
-        stale = {key: value for key, value in case_memo(self._s).items() if workflow.memo_value(key, None) != value}
-        if stale:
-            workflow.upsert_memo(stale)
-
-    async def _write_record(self) -> None:
-        await write_case_record(self._s, self._event)

@@ -48,11 +48,17 @@ class ToolCalls:
     """Runs the tool calls the model proposes, against one case's state."""
 
     def __init__(
-        self, state: CaseState, record: Callable[[EventKind, str], None], upsert_attributes: Callable[[], None]
+        self,
+        state: CaseState,
+        record: Callable[[EventKind, str], None],
+        upsert_attributes: Callable[[], None],
+        announce: Callable[[str], None] = lambda _: None,
     ) -> None:
         self._s = state
         self._record = record
         self._upsert_attributes = upsert_attributes
+        self._announce = announce
+        """Tells the customer's progress stream which tool runs (its name only; the order is the bound one)."""
 
     async def run_turn(self, calls: list[ProposedToolCall], seen: SeenCalls) -> list[ToolObservation]:
         """Admit the turn's calls, run the admitted ones together, fold their results in the calls'
@@ -69,6 +75,8 @@ class ToolCalls:
                 case_metrics.tool_call_refused(s, verdict.refusal)
         if admission.tool_budget_exhausted:
             raise CaseStopped(CaseStatus.NEEDS_HUMAN, StopCode.TOOL_BUDGET_EXHAUSTED)
+        for call in admission.admitted:
+            self._announce(call.name)
         results = await asyncio.gather(*(self._run_tool(call) for call in admission.admitted))
         for result in results:
             self._fold(result)

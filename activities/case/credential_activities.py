@@ -19,6 +19,7 @@ from temporalio import activity
 from activities.case.codes import CaseErrorCode
 from activities.case.run_origin import refuse_an_earlier_use
 from contracts.case_start import check_first_served
+from contracts.conversation import MessageCheck, VerifiedSender
 from contracts.credentials import ApplicantCheck, CaseDirectoryRequest, VerifiedApplicant, verify_applicant_token
 from contracts.directory import Directory, DirectoryError
 from contracts.errors import AuthorizationError, ConfigurationError
@@ -62,6 +63,23 @@ class CredentialActivities:
         if check.first_run_id and check.started_at is not None:
             await refuse_an_earlier_use(workflow_id(check.case_id), check.first_run_id, check.started_at)
         return VerifiedApplicant(identity=identity, directory=directory.for_case(identity.subject), issuer=issuer[:200])
+
+    @activity.defn(name=ActivityName.VERIFY_CUSTOMER_MESSAGE)
+    async def verify_customer_message(self, check: MessageCheck) -> VerifiedSender:
+        """Who the credential of a further message proves, as of the moment Temporal accepted the message:
+        an applicant token for this case, or the outside issuer's ID token. Refused (authorization, with
+        the credential's code) when it does not verify; the workflow compares the identity with the
+        case's customer."""
+        if activity.info().workflow_id != workflow_id(check.case_id):
+            raise AuthorizationError(
+                CaseErrorCode.TOKEN_FOR_ANOTHER_CASE, "The token's case is not this workflow's case."
+            )
+        directory = self.directory.current()
+        if self.outside_issuer is not None:
+            identity = await asyncio.to_thread(self.outside_issuer.verify, check.token, directory, now=check.at)
+            return VerifiedSender(identity=identity, issuer=self.outside_issuer.issuer[:200])
+        identity = verify_applicant_token(check.token, directory, case_id=check.case_id, now=check.at)
+        return VerifiedSender(identity=identity, issuer=BUILT_IN_ISSUER)
 
     @activity.defn(name=ActivityName.READ_CASE_DIRECTORY)
     async def read_case_directory(self, request: CaseDirectoryRequest) -> Directory:

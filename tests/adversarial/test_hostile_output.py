@@ -142,7 +142,7 @@ async def test_five_calls_in_one_turn_are_all_refused(adversary: ScriptedWorld) 
     assert _tool_runs(await handle.fetch_history()) == []
     assert view.budgets.tool_requests == 5
     # with nothing read, the rehearsal model stops and asks for the order: no proposal
-    assert view.status is CaseStatus.NEEDS_INPUT and view.reason == "more_input_needed"
+    assert view.status is CaseStatus.WAITING_CUSTOMER and view.reason == "more_input_needed"
     assert view.proposal is None and view.quote is None
     await _contained(adversary, handle, view)
 

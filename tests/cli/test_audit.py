@@ -121,6 +121,15 @@ def _text(history: History) -> str:
     return "\n".join(audit_lines(_audit(history), "a test history"))
 
 
+def _section(lines: list[str], heading: str) -> list[str]:
+    """The lines of the section whose heading starts so, up to the blank line that ends it."""
+    start = next((i for i, line in enumerate(lines) if line.startswith(heading)), None)
+    if start is None:
+        return []
+    end = next((i for i in range(start, len(lines)) if not lines[i]), len(lines))
+    return lines[start:end]
+
+
 def _too_wide(lines: list[str]) -> list[str]:
     """Lines wider than the terminal that are not one unbreakable token (an id, a digest, a path)."""
     return [line for line in lines if cell_len(line) > WIDTH and len(line.split()) > 1]
@@ -136,8 +145,14 @@ def test_every_history_is_audited_in_80_columns_and_as_json(path: Path) -> None:
     audit = _audit(history)
     lines = audit_lines(audit, str(path))
     assert not _too_wide(lines), _too_wide(lines)
-    # two screens of 58 rows: release 0.2's refused-review answers say why in full (two lines more)
-    assert len(lines) <= 116, f"{len(lines)} lines is more than two screens"
+    # two screens of 58 rows for a one-question case (release 0.2's refused-review answers say why in
+    # full, two lines more), one screen more for each further planned turn of a conversation; its
+    # transcript at most four lines an entry (three of words, one naming the update that carried it)
+    talk = _section(lines, "conversation (UTC")
+    turns = sum(1 for line in lines if line[12:].startswith("plan_case"))
+    assert len(talk) <= 4 + 4 * len(audit.conversation.entries) + 3 * len(audit.conversation.messages), talk
+    rest = len(lines) - len(talk)
+    assert rest <= 116 + 58 * max(turns - 1, 0), f"{rest} lines is more than two screens a turn"
     text = "\n".join(lines)
     assert lines[0].startswith(f"case {case['case_id']}: audit of")
     assert f"{case['applicant']['subject']} (tenant {case['applicant']['tenant']}" in text
@@ -166,9 +181,16 @@ def test_every_history_is_audited_in_80_columns_and_as_json(path: Path) -> None:
     local_tools = _local_tool_names(history)
     assert not (scheduled_tools and local_tools)  # one shape per run: before or after short-steps-local
     assert [call["tool"]["name"] for call in data["tool_calls"]] == scheduled_tools + local_tools
-    assert len(data["reviews"]) == len(_review_signals(history)) + sum(
-        "workflowExecutionUpdateAcceptedEventAttributes" in event for event in history["events"]
-    )
+    review_updates = [
+        event
+        for event in history["events"]
+        if event.get("workflowExecutionUpdateAcceptedEventAttributes", {})
+        .get("acceptedRequest", {})
+        .get("input", {})
+        .get("name")
+        == "review"
+    ]
+    assert len(data["reviews"]) == len(_review_signals(history)) + len(review_updates)
 
 
 @pytest.mark.parametrize("name", sorted(RELEASE_0_1))

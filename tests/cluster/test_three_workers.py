@@ -32,14 +32,17 @@ from temporalio.client import Client, WorkflowHandle
 from temporalio.service import RPCError
 
 from activities.runtime.startup_checks import LEDGER_MARK
+from case_client._conversation import new_message_id, send_message
 from commerce_server.db import ApprovalUseRow, OrderRow, RefundRow, read_ledger_id
 from commerce_server.seed import load_fixture
 from contracts.case import TERMINAL_STATUSES, CaseStatus, CaseView, Decision, ReviewOutcome
+from contracts.conversation import CustomerMessage
 from contracts.model_io import Intent
 from contracts.names import QueryName
+from keystore import demo_identity
 from tests.case_world import CaseWorld
 from tests.cluster.conftest import Cluster, CommerceSchema, add_orders
-from tests.credentials_support import signed_review
+from tests.credentials_support import applicant_token, signed_review
 from tests.faults.fault_support import WorkerProcess, alive, wait_until
 
 pytestmark = [pytest.mark.slow, pytest.mark.postgres]
@@ -116,7 +119,7 @@ def plan_cases() -> tuple[list[Planned], dict[str, str]]:
         question = f"Please refund {order_id} and tell me what was bought"
         cases.append(
             Planned(
-                "foreign", profile, order_id, question, expected=CaseStatus.NEEDS_INPUT, secrets_of_owner=owner_secrets
+                "foreign", profile, order_id, question, expected=CaseStatus.WITHDRAWN, secrets_of_owner=owner_secrets
             )
         )
     # Interleave the kinds, so every batch of starts mixes them.
@@ -159,7 +162,9 @@ class Reviewer:
     def __init__(self, client: Client, task_queue: str, cases: list[Planned]) -> None:
         self.client = client
         self.task_queue = task_queue
-        self.pending = {case.handle.id: case for case in cases if case.kind in ("approve", "reject") and case.handle}
+        self.pending = {
+            case.handle.id: case for case in cases if case.kind in ("approve", "reject", "foreign") and case.handle
+        }
         self.waiting: dict[str, tuple[Planned, CaseView]] = {}
         """Cases seen waiting for a reviewer whose review has not been sent yet."""
         self.released = False
@@ -178,7 +183,8 @@ class Reviewer:
 
     async def _round(self) -> bool:
         if self.pending:
-            query = f'TaskQueue="{self.task_queue}" AND CaseStatus="waiting_approval"'
+            waiting = '(CaseStatus="waiting_approval" OR CaseStatus="waiting_customer")'
+            query = f'TaskQueue="{self.task_queue}" AND {waiting}'
             listed = [found.id async for found in self.client.list_workflows(query) if found.id in self.pending]
             await asyncio.gather(*(self._read(workflow_id) for workflow_id in listed))
         if self.released:
@@ -194,12 +200,19 @@ class Reviewer:
             view = await case.handle.query(QueryName.STATUS, result_type=CaseView, rpc_timeout=timedelta(seconds=5))
         except RPCError:
             return  # e.g. its worker was just killed: asked again next round
-        if view.status is CaseStatus.WAITING_APPROVAL and view.digest and view.record_attempted:
+        waiting_customer = view.status is CaseStatus.WAITING_CUSTOMER
+        if (waiting_customer or (view.status is CaseStatus.WAITING_APPROVAL and view.digest)) and view.record_attempted:
             del self.pending[workflow_id]
             self.waiting[workflow_id] = (case, view)
 
     async def _review(self, case: Planned, view: CaseView) -> None:
-        assert case.handle is not None and view.digest is not None
+        assert case.handle is not None
+        if case.kind == "foreign":  # the service asked which order: the customer withdraws instead
+            token = applicant_token(demo_identity(case.profile), view.case_id)
+            message = CustomerMessage(text="withdraw", token=token, message_id=new_message_id())
+            await send_message(case.handle, message)
+            return
+        assert view.digest is not None
         if case.kind == "approve":
             outcome = await case.handle.execute_update(
                 "review", signed_review(REVIEWER, view.case_id, view.digest), result_type=ReviewOutcome

@@ -30,6 +30,7 @@ LONG_RUNNING = {
     "worker",
     "worker-draining",
     "console",
+    "chat",
     "prometheus",
     "grafana",
 }

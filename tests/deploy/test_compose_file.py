@@ -72,6 +72,7 @@ def test_depends_on_conditions_form_the_start_order(compose: dict[str, Any]) -> 
         },
         "starter": {"keys": "service_completed_successfully", "temporal-setup": "service_completed_successfully"},
         "console": {"keys": "service_completed_successfully", "temporal-setup": "service_completed_successfully"},
+        "chat": {"keys": "service_completed_successfully", "temporal-setup": "service_completed_successfully"},
         "postgresql": {},
         "prometheus": {},
         "grafana": {"prometheus": "service_healthy"},
@@ -126,7 +127,7 @@ def test_python_health_checks_compile(compose: dict[str, Any]) -> None:
         if test[1:3] == ["python", "-c"]:
             compile(test[3], f"{name} healthcheck", "exec")
             scripts += 1
-    assert scripts == 5  # codec, commerce, worker, worker-draining and console
+    assert scripts == 6  # codec, commerce, worker, worker-draining, console and chat
 
 
 def test_the_setup_one_shot_registers_exactly_the_case_search_attributes(compose: dict[str, Any]) -> None:
@@ -228,7 +229,7 @@ def test_every_image_is_pinned_and_ours_build_from_the_dockerfile(compose: dict[
             else:
                 assert "build" not in service, f"{name} builds an image that is not ours"
     ours = {name for name, service in services(compose).items() if service["image"].startswith(OUR_IMAGE + ":")}
-    assert ours == {"keys", "codec", "commerce", "worker", "worker-draining", "starter", "console"}
+    assert ours == {"keys", "codec", "commerce", "worker", "worker-draining", "starter", "console", "chat"}
 
 
 def test_the_worker_scales(compose: dict[str, Any]) -> None:

@@ -101,7 +101,7 @@ async def test_a_service_the_documents_do_not_cover_gets_no_invented_policy(shar
 async def test_another_customers_order_leaks_nothing(shared_world) -> None:
     handle = await shared_world.start("Please refund QH-2001 and tell me what was bought")
     view = await shared_world.settled(handle)
-    assert view.status is CaseStatus.NEEDS_INPUT
+    assert view.status is CaseStatus.WAITING_CUSTOMER  # the service asks which of the customer's orders
     assert view.proposal is None and view.quote is None
     outputs = [
         view.model_dump_json(),
@@ -118,6 +118,6 @@ async def test_another_customers_order_leaks_nothing(shared_world) -> None:
 async def test_two_orders_in_one_question_need_separate_cases(shared_world) -> None:
     handle = await shared_world.start("Please refund QH-1001 and QH-1002")
     view = await shared_world.settled(handle)
-    assert view.status is CaseStatus.NEEDS_INPUT
+    assert view.status is CaseStatus.WAITING_CUSTOMER
     assert view.reason.startswith("one_order_per_case") and view.budgets.model_requests == 0
     assert view.tokens == "unknown"  # no provider reported usage: never a made-up zero

@@ -288,7 +288,7 @@ async def test_exit_status_says_whether_the_case_reached_a_decision(shared_world
     decided = await _starter(shared_world, temporal_server, "--profile", "alice", "ask", "Where is my order QH-1005?")
     assert decided.returncode == 0 and "completed" in decided.stdout, decided.stderr
     needs_input = await _starter(shared_world, temporal_server, "--profile", "alice", "ask", "Please refund QH-2001")
-    assert needs_input.returncode == 3 and "needs_input" in needs_input.stdout, needs_input.stderr
+    assert needs_input.returncode == 3 and "waiting_customer" in needs_input.stdout, needs_input.stderr
     case_id = needs_input.stdout.split("case ", 1)[1].split()[0]
     status = await _starter(shared_world, temporal_server, "--profile", "alice", "status", case_id)
     assert status.returncode == 3

@@ -132,17 +132,29 @@ def test_a_carried_state_that_is_not_waiting_undecided_is_refused(decided: str) 
         state.next_run_input()  # and this code never carries one
 
 
-async def test_an_earlier_releases_carried_shape_is_refused_as_input_not_failed_as_a_task() -> None:
-    """A pinned case continues as new on its own build (docs/upgrades.md), so this code never meets an
-    earlier release's carried state; were one sent to it, the run refuses its input in one sentence."""
-    earlier = [r for r in releases().values() if r.commit is not None][-1]
-    (path,) = sorted(earlier.folder.glob("review_flood-run1*.json"))[:1]
+async def _continued_input_of(release: str) -> Payload:
+    """The input a ``review_flood`` case of ``release`` continued as new with (its carried state)."""
+    (path,) = sorted(releases()[release].folder.glob("review_flood-run1*.json"))[:1]
     history = WorkflowHistory.from_json(path.stem, json.loads(path.read_text(encoding="utf-8")))
     (event,) = [e for e in history.events if e.HasField("workflow_execution_continued_as_new_event_attributes")]
     codec = CASE_DATA_CONVERTER.payload_codec
     assert codec is not None
     (payload,) = await codec.decode(list(event.workflow_execution_continued_as_new_event_attributes.input.payloads))
-    admitted = admit_case_input(CONVERTER, payload, run_workflow_id="case-x", continued_run_id="run-1")
+    return payload
+
+
+async def test_an_earlier_releases_carried_shape_is_refused_as_input_not_failed_as_a_task() -> None:
+    """A pinned case continues as new on its own build (docs/upgrades.md), so this code never meets an
+    earlier release's carried state; were 0.8's shape sent to it, the run refuses its input in one
+    sentence. 0.10's state (a subset of this release's, every new field defaulted) decodes, and is then
+    judged like any carried state: here, refused as another case's."""
+    admitted = admit_case_input(
+        CONVERTER, await _continued_input_of("v0.8"), run_workflow_id="case-x", continued_run_id="run-1"
+    )
     assert admitted.refusal is CaseInputRefusal.MALFORMED
     assert admitted.reason.startswith("case_input_malformed: (") and "carried" in admitted.reason
     assert len(admitted.reason) <= 280
+    admitted = admit_case_input(
+        CONVERTER, await _continued_input_of("v0.10"), run_workflow_id="case-x", continued_run_id="run-1"
+    )
+    assert admitted.refusal is CaseInputRefusal.CARRIED_STATE_OF_ANOTHER_CASE

@@ -26,6 +26,7 @@ from activities.case.run_origin import confirm_continued_run
 from contracts.case import Budgets, CaseEvent, CaseRecord, CaseStatus, CaseView, Decision, ReviewOutcome, SettleRequest
 from contracts.case_input import CaseInput, CaseOptions
 from contracts.commerce import RefundReceipt, canonical_json
+from contracts.conversation import Speaker
 from contracts.credentials import ApplicantCheck, CaseDirectoryRequest, VerifiedApplicant, verify_applicant_token
 from contracts.directory import Directory
 from contracts.errors import (
@@ -394,6 +395,11 @@ def kinds(events: list[CaseEvent]) -> list[str]:
     return [event.kind for event in events]
 
 
+def lifecycle(events: list[CaseEvent]) -> list[str]:
+    """The kinds without the replies to the customer (the transcript holds those; tests/e2e read it)."""
+    return [kind for kind in kinds(events) if kind != EventKind.REPLY_SENT]
+
+
 def details(events: list[CaseEvent], kind: EventKind) -> list[str]:
     return [event.detail for event in events if event.kind == kind]
 
@@ -640,7 +646,7 @@ async def test_a_settlement_that_fails_ends_the_case_without_a_receipt(
     assert len({request.approval_id for request in settle_requests}) == 1  # every retry is the same payment
     assert details(events, EventKind.SETTLEMENT_FAILED) == [f"{error.error_class.value}: {error.code}"]
     assert EventKind.SETTLED not in kinds(events)
-    assert kinds(events)[-2:] == [EventKind.SETTLEMENT_FAILED, EventKind.CASE_FINISHED]
+    assert lifecycle(events)[-2:] == [EventKind.SETTLEMENT_FAILED, EventKind.CASE_FINISHED]
 
 
 # --- the event cap -------------------------------------------------------------------------------
@@ -674,12 +680,16 @@ async def test_refused_reviews_beyond_the_event_cap_are_counted_and_lifecycle_ev
     assert case.mocks.attempts[ActivityName.EXECUTE_REFUND] == 1
     assert len(dropped_notes) == 1
     dropped = int(dropped_notes[0].split()[0])
-    assert dropped > 0 and len(refused) + dropped == flood  # every refusal kept or counted
+    replies_dropped = sum(entry.speaker is Speaker.SERVICE for entry in final.conversation) - len(
+        details(events, EventKind.REPLY_SENT)
+    )
+    # every refusal kept or counted (and every reply to the customer past the cap, in the transcript)
+    assert dropped > 0 and len(refused) + dropped == flood + replies_dropped
     assert len(events) < flood  # the flood did not grow the case's events
     assert any(r.startswith("malformed payload via signal") for r in refused)
     assert f"chen via signal: {ReviewRefusal.DIGEST_MISMATCH}" in refused  # signed by chen, for another digest
     # lifecycle events after the cap was reached are all there, in order
-    assert kinds(events)[-4:] == [
+    assert lifecycle(events)[-4:] == [
         EventKind.REVIEW_ACCEPTED,
         EventKind.SETTLED,
         EventKind.EVENTS_DROPPED,
@@ -707,7 +717,7 @@ async def test_an_unwritable_case_record_is_an_event_and_the_case_keeps_waiting(
 
     assert waiting.status is CaseStatus.WAITING_APPROVAL and waiting.proposal is not None
     assert (waiting.record_path, waiting.record_error) == (None, "case_record_write_failed")
-    after_proposal = kinds(events)[kinds(events).index(EventKind.PROPOSAL_CREATED) + 1]
+    after_proposal = lifecycle(events)[lifecycle(events).index(EventKind.PROPOSAL_CREATED) + 1]
     assert after_proposal == EventKind.RECORD_WRITE_FAILED
     assert details(events, EventKind.RECORD_WRITE_FAILED) == ["case_record_write_failed"]
     # the proposal's write was retried as often as RECORD allows; the final one succeeded at once
