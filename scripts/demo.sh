@@ -95,13 +95,18 @@ grep "^worker:" "$STATE_DIR/worker.log" || true
 
 KEY="demo-$(date +%s)"
 CASE=$($BIN/python -c "from case_client import case_id_for; from keystore import demo_identity; print(case_id_for('$KEY', demo_identity('alice')))")
-say "5. alice asks: Please refund QH-1001 and explain the amount and the policy"
-$BIN/python starter.py --state-dir "$STATE_DIR" --profile alice ask \
-  "Please refund QH-1001 and explain the amount and the policy" --request-key "$KEY"
+say "5. alice writes: I want a refund for my lamp (the service asks which order, and waits for her)"
+# ask exits 3 here: the case waits for its customer (waiting_customer), as a person must answer
+status=0
+$BIN/python starter.py --state-dir "$STATE_DIR" --profile alice ask "I want a refund for my lamp" \
+  --request-key "$KEY" || status=$?
+[ "$status" -eq 3 ] || { echo "demo: expected the case to wait for alice's answer (exit 3), got $status" >&2; exit 1; }
+say "6. alice answers in the same conversation: It is order QH-1001 (a refund proposal then waits for a reviewer)"
+$BIN/python starter.py --state-dir "$STATE_DIR" --profile alice say "$CASE" "It is order QH-1001"
 
 DIGEST=$($BIN/python starter.py --state-dir "$STATE_DIR" status "$CASE" --json \
   | $BIN/python -c 'import json, sys; print(json.load(sys.stdin)["digest"])')
-say "6. Reviewer chen approves digest ${DIGEST:0:16}… with the Temporal CLI: an update carrying a token signed with his own key"
+say "7. Reviewer chen approves digest ${DIGEST:0:16}… with the Temporal CLI: an update carrying a token signed with his own key"
 echo "\$ starter.py --profile chen review-info $CASE --approve   # prints the signed update, signal and Web UI input"
 INFO=$($BIN/python starter.py --state-dir "$STATE_DIR" --profile chen review-info "$CASE" --approve)
 grep -E "^chen signed" <<<"$INFO"
@@ -110,15 +115,15 @@ UPDATE=$(grep -m1 "workflow update execute" <<<"$INFO" | sed 's/^ *//')
 echo "\$ $UPDATE" | sed -E 's/("approval_token": "[^"]{16})[^"]*/\1…/'
 bash -c "$UPDATE"
 
-say "7. The completed case"
+say "8. The completed case"
 $BIN/python starter.py --state-dir "$STATE_DIR" status "$CASE" --wait
 EVENTS=$("$TEMPORAL" workflow describe --address "$TEMPORAL_ADDRESS" --workflow-id "case-$CASE" -o json \
   | $BIN/python -c 'import json, sys; print(json.load(sys.stdin)["workflowExecutionInfo"]["historyLength"])')
 echo "workflow history of case-$CASE: $EVENTS events (temporal workflow show --workflow-id case-$CASE${CODEC_ENDPOINT:+ --codec-endpoint $CODEC_ENDPOINT})"
 
-say "8. The chain of proof, checked offline from the workflow history and the public keys only"
+say "9. The chain of proof, checked offline from the workflow history and the public keys only"
 $BIN/python starter.py --state-dir "$STATE_DIR" --profile chen verify "$CASE"
-say "9. An auditor reads the whole case from its workflow history alone (the worker is stopped first)"
+say "10. An auditor reads the whole case from its workflow history alone (the worker is stopped first)"
 kill "$WORKER" 2>/dev/null || true
 wait "$WORKER" 2>/dev/null || true
 $BIN/python starter.py --state-dir "$STATE_DIR" --profile chen audit "$CASE"

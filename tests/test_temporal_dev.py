@@ -141,13 +141,19 @@ def test_the_demo_runs_on_the_ports_it_is_given(tmp_path: Path) -> None:
     port, ui_port, codec_port, console_port = free_port(), free_port(), free_port(), free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith(("TEMPORAL_ADDRESS", "SUPPORT_", "COMMERCE_"))}
     env.update(TEMPORAL_PORT=str(port), TEMPORAL_UI_PORT=str(ui_port), CODEC_PORT=str(codec_port))
-    env.update(CONSOLE_PORT=str(console_port), CHAT_PORT=str(free_port()))
+    chat_port = free_port()
+    env.update(CONSOLE_PORT=str(console_port), CHAT_PORT=str(chat_port))
     env.update(STATE_DIR=str(tmp_path / "demo"))
     done = subprocess.run(["bash", "scripts/demo.sh"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=400)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     assert f"Temporal dev server on 127.0.0.1:{port}" in done.stdout
     assert f"codec server http://127.0.0.1:{codec_port}" in done.stdout
     assert f"reviewer console http://localhost:{console_port}" in done.stdout
+    assert f"web chat http://localhost:{chat_port} (demo sign-in)" in done.stdout
+    # the case is a conversation: it asked alice for the order, her answer led to the proposal
+    asked = done.stdout[done.stdout.index("== 5. alice writes") : done.stdout.index("== 6. alice answers")]
+    assert "waiting_customer" in asked and "QH-1001" in asked
+    assert "waiting_approval" in done.stdout[done.stdout.index("== 6. alice answers") :]
     assert "chain verified" in done.stdout
     assert not _listening(port) and not _listening(codec_port) and not _listening(ui_port)
-    assert not _listening(console_port)
+    assert not _listening(console_port) and not _listening(chat_port)
