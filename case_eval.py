@@ -62,7 +62,7 @@ EVAL_CASES = [
         False,
     ),
     EvalCase("service not covered", "Do you offer lunar teleportation for my parcels?", CaseStatus.NEEDS_HUMAN, False),
-    EvalCase("another customer's order", "Please refund QH-2001", CaseStatus.NEEDS_INPUT, False),
+    EvalCase("another customer's order", "Please refund QH-2001", CaseStatus.WAITING_CUSTOMER, False),
 ]
 
 

@@ -15,5 +15,7 @@ class DevStackErrorCode(StrEnum):
     CODEC_SERVER_TIMEOUT = "codec_server_timeout"
     REVIEWER_CONSOLE_EXITED = "reviewer_console_exited"
     REVIEWER_CONSOLE_TIMEOUT = "reviewer_console_timeout"
+    CUSTOMER_CHANNEL_EXITED = "customer_channel_exited"
+    CUSTOMER_CHANNEL_TIMEOUT = "customer_channel_timeout"
     CODEC_ENDPOINT = "codec_endpoint"
     TEMPORAL_CLI_NOT_FOUND = "temporal_cli_not_found"

@@ -15,6 +15,7 @@ import os
 import sys
 from pathlib import Path
 
+from contracts.directory import ISSUER_KID
 from contracts.errors import ConfigurationError
 from devstack.ports import port_problems
 from devstack.servers import (
@@ -25,7 +26,7 @@ from devstack.servers import (
     start_reviewer_console,
     ui_origins,
 )
-from keystore import directory_location
+from keystore import directory_location, private_key_path
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -92,6 +93,10 @@ def main(argv: list[str] | None = None) -> int:
             if port:
                 print(f"dev-server: no {name}: {directory} does not exist (starter.py init writes it)", flush=True)
         args.console_port = args.chat_port = 0
+    issuer_key = private_key_path(args.state_dir, ISSUER_KID)  # the web chat's demo sign-in signs with it
+    if args.chat_port and not issuer_key.is_file():
+        print(f"dev-server: no web chat: {issuer_key} does not exist (starter.py init writes it)", flush=True)
+        args.chat_port = 0
     try:
         if args.console_port:
             console = start_reviewer_console(

@@ -40,7 +40,7 @@ def test_a_sigterm_during_start_up_stops_both_servers(tmp_path: Path) -> None:
     port, ui_port, codec_port, console_port = free_port(), free_port(), free_port(), free_port()
     command = [sys.executable, "-m", "devstack", "--port", str(port), "--ui-port", str(ui_port)]
     command += ["--codec-port", str(codec_port), "--console-port", str(console_port)]
-    command += ["--state-dir", str(tmp_path / "state")]
+    command += ["--chat-port", str(free_port()), "--state-dir", str(tmp_path / "state")]
     script = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     started: set[int] = set()
     try:
@@ -95,7 +95,8 @@ def test_a_port_another_temporal_server_answers_on_is_refused_with_the_bind_erro
     try:
         port = int(other.address.rsplit(":", 1)[1])
         command = [sys.executable, "-m", "devstack", "--port", str(port), "--ui-port", str(free_port())]
-        command += ["--codec-port", "0", "--console-port", str(free_port()), "--state-dir", str(tmp_path / "mine")]
+        command += ["--codec-port", "0", "--console-port", str(free_port()), "--chat-port", str(free_port())]
+        command += ["--state-dir", str(tmp_path / "mine")]
         done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=120)
     finally:
         other.stop()
@@ -113,7 +114,7 @@ def test_a_taken_codec_port_is_refused_in_one_line_and_nothing_is_left_running(t
     with _held_port() as codec_port:
         command = [sys.executable, "-m", "devstack", "--port", str(port), "--ui-port", str(free_port())]
         command += ["--codec-port", str(codec_port), "--console-port", str(free_port())]
-        command += ["--state-dir", str(tmp_path / "state")]
+        command += ["--chat-port", str(free_port()), "--state-dir", str(tmp_path / "state")]
         done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert done.returncode == 2, done
     [line] = done.stderr.splitlines()

@@ -6,7 +6,8 @@ sign-in. alice signs in (demo sign-in), asks "I want a refund for my lamp", watc
 asked which order and answers "QH-1001"; the refund proposal waits for a reviewer. The page is
 reloaded: it shows the transcript and the progress it had, each item once, and its stream resumes
 after the last event it showed (the answer to "any news?" arrives live, numbered on from there, none
-missing). Text with markup in it is shown as written, never rendered. A browser that prefers Chinese
+missing). Text with markup in it is shown as written, never rendered. chen approves; the receipt
+arrives on the page live and the conversation reads as complete. A browser that prefers Chinese
 reads the page in Chinese.
 """
 
@@ -21,9 +22,10 @@ from pathlib import Path
 import pytest
 from playwright.async_api import Page, async_playwright, expect
 
+from contracts.case import CaseStatus
 from customer_channel import ChannelConfig, TemporalConversations, build_app
 from devstack.rehearsal_stack import RehearsalStack, rehearsal_stack
-from keystore import directory_location
+from keystore import demo_identity, directory_location
 from keystore.directory_file import DirectorySource
 from tests.browser.console_support import refunds_paid, screenshots_dir, stack_keys_only
 from tests.browser.web_ui import CHROMIUM, UI_TIMEOUT_MS, VIEWPORT
@@ -124,6 +126,21 @@ async def test_a_customer_chats_and_the_stream_resumes_after_a_reload(
         await expect(page.locator("#case-status")).to_have_text("A refund proposal waits for a reviewer.")
         await page.screenshot(path=str(shots / "chat-resumed.png"), full_page=True)
         assert refunds_paid(stack.state_dir, "QH-1001") == 0
+
+        # chen approves (his own signed review): the outcome reaches the page live, stated by code
+        case_id = (await page.locator("#case-id").text_content() or "").strip()
+        view = await stack.cases.open(case_id).status()
+        assert view.status is CaseStatus.WAITING_APPROVAL and view.digest is not None, view.status
+        review = stack.signer.signed_review(
+            demo_identity("chen"), case_id=case_id, digest=view.digest, decision="approve"
+        )
+        await stack.cases.open(case_id).review(review)
+        receipt = page.locator('#progress li[data-kind="receipt"]')
+        await expect(receipt).to_have_count(1, timeout=CASE_TIMEOUT_MS)
+        await expect(receipt).to_contain_text("QH-1001")
+        await expect(page.locator("#case-status")).to_have_text("This conversation is complete.")
+        await expect(page.locator("#transcript li.service").last).to_contain_text("receipt")
+        assert refunds_paid(stack.state_dir, "QH-1001") == 1
 
         # A reader whose browser prefers Chinese reads the page in Chinese.
         browser = page.context.browser

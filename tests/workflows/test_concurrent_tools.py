@@ -85,6 +85,7 @@ def _comparable(view: CaseView, events: list[CaseEvent]) -> tuple[dict[str, Any]
     state = view.model_dump(mode="json", exclude={"case_id", "proposal", "digest", "effect", "record_path"})
     assert view.effect is not None
     state["effect"] = view.effect.model_dump(mode="json", exclude={"digest", "expires_at"})
+    state["conversation"] = [entry.model_dump(mode="json", exclude={"at"}) for entry in view.conversation]
     log = [(e.kind, e.detail) for e in events if e.kind not in (EventKind.PROPOSAL_CREATED,)]
     return state, log
 
