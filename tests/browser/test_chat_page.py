@@ -3,12 +3,12 @@
 Debian's chromium (Playwright, headless); the real worker, dev server and commerce server
 (``devstack.rehearsal_stack``, rehearsal model); the customer channel served by uvicorn with its demo
 sign-in. alice signs in (demo sign-in), asks "I want a refund for my lamp", watches the progress, is
-asked which order and answers "QH-1001"; the refund proposal waits for a reviewer. The page is
-reloaded: it shows the transcript and the progress it had, each item once, and its stream resumes
-after the last event it showed (the answer to "any news?" arrives live, numbered on from there, none
-missing). Text with markup in it is shown as written, never rendered. chen approves; the receipt
-arrives on the page live and the conversation reads as complete. A browser that prefers Chinese
-reads the page in Chinese.
+asked which order and answers "QH-1001"; the refund proposal waits for a reviewer. The page is reloaded:
+it shows the transcript and the progress it had, each item once, and its stream resumes after the last
+event it showed (the answer to "any news?" arrives live, numbered on from there, none missing). Text
+with markup in it is shown as written, never rendered. chen reads the conversation in the reviewer
+console and approves with his passkey; the receipt arrives on the page live and the conversation reads
+as complete. A browser that prefers Chinese reads the page in Chinese.
 """
 
 from __future__ import annotations
@@ -23,16 +23,26 @@ import pytest
 from playwright.async_api import Page, async_playwright, expect
 
 from contracts.case import CaseStatus
+from contracts.knowledge import Language
 from customer_channel import ChannelConfig, TemporalConversations, build_app
 from devstack.rehearsal_stack import RehearsalStack, rehearsal_stack
-from keystore import demo_identity, directory_location
+from keystore import directory_location
 from keystore.directory_file import DirectorySource
-from tests.browser.console_support import refunds_paid, screenshots_dir, stack_keys_only
+from reviewer_console.words import Text, Words
+from tests.browser.console_support import (
+    console_server,
+    enroll_and_sign_in,
+    refunds_paid,
+    screenshots_dir,
+    stack_keys_only,
+    virtual_authenticator,
+)
 from tests.browser.web_ui import CHROMIUM, UI_TIMEOUT_MS, VIEWPORT
 from tests.channel.channel_server import serving
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
+ENGLISH = Words(Language.EN)
 CASE_TIMEOUT_MS = 90_000
 """A turn of the rehearsal model on a busy 2-core machine: planning, the tools, the draft, the review."""
 
@@ -127,14 +137,22 @@ async def test_a_customer_chats_and_the_stream_resumes_after_a_reload(
         await page.screenshot(path=str(shots / "chat-resumed.png"), full_page=True)
         assert refunds_paid(stack.state_dir, "QH-1001") == 0
 
-        # chen approves (his own signed review): the outcome reaches the page live, stated by code
+        # chen approves in the reviewer console with his passkey, reading the conversation there; the
+        # outcome reaches the customer's page live, stated by code
         case_id = (await page.locator("#case-id").text_content() or "").strip()
-        view = await stack.cases.open(case_id).status()
-        assert view.status is CaseStatus.WAITING_APPROVAL and view.digest is not None, view.status
-        review = stack.signer.signed_review(
-            demo_identity("chen"), case_id=case_id, digest=view.digest, decision="approve"
-        )
-        await stack.cases.open(case_id).review(review)
+        assert (await stack.cases.open(case_id).status()).status is CaseStatus.WAITING_APPROVAL
+        browser = page.context.browser
+        assert browser is not None
+        chen = await (await browser.new_context(viewport=VIEWPORT, device_scale_factor=1)).new_page()
+        chen.set_default_timeout(UI_TIMEOUT_MS)
+        async with console_server(stack, tmp_path) as console:
+            await virtual_authenticator(chen)
+            await enroll_and_sign_in(chen, stack, console, "chen", "Chen")
+            await chen.goto(f"{console}/cases/{case_id}")
+            await expect(chen.get_by_text("I want a refund for my lamp").first).to_be_visible()
+            await expect(chen.get_by_text("Any news on my refund? <b>please</b>").first).to_be_visible()
+            await chen.get_by_role("button", name="Approve with passkey").click()
+            await expect(chen.get_by_role("status")).to_have_text(ENGLISH(Text.ACCEPTED_APPROVE))
         receipt = page.locator('#progress li[data-kind="receipt"]')
         await expect(receipt).to_have_count(1, timeout=CASE_TIMEOUT_MS)
         await expect(receipt).to_contain_text("QH-1001")
