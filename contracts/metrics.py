@@ -39,6 +39,13 @@ class WorkerMetric(StrEnum):
     TOOL_CALLS_REFUSED = "support_tool_calls_refused"
     """Tool calls the case's gate refused before any activity ran (another customer's order...), by code."""
     SETTLEMENT_RETRIES = "support_settlement_retries"
+    CUSTOMER_MESSAGES = "support_customer_messages"
+    """Further customer messages a case took (the first is the case's start), by tenant."""
+    CUSTOMER_MESSAGES_REFUSED = "support_customer_messages_refused"
+    """Customer messages a case refused, by tenant and refusal code (``another_customers_case``...)."""
+    CUSTOMER_REPLIES = "support_customer_replies"
+    """Replies the case sent its customer, by tenant and ``kind`` (who wrote it: ``model_draft``,
+    ``case_records``, ``receipt``...)."""
 
 
 APPROVAL_WAIT = "support_approval_wait"

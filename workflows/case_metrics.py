@@ -17,6 +17,7 @@ from temporalio import workflow
 with workflow.unsafe.imports_passed_through():
     from contracts.case import Decision
     from contracts.case_input import CaseState
+    from contracts.conversation import MessageRefusal, ReplySource
     from contracts.metrics import (
         APPROVAL_WAIT,
         OTHER_LABEL,
@@ -82,6 +83,30 @@ def approval_refused(s: CaseState, code: str) -> None:
         "Reviews the case refused, by refusal code",
         tenant=tenant_label(s),
         code=code.split(":", 1)[0][:MAX_CODE_CHARS],
+    )
+
+
+def message_accepted(s: CaseState) -> None:
+    _count(WorkerMetric.CUSTOMER_MESSAGES, "Further customer messages the case took", tenant=tenant_label(s))
+
+
+def message_refused(s: CaseState | None, refusal: MessageRefusal) -> None:
+    """A refused customer message, by its code: in the update's validator (before Temporal records
+    anything) or in its handler (the credential did not prove the case's customer)."""
+    _count(
+        WorkerMetric.CUSTOMER_MESSAGES_REFUSED,
+        "Customer messages the case refused, by refusal code",
+        tenant=tenant_label(s) if s is not None else UNVERIFIED_TENANT,
+        code=refusal.value,
+    )
+
+
+def reply_sent(s: CaseState, source: ReplySource) -> None:
+    _count(
+        WorkerMetric.CUSTOMER_REPLIES,
+        "Replies the case sent its customer, by who wrote them",
+        tenant=tenant_label(s),
+        kind=source.value,
     )
 
 

@@ -82,6 +82,7 @@ class CaseRun:
             return  # already said for this message (a close right after the reply it repeats)
         entry = conversation.add(Speaker.SERVICE, text, workflow.now(), turn=conversation.turn, source=source)
         self._event(EventKind.REPLY_SENT, f"reply {entry.seq} to message {entry.turn} ({source.value})")
+        case_metrics.reply_sent(self._s, source)
         kind = ProgressKind.RECEIPT if source is ReplySource.RECEIPT else ProgressKind.REPLY
         self._progress.publish(kind, entry.text)
 

@@ -37,6 +37,7 @@ with workflow.unsafe.imports_passed_through():
         EventKind,
         StopCode,
     )
+    from workflows import case_metrics
     from workflows.case_run import CaseRun
     from workflows.case_view import (
         conversation_view,
@@ -64,6 +65,7 @@ class ConversationHandlers(CaseRun):
         """Take a customer message: refused (one sentence, the text not kept) unless its credential proves
         the case's own customer now and the case can take it (:mod:`workflows.customer_messages`)."""
         if not await self._takes_reviews():
+            case_metrics.message_refused(self._state, MessageRefusal.CASE_CLOSED)
             raise refusal_error(MessageRefusal.CASE_CLOSED, None)
         s = self._s
         message = decoded_message(workflow.payload_converter(), payload.payload)
@@ -80,6 +82,7 @@ class ConversationHandlers(CaseRun):
                 assert sender is not None
                 credential = credential_of(sender, message.token)
                 turn = s.conversation.accept(message.text, message.message_id, workflow.now(), credential)
+                case_metrics.message_accepted(s)
                 self._event(
                     EventKind.MESSAGE_ACCEPTED,
                     f"message {turn} from {credential.subject} under {credential.issuer} credential "
@@ -98,12 +101,14 @@ class ConversationHandlers(CaseRun):
         """Refuse before Temporal records anything: a malformed, over-long or too frequent message, or one
         to a case that has ended."""
         if self._state is None or self._input.refusal is not None:
+            case_metrics.message_refused(self._state, MessageRefusal.CASE_CLOSED)
             raise refusal_error(MessageRefusal.CASE_CLOSED, None)
         message = decoded_message(workflow.payload_converter(), payload.payload)
         refusal = (
             message if isinstance(message, MessageRefusal) else admission_refusal(self._s, message, workflow.now())
         )
         if refusal is not None:
+            case_metrics.message_refused(self._s, refusal)
             raise refusal_error(refusal, self._s)
 
     @workflow.update(name=REPLY, description="Wait up to 30 s for the reply to one customer message.")

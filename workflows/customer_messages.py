@@ -41,6 +41,7 @@ with workflow.unsafe.imports_passed_through():
     from contracts.errors import SupportError, rebuilt_activity_failures
     from contracts.names import MESSAGE_REFUSED, ActivityName, EventKind
     from workflows import activity_options as options
+    from workflows import case_metrics
     from workflows.short_steps import execute_short_step
 
 _REFUSAL_OF_CREDENTIAL: dict[str, MessageRefusal] = {
@@ -128,6 +129,7 @@ def refused(
 ) -> ApplicationError:
     """Record ``refusal`` (its code, never the text) and the update's failure: the customer's sentence."""
     record(EventKind.MESSAGE_REFUSED, refusal.value + (f" ({detail[:80]})" if detail else ""))
+    case_metrics.message_refused(s, refusal)
     return refusal_error(refusal, s)
 
 

@@ -17,6 +17,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 from contracts.case import TERMINAL_STATUSES, CaseStatus, Decision
+from contracts.conversation import MessageRefusal, ReplySource
 from contracts.directory import Directory
 from contracts.metrics import KNOWN_TOOL_REFUSALS, MetricLabel, WorkerMetric, bounded_name
 from contracts.names import WORKFLOW_NAME, ActivityName, ReviewRefusal
@@ -80,6 +81,11 @@ def initial_series(known: KnownLabels) -> Iterator[Series]:
             yield Series(WorkerMetric.APPROVALS_REFUSED, case, (t, (MetricLabel.CODE.value, code)))
         for code in KNOWN_TOOL_REFUSALS:
             yield Series(WorkerMetric.TOOL_CALLS_REFUSED, case, (t, (MetricLabel.CODE.value, code)))
+        yield Series(WorkerMetric.CUSTOMER_MESSAGES, case, (t,))
+        for refusal in MessageRefusal:
+            yield Series(WorkerMetric.CUSTOMER_MESSAGES_REFUSED, case, (t, (MetricLabel.CODE.value, refusal.value)))
+        for source in ReplySource:
+            yield Series(WorkerMetric.CUSTOMER_REPLIES, case, (t, (MetricLabel.KIND.value, source.value)))
         for provider, model in known.models:
             named = (t, (MetricLabel.PROVIDER.value, provider), (MetricLabel.MODEL.value, model))
             yield Series(WorkerMetric.MODEL_COST_PICO_USD, case, named)

@@ -24,13 +24,15 @@ from pathlib import Path
 
 import pytest
 import yaml
-from temporalio.client import WorkflowUpdateFailedError
+from temporalio.client import WorkflowHandle, WorkflowUpdateFailedError
 
 from activities.commerce.commerce_http import COMMERCE_URL_ENV
+from case_client._conversation import MessageRefused, new_message_id, send_message, wait_reply
 from commerce_server.db import make_engine
 from commerce_server.metrics import METRICS_PORT_ENV as COMMERCE_METRICS_PORT_ENV
 from commerce_server.tokens import TOKEN_SECRET_ENV
 from contracts.case import CaseStatus, CaseView, Decision, ReviewOutcome
+from contracts.conversation import CustomerMessage, MessageRefusal, ReplySource
 from contracts.metrics import APPROVAL_WAIT_SECONDS, COMMERCE_HEALTH, CommerceMetric, WorkerMetric
 from contracts.names import ActivityName
 from contracts.tools import ToolName
@@ -39,7 +41,7 @@ from keystore import demo_identity
 from tests.adversarial.provider import ScriptedProvider, call, tool_calls
 from tests.case_world import connect_case_client
 from tests.commerce_service import HttpCommerce, start_http_commerce
-from tests.credentials_support import signed_review
+from tests.credentials_support import applicant_token, signed_review
 from tests.faults.fault_support import REFUND_QUESTION, FaultWorld, WorkerProcess, spawn_worker
 from tests.metrics.metered_stack import (
     PICO_USD_PER_REPLY,
@@ -138,6 +140,7 @@ async def scraped(
         before = scrape(url)
         handle = await world.start(REFUND_QUESTION)
         view = await world.waiting_for_approval(handle)
+        await write_while_waiting(handle, view.case_id)
         with pytest.raises(WorkflowUpdateFailedError):  # counted as a refused approval
             await handle.execute_update(
                 "review", signed_review("chen", view.case_id, "0" * 64), result_type=ReviewOutcome
@@ -170,6 +173,22 @@ async def scraped(
         worker.cleanup()
         provider.stop()
         world.engine.dispose()
+
+
+async def write_while_waiting(handle: WorkflowHandle, case_id: str) -> None:
+    """bob writes to alice's case (refused: another_customers_case); alice asks for news (taken, and
+    answered from the case's records)."""
+    bobs = CustomerMessage(
+        text="news?", token=applicant_token(demo_identity("bob"), case_id), message_id=new_message_id()
+    )
+    with pytest.raises(MessageRefused):
+        await send_message(handle, bobs)
+    alices = CustomerMessage(
+        text="any news?", token=applicant_token(demo_identity("alice"), case_id), message_id=new_message_id()
+    )
+    accepted = await send_message(handle, alices)
+    answer = await wait_reply(handle, accepted.turn, wait_seconds=25)
+    assert answer.reply is not None and answer.reply.source is ReplySource.CASE_RECORDS, answer
 
 
 def backlog_reported(temporal: Scrape, task_queue: str) -> bool:
@@ -205,6 +224,20 @@ def test_the_case_approval_and_refund_counters_have_the_values_of_the_two_cases(
     assert metrics.value(total(WorkerMetric.APPROVALS_REFUSED), tenant="qinghe", code="digest_mismatch") == 1
     assert metrics.value(total(WorkerMetric.REFUNDS_PAID), tenant="qinghe") == 1
     assert metrics.value(total(WorkerMetric.REFUNDED_CENTS), tenant="qinghe") == 12900
+
+
+def test_customer_messages_and_replies_are_counted_by_code_and_author(scraped: Scraped) -> None:
+    metrics = scraped.worker
+    assert metrics.value(total(WorkerMetric.CUSTOMER_MESSAGES), tenant="qinghe") == 1
+    refused = total(WorkerMetric.CUSTOMER_MESSAGES_REFUSED)
+    assert metrics.value(refused, tenant="qinghe", code=MessageRefusal.ANOTHER_CUSTOMER.value) == 1
+    assert metrics.value(refused) == 1
+    replies = total(WorkerMetric.CUSTOMER_REPLIES)
+    assert metrics.value(replies, tenant="qinghe", kind=ReplySource.CASE_RECORDS.value) == 1  # the news
+    assert metrics.value(replies, tenant="qinghe", kind=ReplySource.RECEIPT.value) == 1  # the paid refund
+    assert metrics.value(replies, tenant="qinghe", kind=ReplySource.MODEL_DRAFT.value) == 2  # each proposal
+    written_at_zero = [s for s in scraped.before.samples if s.name == replies and s.labels.get("kind") == "receipt"]
+    assert written_at_zero and all(sample.value == 0 for sample in written_at_zero)
 
 
 def test_the_tool_call_the_case_refused_is_counted_by_its_code(scraped: Scraped) -> None:

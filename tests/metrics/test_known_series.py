@@ -14,6 +14,7 @@ from temporalio.runtime import MetricBuffer, Runtime, TelemetryConfig
 from activities.runtime.known_series import KnownLabels, initial_series, known_labels
 from commerce_server.metrics import HealthCollector, database_answers, initialise
 from contracts.case import CaseStatus
+from contracts.conversation import MessageRefusal, ReplySource
 from contracts.directory import Directory
 from contracts.metrics import KNOWN_TOOL_REFUSALS, WorkerMetric, bounded_name
 from contracts.names import WORKFLOW_NAME
@@ -33,6 +34,20 @@ def test_every_tenant_starts_at_zero_for_each_status_decision_code_and_model() -
     assert {CaseStatus.COMPLETED, CaseStatus.REJECTED, CaseStatus.FAILED} <= ended
     refused = {dict(s.labels)["code"] for s in series if s.metric is WorkerMetric.TOOL_CALLS_REFUSED}
     assert "order_not_bound_to_case" in refused
+    for tenant in KNOWN.tenants:
+        assert (WorkerMetric.CUSTOMER_MESSAGES, tenant, ("tenant",)) in labels
+        messages = {
+            dict(s.labels)["code"]
+            for s in series
+            if s.metric is WorkerMetric.CUSTOMER_MESSAGES_REFUSED and dict(s.labels)["tenant"] == tenant
+        }
+        assert messages == {refusal.value for refusal in MessageRefusal}
+        replies = {
+            dict(s.labels)["kind"]
+            for s in series
+            if s.metric is WorkerMetric.CUSTOMER_REPLIES and dict(s.labels)["tenant"] == tenant
+        }
+        assert replies == {source.value for source in ReplySource}
 
 
 def test_the_sdk_labels_are_those_the_sdk_adds_to_a_workflow_or_an_activity_counter() -> None:
