@@ -28,6 +28,7 @@ class ClientErrorCode(StrEnum):
     CONVERSATION_REFUSED = "conversation_refused"
     CONVERSATION_NOT_STARTED = "conversation_not_started"
     CONVERSATION_UNREACHABLE = "conversation_unreachable"
+    CASE_BEFORE_CONVERSATIONS = "case_before_conversations"
     # what the caller asked
     INVALID_QUESTION = "invalid_question"
     INVALID_TTL = "invalid_ttl"

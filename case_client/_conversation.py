@@ -18,6 +18,7 @@ from temporalio.client import (
     Client,
     WithStartWorkflowOperation,
     WorkflowHandle,
+    WorkflowQueryFailedError,
     WorkflowUpdateFailedError,
 )
 from temporalio.common import WorkflowIDConflictPolicy, WorkflowIDReusePolicy
@@ -110,7 +111,7 @@ async def send_message(
     try:
         return await handle.execute_update(MESSAGE, message, result_type=MessageAccepted)
     except WorkflowUpdateFailedError as error:
-        raise _refused(error, language) from None
+        raise _refused(error, language, case_id_of(handle.id)) from None
     except RPCError as error:
         if workflow_closed(error):
             refusal = MessageRefusal.CASE_CLOSED
@@ -141,7 +142,27 @@ async def reply_unless_closed(handle: WorkflowHandle, turn: int, *, wait_seconds
 
 
 async def conversation(handle: WorkflowHandle) -> ConversationView:
-    return await handle.query(CONVERSATION, result_type=ConversationView)
+    try:
+        return await handle.query(CONVERSATION, result_type=ConversationView)
+    except WorkflowQueryFailedError as error:
+        if _handler_missing(str(error), "Query", CONVERSATION):
+            raise before_conversations(case_id_of(handle.id)) from None
+        raise
+
+
+def before_conversations(case_id: str) -> BusinessError:
+    """A case started on a build before release 0.11 has no conversation: no message reaches it."""
+    return BusinessError(
+        ClientErrorCode.CASE_BEFORE_CONVERSATIONS,
+        f"case {case_id} was started on a release before conversations (0.10 or earlier): it takes no "
+        "further messages and has no transcript; its status and reviews work as before. Start a new "
+        "conversation to write.",
+    )
+
+
+def _handler_missing(message: str, kind: str, name: str) -> bool:
+    """Whether a failure is the SDK's answer for a handler the case's build does not have."""
+    return f"{kind} handler for '{name}' expected but not found" in message
 
 
 async def progress(temporal: Client, case_workflow_id: str, *, from_offset: int = 0) -> AsyncIterator[Progress]:
@@ -167,8 +188,10 @@ def refusal_of(error: WorkflowUpdateFailedError) -> MessageRefusal | None:
     return refused.refusal if isinstance(refused, MessageRefused) else None
 
 
-def _refused(error: WorkflowUpdateFailedError, language: Language) -> BusinessError:
+def _refused(error: WorkflowUpdateFailedError, language: Language, case_id: str = "") -> BusinessError:
     cause = error.cause
+    if cause is not None and _handler_missing(str(cause), "Update", MESSAGE):
+        return before_conversations(case_id)
     if isinstance(cause, ApplicationError) and cause.type == MESSAGE_REFUSED:
         details = cause.details[0] if cause.details else None
         code = details.get("code") if isinstance(details, dict) else None

@@ -22,7 +22,7 @@ from case_client._conversation import (
 )
 from contracts.case_input import CaseInput
 from contracts.conversation import ConversationView, CustomerMessage, MessageAccepted, TurnReply
-from contracts.errors import TransientError
+from contracts.errors import BusinessError, TransientError
 from contracts.knowledge import Language
 from contracts.names import workflow_id
 
@@ -78,7 +78,11 @@ class TemporalConversations:
             if error.status is RPCStatusCode.NOT_FOUND:
                 raise CaseNotFound from None
             raise TransientError(ClientErrorCode.CONVERSATION_UNREACHABLE, error.message[:200]) from None
-        except WorkflowQueryFailedError:  # a case of a build without the conversation query
+        except BusinessError as error:  # a case of a build before conversations: no conversation here
+            if error.code == ClientErrorCode.CASE_BEFORE_CONVERSATIONS:
+                raise CaseNotFound from None
+            raise
+        except WorkflowQueryFailedError:  # a query the case's code failed
             raise CaseNotFound from None
         except TimeoutError:
             raise TransientError(

@@ -12,7 +12,6 @@ import asyncio
 import os
 import signal
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -26,7 +25,7 @@ from case_client.deployment import BUILD_ID_ENV, current_build_id, open_cases_on
 from contracts.case import CaseStatus
 from contracts.names import DEPLOYMENT_NAME, REVIEW
 from contracts.payload_codec import CASE_DATA_CONVERTER
-from devstack.servers import DevServer, start_dev_server
+from devstack.servers import DevServer
 from tests.case_world import connect_case_client
 from tests.deploy_upgrade.release_tree import launcher_report, release_tree, replay_in_tree, spawn_release_worker
 from tests.faults.fault_support import REFUND_QUESTION, FaultWorld, WorkerProcess, approval
@@ -92,23 +91,6 @@ async def listed_on(client: Client, version: WorkerDeploymentVersion, expected: 
 
 def no_failed_task(history: WorkflowHistory) -> bool:
     return not any(event.HasField("workflow_task_failed_event_attributes") for event in history.events)
-
-
-@pytest.fixture
-def own_server(tmp_path: Path) -> Iterator[DevServer]:
-    """A dev server of this test alone: its deployment versions touch no other test's cases."""
-    server = start_dev_server(tmp_path / "temporal")
-    yield server
-    server.stop()
-
-
-@pytest.fixture
-def started() -> Iterator[list[WorkerProcess]]:
-    """Worker processes of the test; every one (and its commerce servers) is killed afterwards."""
-    processes: list[WorkerProcess] = []
-    yield processes
-    for process in processes:
-        process.cleanup()
 
 
 async def test_a_0_1_case_drains_on_its_pinned_worker_while_0_2_takes_new_cases(

@@ -16,9 +16,16 @@ from pathlib import Path
 
 import pytest
 
+from contracts.directory import ConversationPolicy
 from contracts.errors import ConfigurationError
 from keystore import create_demo_directory, directory_location
-from keystore.directory_file import MAX_DIRECTORY_BYTES, URL_DEADLINE_SECONDS, DirectorySource, load_directory
+from keystore.directory_file import (
+    MAX_DIRECTORY_BYTES,
+    URL_DEADLINE_SECONDS,
+    DirectorySource,
+    load_directory,
+    write_directory,
+)
 from tests.directory_file_support import guard_endless_reads, trusted_localhost_tls
 from tests.jwks_support import http_head, serve_raw
 
@@ -188,3 +195,27 @@ def test_an_https_directory_within_the_limits_is_read(tmp_path: Path, monkeypatc
     assert json.loads(document)["keys"]
     with serve_raw([http_head(content_length=len(document)), document], tls=tls) as server:
         assert load_directory(server.url).person("chen") is not None
+
+
+# --- what a release before conversations still reads (issue 47) -----------------------------------
+
+
+def test_a_default_conversation_policy_is_not_written_and_a_set_one_is(tmp_path: Path) -> None:
+    """Workers of release 0.10 and earlier refuse a tenant key they do not know, and they drain their
+    cases beside 0.11 during an upgrade: a directory written by 0.11 carries ``conversation`` only where
+    a tenant set one (tests/deploy_upgrade/test_case_before_conversations.py runs a 0.10 worker on it)."""
+    create_demo_directory(tmp_path)
+    path = Path(directory_location(tmp_path, {}))
+    written = json.loads(path.read_text(encoding="utf-8"))
+    assert written["tenants"] and all("conversation" not in tenant for tenant in written["tenants"])
+    directory = load_directory(str(path))
+    assert directory.conversation_policy(written["tenants"][0]["tenant"]) == ConversationPolicy()
+
+    first = directory.tenants[0]
+    patient = ConversationPolicy(idle_hours=48, messages_per_minute=10)
+    tenants = [first.model_copy(update={"conversation": patient}), *directory.tenants[1:]]
+    changed = directory.model_copy(update={"tenants": tenants})
+    write_directory(path, changed)
+    again = json.loads(path.read_text(encoding="utf-8"))
+    assert again["tenants"][0]["conversation"] == {"idle_hours": 48.0, "messages_per_minute": 10}
+    assert load_directory(str(path)).conversation_policy(first.tenant) == patient
