@@ -14,6 +14,7 @@ from datetime import datetime
 from contracts.case import CaseStatus, CloseRequest, Phase
 from contracts.case_input import CaseState
 from contracts.commerce import RefundProposal, RefundReceipt
+from contracts.conversation import Speaker
 from contracts.effect_card import EffectCard, effect_rows, markdown_text, money
 from contracts.names import REVIEW, EventKind, workflow_id
 from workflows.case_view import case_effect_card
@@ -44,6 +45,7 @@ def current_details(s: CaseState, now: datetime) -> str:
         f"- **Budgets used:** model {s.budgets.model_requests}/{s.budgets.max_model_requests}, "
         f"tools {s.budgets.tool_requests}/{s.budgets.max_tool_requests}, turns {s.budgets.turns}"
     )
+    lines.append(f"- **Conversation:** {conversation_line(s)}")
     card = case_effect_card(s)
     if card is not None:
         waiting = status is CaseStatus.WAITING_APPROVAL
@@ -56,6 +58,23 @@ def current_details(s: CaseState, now: datetime) -> str:
     if s.lifecycle.outcome is not None:
         lines += ["", f"**Ended:** {status.value} ({markdown_text(s.reason or '', limit=200)})"]
     return "\n".join(lines)
+
+
+def conversation_line(s: CaseState) -> str:
+    """How much was said, by counts and times only: what the customer and the service wrote stays in the
+    transcript (the console and ``audit`` show it; a Web UI reader may not be one who should read it)."""
+    talk = s.conversation
+    replies = sum(1 for entry in talk.entries if entry.speaker is Speaker.SERVICE)
+    answered = f"{replies} repl{'y' if replies == 1 else 'ies'}"
+    said = f"{talk.messages} message(s) from the customer, {answered}"
+    if talk.dropped:
+        kept = len(talk.entries)
+        said = f"{talk.messages} message(s) from the customer; {answered} in the last {kept} "
+        said += "entry" if kept == 1 else "entries"
+        said += f" ({talk.dropped} earlier)"
+    if s.lifecycle.status is CaseStatus.WAITING_CUSTOMER and talk.waiting_until is not None:
+        said += f"; waiting for the customer's answer until {utc(talk.waiting_until)}"
+    return said
 
 
 def effect_markdown(card: EffectCard, now: datetime, *, waiting: bool) -> list[str]:
