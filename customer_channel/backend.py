@@ -12,7 +12,8 @@ from typing import Protocol
 from temporalio.client import Client, WorkflowQueryFailedError
 from temporalio.service import RPCError, RPCStatusCode
 
-from case_client import ClientErrorCode, live_poller_identities
+from case_client import ClientErrorCode
+from case_client._connection import require_worker
 from case_client._conversation import (
     Progress,
     conversation,
@@ -59,7 +60,13 @@ class TemporalConversations:
         self.task_queue = task_queue
 
     async def serving(self) -> bool:
-        return bool(await live_poller_identities(self.client, self.task_queue))
+        """A worker that started a moment ago may not be listed yet: an empty queue is asked again for
+        up to :data:`case_client._connection.WORKER_GRACE_SECONDS` before the channel answers 503."""
+        try:
+            await require_worker(self.client, self.task_queue, start_hint="python worker.py")
+        except TransientError:
+            return False
+        return True
 
     async def start(self, case: CaseInput, *, wait_seconds: float) -> TurnReply:
         _, reply = await start_conversation(self.client, self.task_queue, case, wait_seconds=wait_seconds)
