@@ -35,8 +35,14 @@ import contextlib
 from datetime import timedelta
 from typing import Any
 
-from temporalio import activity, workflow
+from temporalio import workflow
 from temporalio.contrib.workflow_streams import WorkflowStream
+
+with workflow.unsafe.imports_passed_through():
+    from shape_workflow import LOCAL_TIMEOUT, REGULAR_TIMEOUT, pad, shape_step
+
+floor_step = shape_step
+"""The no-op activity of the floors (benchmarks/shape_workflow.py's): a string of the asked size back."""
 
 START_BYTES = 657
 """The case's start input (its CaseInput JSON)."""
@@ -73,20 +79,6 @@ WAITING_CUSTOMER = "waiting_customer"
 WAITING_APPROVAL = "waiting_approval"
 IDLE_LIMIT = timedelta(hours=24)
 APPROVAL_WAIT = timedelta(seconds=900)
-REGULAR_TIMEOUT = timedelta(seconds=60)
-LOCAL_TIMEOUT = timedelta(seconds=30)
-
-
-@activity.defn(name="conversation_floor_step")
-async def floor_step(result_bytes: int, padding: str) -> str:
-    """A no-op activity: a ``result_bytes`` long string back for an input ``padding`` long."""
-    return "r" * result_bytes
-
-
-def _pad(size: int) -> str:
-    return "p" * size
-
-
 @workflow.defn(name="ConversationFloorWorkflow")
 class ConversationFloorWorkflow:
     @workflow.init
@@ -127,7 +119,7 @@ class ConversationFloorWorkflow:
         await self._regular(review)
 
     async def _wait_for(self, status: str, kind: str, record: Step) -> None:
-        self._replies[self._turn] = _pad(ITEM_BYTES)
+        self._replies[self._turn] = pad(ITEM_BYTES)
         self._publish("reply")
         self._status = status
         self._publish(kind)
@@ -135,17 +127,17 @@ class ConversationFloorWorkflow:
         self._settled = True
 
     def _publish(self, kind: str) -> None:
-        self._topic.publish({"kind": kind, "turn": self._turn, "text": _pad(ITEM_BYTES)})
+        self._topic.publish({"kind": kind, "turn": self._turn, "text": pad(ITEM_BYTES)})
 
     async def _regular(self, sizes: Step) -> str:
         sent, answered = sizes
         return await workflow.execute_activity(
-            floor_step, args=[answered, _pad(sent)], start_to_close_timeout=REGULAR_TIMEOUT
+            shape_step, args=[answered, pad(sent)], start_to_close_timeout=REGULAR_TIMEOUT
         )
 
     async def _local(self, answered: int) -> str:
         return await workflow.execute_local_activity(
-            floor_step, args=[answered, ""], start_to_close_timeout=LOCAL_TIMEOUT
+            shape_step, args=[answered, ""], start_to_close_timeout=LOCAL_TIMEOUT
         )
 
     @workflow.update(name="message")
@@ -176,4 +168,4 @@ class ConversationFloorWorkflow:
 
 def start_input() -> str:
     """The start input, the size of a case's."""
-    return _pad(START_BYTES)
+    return pad(START_BYTES)

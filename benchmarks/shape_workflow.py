@@ -48,7 +48,7 @@ async def shape_step(result_bytes: int, padding: str) -> str:
     return "r" * result_bytes
 
 
-def _pad(size: int) -> str:
+def pad(size: int) -> str:
     return "p" * size
 
 
@@ -77,7 +77,7 @@ class ShapeFloorWorkflow:
     async def _regular(self, sizes: tuple[int, int]) -> str:
         sent, answered = sizes
         return await workflow.execute_activity(
-            shape_step, args=[answered, _pad(sent)], start_to_close_timeout=REGULAR_TIMEOUT
+            shape_step, args=[answered, pad(sent)], start_to_close_timeout=REGULAR_TIMEOUT
         )
 
     async def _local(self, answered: int) -> str:
@@ -96,4 +96,4 @@ class ShapeFloorWorkflow:
 
 def start_input() -> str:
     """The start input, the size of a case's."""
-    return _pad(START_BYTES)
+    return pad(START_BYTES)

@@ -212,9 +212,7 @@ def _proposed_calls(
                 proposals = proposed.setdefault(tool_activity_id(call.call_id), [])
                 if not proposals or proposals[-1][0] != end.event_id:  # a reused id within a turn is refused
                     proposals.append((end.event_id, call))
-    for proposals in proposed.values():
-        proposals.sort(key=lambda proposal: proposal[0])
-    return proposed
+    return proposed  # each list in event order, as ``scheduled`` is
 
 
 def _proposal_before(proposals: list[tuple[int, ProposedToolCall]], event_id: int) -> ProposedToolCall | None:

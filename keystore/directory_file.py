@@ -16,7 +16,6 @@ and an https URL after :data:`URL_CACHE_SECONDS`, so a reviewer added, removed o
 from __future__ import annotations
 
 import http.client
-import json
 import os
 import stat
 import threading
@@ -25,7 +24,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from contracts.directory import ConversationPolicy, Directory
+from contracts.directory import Directory
 from contracts.errors import ConfigurationError
 from keystore.bounded_fetch import FetchTooLarge, FetchTooSlow, fetch_bounded
 from keystore.codes import KeystoreErrorCode
@@ -136,17 +135,12 @@ def first_problem(error: ValidationError) -> str:
 def write_directory(path: Path, directory: Directory) -> None:
     """Replace the directory file atomically (a reader sees the old document or the new, never half).
 
-    A tenant's conversation policy is written only where it differs from the default: workers of
-    release 0.10 and earlier, still draining their cases during an upgrade, refuse a directory with a
-    key they do not know (docs/upgrades.md)."""
-    document = directory.model_dump(mode="json")
-    default = ConversationPolicy().model_dump(mode="json")
-    for tenant in document["tenants"]:
-        if tenant.get("conversation") == default:
-            del tenant["conversation"]
+    A field at its default is left out: every release reads it as that default, and one that does not
+    know a newer field (workers of an earlier release draining their cases during an upgrade refuse an
+    unknown key) is never shown it until someone sets it (docs/upgrades.md)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    temporary.write_text(json.dumps(document, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    temporary.write_text(directory.model_dump_json(indent=2, exclude_defaults=True) + "\n", encoding="utf-8")
     temporary.replace(path)
 
 

@@ -57,7 +57,6 @@ async def test_a_case_of_release_0_10_takes_no_message_and_says_so(
         await old.ready()
         handle = await world.start(REFUND_QUESTION)
         view = await world.waiting_for_approval(handle)
-        events_before = len((await handle.fetch_history()).events)
 
         env = {k: v for k, v in os.environ.items() if k not in ("OPENAI_API_KEY", "OPENAI_BASE_URL")}
         env |= {"TEMPORAL_ADDRESS": own_server.address, "SUPPORT_TASK_QUEUE": world.task_queue, "COLUMNS": "200"}
@@ -83,7 +82,6 @@ async def test_a_case_of_release_0_10_takes_no_message_and_says_so(
         assert not any(
             event.HasField("workflow_execution_update_accepted_event_attributes") for event in history.events
         )
-        assert len(history.events) >= events_before
         now = await world.cases.open(view.case_id).status()
         assert now.status is CaseStatus.WAITING_APPROVAL and now.digest == view.digest
     finally:
