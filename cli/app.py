@@ -20,6 +20,7 @@ import typer
 from typer._click.utils import PacifyFlushWrapper
 from typer.exceptions import TyperException
 
+from cli import action_policy_commands  # noqa: F401  (registers directory allow-action and deny-action)
 from cli.directory_commands import directory_app
 from cli.knowledge_commands import knowledge_app
 from contracts.identity import Identity

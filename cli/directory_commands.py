@@ -23,6 +23,7 @@ from rich.table import Table
 from rich.text import Text
 
 from cli.exit_codes import ExitCode
+from contracts.action_policy import ActionKind, ActionRule
 from contracts.directory import Directory, Tenant
 from contracts.errors import SupportError
 from contracts.identity import Role
@@ -52,7 +53,7 @@ class _HasStateDir(Protocol):
     state_dir: Path
 
 
-def _refuse(problem: str) -> NoReturn:
+def refuse(problem: str) -> NoReturn:
     typer.echo(f"directory: {problem}", err=True)
     raise typer.Exit(ExitCode.REFUSED)
 
@@ -66,22 +67,22 @@ def _load(location: str) -> Directory:
     try:
         return load_directory(location)
     except SupportError as error:
-        _refuse(error.message)
+        refuse(error.message)
 
 
-def _editable(ctx: typer.Context) -> tuple[Path, Directory]:
+def editable(ctx: typer.Context) -> tuple[Path, Directory]:
     """The directory file of this state dir (or ``SUPPORT_DIRECTORY``) and what it holds now."""
     location = directory_location(_state_dir(ctx))
     if re.match(r"^[a-z][a-z0-9+.-]*://", location, re.IGNORECASE):
-        _refuse(f"{location} is published at a URL; edit the document where it is published")
+        refuse(f"{location} is published at a URL; edit the document where it is published")
     return Path(location), _load(location)
 
 
-def _edited(edit: Callable[[], Edited]) -> Edited:
+def edited_or_refused(edit: Callable[[], Edited]) -> Edited:
     try:
         return edit()
     except DirectoryEditError as error:
-        _refuse(str(error))
+        refuse(str(error))
 
 
 def _fresh_key(state_dir: Path, directory: Directory, subject: str, generation: int) -> dict[str, Any]:
@@ -94,7 +95,7 @@ def _fresh_key(state_dir: Path, directory: Directory, subject: str, generation: 
             jwk, created = create_key_pair(state_dir, kid)
             if created:
                 return jwk
-    _refuse(f"no free key name for {subject!r} after generation {generation}")
+    refuse(f"no free key name for {subject!r} after generation {generation}")
 
 
 def _generation(subject: str, kid: str) -> int:
@@ -114,6 +115,30 @@ def policy_line(tenant: Tenant) -> str:
         else f"two distinct reviewers from {threshold} cents, one below"
     )
     return f"tenant {tenant.tenant} ({tenant.display_name}): {rule}"
+
+
+def action_lines(tenant: Tenant) -> list[str]:
+    """One line per action the tenant allows, or one saying it allows none."""
+    if not tenant.actions:
+        return [f"tenant {tenant.tenant}: no action allowed (default deny)"]
+    return [f"tenant {tenant.tenant}: {rule_sentence(kind, rule)}" for kind, rule in tenant.actions.items()]
+
+
+def rule_sentence(kind: ActionKind, rule: ActionRule) -> str:
+    agree = []
+    if rule.customer_confirms:
+        agree.append("the customer confirms")
+    if rule.reviewers:
+        above = f" from {rule.reviewers_from_cents} cents" if rule.reviewers_from_cents else ""
+        agree.append(f"{rule.reviewers} reviewer(s) approve{above}")
+    caps = []
+    if rule.max_per_customer_per_day is not None:
+        caps.append(f"at most {rule.max_per_customer_per_day} a day per customer")
+    if rule.max_cents_per_customer_per_30_days is not None:
+        caps.append(f"at most {rule.max_cents_per_customer_per_30_days} cents per customer in 30 days")
+    who = " and ".join(agree) or "nobody is asked"
+    limits = f"; {', '.join(caps)}" if caps else ""
+    return f"{kind.value} allowed: {who}; proposals hold {rule.expires_minutes} minutes{limits}"
 
 
 def directory_table(directory: Directory, location: str) -> Table:
@@ -141,6 +166,8 @@ def show(
     console.print(directory_table(directory, location))
     for tenant in directory.tenants:
         typer.echo(policy_line(tenant))
+        for line in action_lines(tenant):
+            typer.echo(line)
 
 
 @directory_app.command("add-tenant")
@@ -154,8 +181,8 @@ def add_tenant_command(
     ] = None,
 ) -> None:
     """Add a tenant (one reviewer approves every refund until set-policy says otherwise)."""
-    path, directory = _editable(ctx)
-    write_directory(path, _edited(lambda: add_tenant(directory, tenant, name, policies)))
+    path, directory = editable(ctx)
+    write_directory(path, edited_or_refused(lambda: add_tenant(directory, tenant, name, policies)))
     follows = f", following {policies}'s policies" if policies else ""
     typer.echo(f"added tenant {tenant}{follows} (directory {path})")
 
@@ -171,11 +198,11 @@ def add_person_command(
     """Add a customer or a reviewer. A reviewer gets a demo key pair in the state dir (private key 0600)
     and the directory publishes its public key. A customer gets no key: customers are vouched for by
     the issuer's applicant tokens."""
-    path, directory = _editable(ctx)
+    path, directory = editable(ctx)
     display_name = name or subject
-    _edited(lambda: add_person(directory, subject, tenant, role, display_name))  # refused before any key file
+    edited_or_refused(lambda: add_person(directory, subject, tenant, role, display_name))  # refused before any key file
     jwk = _fresh_key(_state_dir(ctx), directory, subject, 1) if role is Role.REVIEWER else None
-    write_directory(path, _edited(lambda: add_person(directory, subject, tenant, role, display_name, jwk)))
+    write_directory(path, edited_or_refused(lambda: add_person(directory, subject, tenant, role, display_name, jwk)))
     key = f"key {jwk['kid']}" if jwk is not None else "no key (applicant tokens vouch for customers)"
     typer.echo(f"added {role.value} {subject} to tenant {tenant}, {key} (directory {path})")
 
@@ -192,9 +219,9 @@ def set_policy_command(
 ) -> None:
     """Set how many distinct reviewers of the tenant must approve a refund."""
     if (two_reviewers_from is not None) == one_reviewer:
-        _refuse("give exactly one of --two-reviewers-from CENTS and --one-reviewer")
-    path, directory = _editable(ctx)
-    edited = _edited(lambda: set_policy(directory, tenant, two_reviewers_from))
+        refuse("give exactly one of --two-reviewers-from CENTS and --one-reviewer")
+    path, directory = editable(ctx)
+    edited = edited_or_refused(lambda: set_policy(directory, tenant, two_reviewers_from))
     write_directory(path, edited)
     entry = edited.tenant(tenant)
     assert entry is not None  # set_policy refuses an unknown tenant
@@ -208,11 +235,11 @@ def rotate_key_command(
 ) -> None:
     """Give a reviewer a new key and remove every old one from the directory at once (no grace period).
     The old private key file stays in the state dir, but approvals signed with it no longer verify."""
-    path, directory = _editable(ctx)
-    person = _edited(lambda: keyed_person(directory, subject))
+    path, directory = editable(ctx)
+    person = edited_or_refused(lambda: keyed_person(directory, subject))
     newest = max(_generation(subject, kid) for kid in person.kids)
     jwk = _fresh_key(_state_dir(ctx), directory, subject, newest + 1)
-    write_directory(path, _edited(lambda: rotate_key(directory, subject, jwk)))
+    write_directory(path, edited_or_refused(lambda: rotate_key(directory, subject, jwk)))
     old = ", ".join(person.kids)
     typer.echo(
         f"rotated {subject}'s key to {jwk['kid']}; {old} no longer verifies (its private key file is left in "
@@ -226,8 +253,8 @@ def remove_person_command(
     subject: Annotated[str, typer.Argument(help="The person to remove, with their public keys.")],
 ) -> None:
     """Remove a person and their public keys (their approvals no longer verify)."""
-    path, directory = _editable(ctx)
-    write_directory(path, _edited(lambda: remove_person(directory, subject)))
+    path, directory = editable(ctx)
+    write_directory(path, edited_or_refused(lambda: remove_person(directory, subject)))
     person = directory.person(subject)
     assert person is not None  # remove_person refuses an unknown subject
     keys = f" and key {', '.join(person.kids)}" if person.kids else ""
@@ -257,7 +284,7 @@ def enroll_command(
         origin = console_url or console_origin(os.environ)
         link = mint_enrollment_link(state_dir, subject, console_url=origin, now=datetime.now(UTC))
     except SupportError as error:
-        _refuse(error.message)
+        refuse(error.message)
     typer.echo(link)
     typer.echo(
         f"valid {ENROLLMENT_TTL_SECONDS // 60} minutes, once, in the first browser that opens it, for {subject}",

@@ -17,6 +17,7 @@ from pydantic import BaseModel
 from activities.commerce.commerce_client import tool_error_from_result
 from commerce_contract.context import CheckFailed, Run, text_of
 from commerce_contract.fixture import Fixture
+from contracts.actions import ActionExecution, ActionRequest
 from contracts.commerce import OrderList, ProposalClosure, RefundApproval
 from contracts.errors import ErrorClass, SupportError, error_from_code
 from contracts.tools import COMMERCE_TOOLS, ToolName
@@ -26,6 +27,8 @@ WRITE_ARGUMENTS: dict[str, dict[str, str | type[BaseModel]]] = {
     ToolName.CREATE_TICKET: {"order_id": STRING, "text": STRING, "idempotency_key": STRING},
     ToolName.EXECUTE_REFUND: {"approval": RefundApproval},
     ToolName.CLOSE_REFUND_PROPOSAL: {"closure": ProposalClosure},
+    ToolName.PREVIEW_ACTION: {"request": ActionRequest},
+    ToolName.EXECUTE_ACTION: {"execution": ActionExecution},
 }
 """Each write's arguments: a string, or the contract model the argument is."""
 

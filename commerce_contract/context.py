@@ -18,6 +18,7 @@ from mcp_types import CallToolResult, TextContent
 from activities.commerce.commerce_client import tool_error_from_result
 from commerce_contract.fixture import Fixture, KitKeys
 from commerce_contract.target import Target
+from contracts.actions import ActionExecution, ActionProposal, ActionReceipt
 from contracts.commerce import Order, RefundApproval, RefundQuote, RefundReceipt
 from contracts.errors import SupportError
 from contracts.identity import Identity
@@ -58,6 +59,10 @@ class Run:
     """The published rule's quote of :attr:`order`."""
     payment: Payment | None = None
     """The refund the idempotency check paid."""
+    action_order: Order | None = None
+    """The cancellable order the action checks use (as it was read first)."""
+    action: tuple[ActionProposal, ActionExecution, ActionReceipt] | None = None
+    """The action the execution check executed: its proposal, the request and the receipt."""
 
     def quoted(self) -> tuple[Order, RefundQuote]:
         if self.order is None or self.quote is None:

@@ -52,6 +52,9 @@ class Fixture(BaseModel):
     """The customer's refundable orders; each run pays the first the rule still quotes as eligible."""
     foreign_order: str = Field(pattern=ORDER_ID_FORMAT)
     """Another customer's order: it must read exactly like a missing one."""
+    cancellable_orders: list[str] = Field(default_factory=list)
+    """The customer's orders that are still processing; each run cancels the first that still is (the
+    action checks). None: those checks are not run."""
     missing_order: str = Field(default="QH-9999", pattern=ORDER_ID_FORMAT)
     """An order id no one has."""
     unknown_sku: str = Field(default="ZZZZ-99")
@@ -74,9 +77,11 @@ DEMO_FIXTURE = Fixture(
     customer="alice",
     refundable_orders=["QH-1001", "QH-1002", "QH-1009"],
     foreign_order="QH-2001",
+    cancellable_orders=["QH-1006"],
 )
 """The seeded demo data (``commerce_server/fixtures/commerce.json``): alice's three refundable orders,
-so three runs pass on one database before the kit has nothing left to pay."""
+so three runs pass on one database before the kit has nothing left to pay, and her one processing order,
+which the first run cancels."""
 
 
 def load_fixture(path: Path | None) -> Fixture:

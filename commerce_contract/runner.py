@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from commerce_contract.checks_actions import action_checks
 from commerce_contract.checks_reads import error_classes, identity_scoping, tool_list
 from commerce_contract.checks_refunds import Check, refund_checks
 from commerce_contract.context import CheckFailed, CheckSkipped, Run
@@ -43,7 +44,7 @@ class CheckResult:
 
 def all_checks() -> list[Check]:
     """Every check, in the order it runs (the refund checks build on each other)."""
-    return [tool_list, error_classes, identity_scoping, *refund_checks()]
+    return [tool_list, error_classes, identity_scoping, *refund_checks(), *action_checks()]
 
 
 def check_names() -> list[str]:

@@ -184,6 +184,57 @@ class CaseDecisionRow(SQLModel, table=True):
     decided_at: datetime = Field(sa_type=IsoDateTime)
 
 
+class ActionProposalRow(SQLModel, table=True):
+    """An action proposal as ``preview_action`` computed it (``body``: the proposal's JSON, digest included)."""
+
+    __tablename__ = "action_proposals"
+
+    proposal_id: str = Field(primary_key=True, max_length=32)
+    tenant: str = Field(max_length=32)
+    customer: str = Field(max_length=32)
+    case_id: str = Field(max_length=80)
+    kind: str = Field(max_length=32)
+    order_id: str = Field(foreign_key="orders.order_id", max_length=16)
+    digest: str = Field(max_length=64)
+    body: str
+    created_at: datetime = Field(sa_type=IsoDateTime)
+
+
+class ActionExecutionRow(SQLModel, table=True):
+    """The one execution of a proposal and its idempotency record: claimed (``in_flight``) before the
+    checks, completed (``done``, with its receipt) in the action's own transaction, deleted when the
+    request is refused (a refusal is never cached)."""
+
+    __tablename__ = "action_executions"
+    __table_args__ = (UniqueConstraint("tenant", "customer", "idempotency_key"),)
+
+    proposal_id: str = Field(primary_key=True, foreign_key="action_proposals.proposal_id", max_length=32)
+    tenant: str = Field(max_length=32)
+    customer: str = Field(max_length=32)
+    kind: str = Field(max_length=32)
+    idempotency_key: str = Field(max_length=128)
+    body_digest: str = Field(max_length=64)
+    state: str = Field(max_length=16)
+    """``in_flight`` or ``done``."""
+    claimed_at: datetime = Field(sa_type=IsoDateTime)
+    executed_at: datetime | None = Field(default=None, sa_type=IsoDateTime)
+    refund_cents: int = 0
+    receipt: str | None = None
+    """The signed receipt's JSON (``done`` only): a replay answers it again."""
+
+
+class ActionCredentialUseRow(SQLModel, table=True):
+    """A confirmation or approval token id consumed by the action it agreed to: written in the action's
+    transaction and never pruned, so a token agrees once."""
+
+    __tablename__ = "action_credential_uses"
+
+    jti: str = Field(primary_key=True, max_length=100)
+    proposal_id: str = Field(foreign_key="action_proposals.proposal_id", max_length=32)
+    subject: str = Field(max_length=32)
+    used_at: datetime = Field(sa_type=IsoDateTime)
+
+
 class LedgerRow(SQLModel, table=True):
     """The one row that names this commerce database: created once, never changed."""
 
@@ -206,6 +257,9 @@ _TABLE_MODELS: tuple[type[SQLModel], ...] = (
     ApprovalUseRow,
     CoApprovalUseRow,
     CaseDecisionRow,
+    ActionProposalRow,
+    ActionExecutionRow,
+    ActionCredentialUseRow,
     LedgerRow,
 )
 

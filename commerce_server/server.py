@@ -1,4 +1,4 @@
-"""The commerce MCP server: nine tools and one read-only resource over a CommerceService.
+"""The commerce MCP server: eleven tools and one read-only resource over a CommerceService.
 
 Identity never comes from a tool argument. Over stdio it is bound once, from ``--profile``, when
 the process starts; over Streamable HTTP it comes from the verified bearer token of the current
@@ -31,6 +31,7 @@ from commerce_server.db import read_ledger_id
 from commerce_server.keys import CommerceKeys
 from commerce_server.service import MAX_TICKET_TEXT, CommerceService
 from commerce_server.tokens import TOOL_SCOPES
+from contracts.actions import ActionExecution, ActionProposal, ActionReceipt, ActionRequest
 from contracts.commerce import (
     FIXTURE_AS_OF,
     SCOPE_RESOURCE_URI,
@@ -82,7 +83,10 @@ SCOPE_DOCUMENT: dict[str, Any] = {
         "30 minutes of signing); it re-checks the quote, pays at most once per approval id and per token id, "
         "and returns a receipt signed with the commerce key (simulated receipt SIM-...). A case is paid at most "
         "once; close_refund_proposal records that a case's proposal was rejected or expired, and from then on "
-        "no approval of that case is paid."
+        "no approval of that case is paid. preview_action computes the exact effect of an action the "
+        "tenant's policy in the directory allows (default deny) as a proposal with a digest and an expiry; "
+        "execute_action executes it once, with the customer's confirmation and the reviewers' approvals the "
+        "policy needs, idempotent by key (a replay is marked), and returns a receipt signed with the commerce key."
     ),
     "errors": 'Refusals are tool errors whose text is {"code": ..., "message": ...}.',
     "ledger": (
@@ -307,6 +311,23 @@ def build_server(
             return elsewhere
         return await dispatch.run(
             ToolName.CLOSE_REFUND_PROPOSAL, lambda service: service.close_refund_proposal(closure), case_id=case_id
+        )
+
+    @mcp.tool(name=ToolName.PREVIEW_ACTION, annotations=_annotations(ToolName.PREVIEW_ACTION))
+    async def preview_action(request: ActionRequest) -> Annotated[CallToolResult, ActionProposal]:
+        """Compute the exact effect of an action the tenant's policy allows, as a proposal with a digest."""
+        if (elsewhere := _token_of_another_case(ToolName.PREVIEW_ACTION, request.case_id)) is not None:
+            return elsewhere
+        return await dispatch.run(
+            ToolName.PREVIEW_ACTION, lambda service: service.preview_action(request), case_id=request.case_id
+        )
+
+    @mcp.tool(name=ToolName.EXECUTE_ACTION, annotations=_annotations(ToolName.EXECUTE_ACTION))
+    async def execute_action(execution: ActionExecution) -> Annotated[CallToolResult, ActionReceipt]:
+        """Execute an agreed action proposal once, and return its signed receipt (a repeat: the same receipt)."""
+        token_case = _token_case()
+        return await dispatch.run(
+            ToolName.EXECUTE_ACTION, lambda service: service.execute_action(execution, token_case=token_case)
         )
 
     @mcp.resource(

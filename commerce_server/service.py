@@ -20,6 +20,8 @@ from sqlalchemy.exc import IntegrityError, OperationalError
 from sqlmodel import Session, col, select
 from sqlmodel.sql.expression import SelectOfScalar
 
+from commerce_server.action_execution import ActionExecutor
+from commerce_server.action_preview import preview_action
 from commerce_server.case_decisions import close_proposal
 from commerce_server.db import (
     LEDGER_ROW,
@@ -33,6 +35,7 @@ from commerce_server.db import (
 from commerce_server.keys import CommerceKeys
 from commerce_server.metrics import count_refund_refused
 from commerce_server.refunds import RefundSettlement
+from contracts.actions import ActionExecution, ActionProposal, ActionReceipt, ActionRequest
 from contracts.commerce import (
     ORDER_ID_FORMAT,
     Invoice,
@@ -269,6 +272,34 @@ class CommerceService:
         """Close a rejected or expired proposal: from now on no approval of its case is paid."""
         with self._session() as session:
             return close_proposal(session, self.identity, closure)
+
+    def preview_action(self, request: ActionRequest) -> ActionProposal:
+        """The exact effect of an action the tenant's policy allows, stored as a proposal
+        (:mod:`commerce_server.action_preview`)."""
+        with self._session() as session:
+            return preview_action(
+                session,
+                self.identity,
+                request,
+                directory=self._keys.directory(),
+                ledger_id=self.ledger_id(),
+                read_order=self._read_order,
+                now=datetime.now(UTC),
+            )
+
+    def execute_action(self, execution: ActionExecution, *, token_case: str | None = None) -> ActionReceipt:
+        """Execute an agreed proposal once (:mod:`commerce_server.action_execution`); ``token_case``: the
+        case an HTTP bearer token was issued for (its proposals only)."""
+        with self._session() as session:
+            executor = ActionExecutor(
+                session,
+                self.identity,
+                keys=self._keys,
+                ledger_id=self.ledger_id,
+                read_order=self._read_order,
+                now=datetime.now(UTC),
+            )
+            return executor.execute(execution, token_case=token_case)
 
     # --- helpers -------------------------------------------------------------------------------
 

@@ -53,6 +53,7 @@ __all__ = [
     "claimed_subject",
     "key_set",
     "sign",
+    "verified_claims",
     "verify_applicant_of_proposal",
     "verify_applicant_token",
     "verify_approval_token",
@@ -204,6 +205,12 @@ def _verified(token: str, keys: PublicKeys, *, audience: str, allowed_kids: tupl
         raise CredentialRefused(error.code, error.message) from None
     except InvalidTokenError as error:
         raise _refuse(CredentialCode.BAD_SIGNATURE, f"The token does not verify: {type(error).__name__}.") from None
+
+
+def verified_claims(token: str, keys: PublicKeys, *, audience: str, allowed_kids: tuple[str, ...]) -> dict[str, Any]:
+    """The claims of a token of ``audience`` signed by one of ``allowed_kids`` (no time checks), for the
+    credentials other modules define; a :class:`CredentialRefused` otherwise."""
+    return _verified(token, keys, audience=audience, allowed_kids=allowed_kids)
 
 
 def check_token_time(claims: TimedClaims, now: datetime) -> None:

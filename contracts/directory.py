@@ -33,6 +33,7 @@ import jwt
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer, model_validator
 
+from contracts.action_policy import ActionKind, ActionRule
 from contracts.approval_claims import CredentialCode
 from contracts.errors import AuthorizationError, WorkerErrorCode
 from contracts.identity import Identity, Role
@@ -87,6 +88,17 @@ class Tenant(BaseModel):
     policies: str | None = Field(default=None, pattern=NAME_PATTERN)
     """The tenant whose policy documents and refund rule this tenant follows (None: its own). A new
     merchant can adopt the packaged ``qinghe`` policies until it brings its own."""
+    actions: dict[ActionKind, ActionRule] = Field(default_factory=dict)
+    """The actions this tenant allows and who must agree to each; an action not named is denied."""
+
+    @model_serializer(mode="wrap")
+    def _without_empty_actions(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        """A tenant that allows no action is written as release 0.11 wrote it: its model forbids unknown
+        fields, so its workers, and the cases they recorded, read this tenant unchanged."""
+        data: dict[str, Any] = handler(self)
+        if not self.actions:
+            data.pop("actions", None)
+        return data
 
 
 class Passkey(BaseModel):
@@ -211,6 +223,11 @@ class Directory(BaseModel):
         which no reviewer can approve anyway)."""
         entry = self.tenant(tenant)
         return entry.approval.approvals_required(amount_cents) if entry is not None else 1
+
+    def action_rule(self, tenant: str, kind: ActionKind) -> ActionRule | None:
+        """The rule ``tenant`` declares for ``kind``; None (denied) when it declares none."""
+        entry = self.tenant(tenant)
+        return entry.actions.get(kind) if entry is not None else None
 
     def conversation_policy(self, tenant: str) -> ConversationPolicy:
         entry = self.tenant(tenant)

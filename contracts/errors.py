@@ -138,6 +138,15 @@ class CommerceErrorCode(StrEnum):
     QUOTE_CHANGED = "quote_changed"
     REFUND_NOT_ELIGIBLE = "refund_not_eligible"
     IDEMPOTENCY_CONFLICT = "idempotency_conflict"
+    REQUEST_IN_FLIGHT = "request_in_flight"
+    ACTION_NOT_ALLOWED = "action_not_allowed"
+    ACTION_NOT_ELIGIBLE = "action_not_eligible"
+    ACTION_CAP_REACHED = "action_cap_reached"
+    ACTION_CHANGED = "action_changed"
+    PROPOSAL_NOT_ACCESSIBLE = "proposal_not_accessible"
+    PROPOSAL_EXPIRED = "proposal_expired"
+    CONFIRMATION_REQUIRED = "confirmation_required"
+    CONFIRMATION_INVALID = "confirmation_invalid"
     CASE_CLOSED_UNPAID = "case_closed_unpaid"
     CASE_ALREADY_PAID = "case_already_paid"
     LEDGER_MISMATCH = "ledger_mismatch"
@@ -167,6 +176,15 @@ COMMERCE_ERROR_CLASSES: dict[str, ErrorClass] = {
     CommerceErrorCode.QUOTE_CHANGED: ErrorClass.BUSINESS,
     CommerceErrorCode.REFUND_NOT_ELIGIBLE: ErrorClass.BUSINESS,
     CommerceErrorCode.IDEMPOTENCY_CONFLICT: ErrorClass.BUSINESS,
+    CommerceErrorCode.REQUEST_IN_FLIGHT: ErrorClass.TRANSIENT,
+    CommerceErrorCode.ACTION_NOT_ALLOWED: ErrorClass.AUTHORIZATION,
+    CommerceErrorCode.ACTION_NOT_ELIGIBLE: ErrorClass.BUSINESS,
+    CommerceErrorCode.ACTION_CAP_REACHED: ErrorClass.BUSINESS,
+    CommerceErrorCode.ACTION_CHANGED: ErrorClass.BUSINESS,
+    CommerceErrorCode.PROPOSAL_NOT_ACCESSIBLE: ErrorClass.AUTHORIZATION,
+    CommerceErrorCode.PROPOSAL_EXPIRED: ErrorClass.BUSINESS,
+    CommerceErrorCode.CONFIRMATION_REQUIRED: ErrorClass.AUTHORIZATION,
+    CommerceErrorCode.CONFIRMATION_INVALID: ErrorClass.AUTHORIZATION,
     CommerceErrorCode.CASE_CLOSED_UNPAID: ErrorClass.BUSINESS,
     CommerceErrorCode.CASE_ALREADY_PAID: ErrorClass.BUSINESS,
     CommerceErrorCode.LEDGER_MISMATCH: ErrorClass.BUSINESS,

@@ -17,6 +17,7 @@ from enum import StrEnum
 
 from pydantic import BaseModel, ConfigDict
 
+from contracts.actions import ActionProposal, ActionReceipt
 from contracts.commerce import (
     ORDER_ID_SCHEMA_PATTERN,
     Invoice,
@@ -52,6 +53,8 @@ class ToolName(StrEnum):
     CREATE_TICKET = "create_ticket"
     EXECUTE_REFUND = "execute_refund"
     CLOSE_REFUND_PROPOSAL = "close_refund_proposal"
+    PREVIEW_ACTION = "preview_action"
+    EXECUTE_ACTION = "execute_action"
 
 
 class ToolSource(StrEnum):
@@ -71,6 +74,7 @@ class Scope(StrEnum):
     ORDERS_READ = "orders:read"
     TICKETS_WRITE = "tickets:write"
     REFUND_EXECUTE = "refund:execute"
+    ACTIONS_WRITE = "actions:write"
 
 
 class FactKey(StrEnum):
@@ -339,6 +343,18 @@ TOOLS: dict[str, ToolSpec] = {
             ProposalClosed,
             Scope.REFUND_EXECUTE,
             "Record that a case's refund proposal was rejected or expired.",
+        ),
+        _commerce_write(
+            ToolName.PREVIEW_ACTION,
+            ActionProposal,
+            Scope.ACTIONS_WRITE,
+            "Compute the exact effect of an action the tenant's policy allows, as a proposal with a digest.",
+        ),
+        _commerce_write(
+            ToolName.EXECUTE_ACTION,
+            ActionReceipt,
+            Scope.ACTIONS_WRITE,
+            "Execute an agreed action proposal once, and return its signed receipt.",
         ),
     ]
 }

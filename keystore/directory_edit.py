@@ -14,6 +14,7 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
+from contracts.action_policy import ActionKind, ActionRule
 from contracts.directory import DIRECTORY_FORMAT, ApprovalPolicy, Directory, Passkey, Person
 from contracts.identity import Role
 from keystore.directory_file import first_problem
@@ -74,6 +75,21 @@ def set_policy(directory: Directory, tenant: str, two_reviewers_from_cents: int 
     tenants = [
         entry.model_copy(update={"approval": policy}) if entry.tenant == tenant else entry
         for entry in directory.tenants
+    ]
+    return _rebuilt(directory, tenants=tenants)
+
+
+def set_action(directory: Directory, tenant: str, kind: ActionKind, rule: ActionRule | None) -> Directory:
+    """``directory`` with ``tenant`` allowing ``kind`` under ``rule``, or (None) denying it again."""
+    entry = directory.tenant(tenant)
+    if entry is None:
+        raise DirectoryEditError(f"unknown tenant {tenant!r}")
+    actions = {name: existing for name, existing in entry.actions.items() if name != kind}
+    if rule is not None:
+        actions[kind] = rule
+    tenants = [
+        current.model_copy(update={"actions": actions}) if current.tenant == tenant else current
+        for current in directory.tenants
     ]
     return _rebuilt(directory, tenants=tenants)
 

@@ -1,6 +1,6 @@
-"""Signing with the key files under a state dir: the login service's applicant tokens and a reviewer's
-approvals. Used by the command line (standing in for the login service and for the reviewer's own
-device) and by tests; never by the worker, which holds no private key."""
+"""Signing with the key files under a state dir: the login service's applicant tokens and customers'
+confirmations, a reviewer's approvals. Used by the command line (standing in for the login service and
+for the reviewer's own device) and by tests; never by the worker, which holds no private key."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ import uuid
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+from contracts.action_credentials import confirmation_claims
 from contracts.credentials import ISSUER_KID, SignedReview, applicant_claims, approval_claims, sign
 from contracts.errors import ConfigurationError
 from contracts.identity import Identity
@@ -32,6 +33,14 @@ class KeyFileSigner:
             now=now or datetime.now(UTC),
             jti=uuid.uuid4().hex,
             **({"lifetime": lifetime} if lifetime is not None else {}),
+        )
+        return sign(claims, load_private_key(private_key_path(self.state_dir, ISSUER_KID)), kid=ISSUER_KID)
+
+    def confirmation_token(self, customer: Identity, *, case_id: str, digest: str, now: datetime | None = None) -> str:
+        """The sign-in service's word that the signed-in ``customer`` said yes to the proposal ``digest``
+        (:mod:`contracts.action_credentials`), signed with the issuer key."""
+        claims = confirmation_claims(
+            customer, case_id=case_id, digest=digest, now=now or datetime.now(UTC), jti=uuid.uuid4().hex
         )
         return sign(claims, load_private_key(private_key_path(self.state_dir, ISSUER_KID)), kid=ISSUER_KID)
 

@@ -28,6 +28,7 @@ from commerce_contract.runner import check_names
 from commerce_server import database_url, make_engine, seed_fixture
 from commerce_server.tokens import DATABASE_URL_ENV, SIGNING_KEY_ENV, TOKEN_SECRET_ENV
 from commerce_server.tokens import DIRECTORY_ENV as COMMERCE_DIRECTORY_ENV
+from contracts.action_policy import ActionKind, ActionRule
 from contracts.credentials import COMMERCE_KID
 from contracts.identity import Role
 from keystore import (
@@ -42,7 +43,7 @@ from keystore import (
     reviewer_kid,
     write_directory,
 )
-from keystore.directory_edit import add_person, set_policy
+from keystore.directory_edit import add_person, set_action, set_policy
 from tests.commerce_service import PROJECT_ROOT, start_http_commerce
 
 KEY_VARIABLES = (DIRECTORY_ENV, COMMERCE_DIRECTORY_ENV, SIGNING_KEY_ENV, DATABASE_URL_ENV)
@@ -77,11 +78,16 @@ sys.exit(entry.main())
 """Our server that does not answer a repeated approval with its receipt: not idempotent."""
 
 
-def initialised(state_dir: Path) -> Path:
-    """What ``starter.py init`` writes: the seeded database, the demo directory and keys."""
+def initialised(state_dir: Path, *, allow_cancel: bool = True) -> Path:
+    """What ``starter.py init`` writes: the seeded database, the demo directory and keys; and, as a
+    merchant's test directory would, qinghe allowing ``cancel_order`` (the customer confirms, one reviewer
+    approves), so that the action checks run."""
     state_dir.mkdir(parents=True)
     seed_fixture(make_engine(database_url(state_dir)))
     create_demo_directory(state_dir)
+    if allow_cancel:
+        path = keys_dir(state_dir) / DIRECTORY_FILE
+        write_directory(path, set_action(load_directory(str(path)), "qinghe", ActionKind.CANCEL_ORDER, ActionRule()))
     return state_dir
 
 
@@ -124,6 +130,10 @@ def verdicts(output: str) -> dict[str, str]:
 
 
 ALL = len(check_names())
+NOT_SHOWN = {"approval_policy_not_met": "SKIP", "action_default_deny": "SKIP"}
+"""What the demo directory with cancel_order allowed cannot show: a four-eyes refund, and default deny
+(the tenant allows the one action kind there is)."""
+ACTION_CHECKS = [name for name in check_names() if name.startswith("action_")]
 BACKSTOP = (
     "applicant_token_missing",
     "applicant_token_of_another_customer",
@@ -141,14 +151,22 @@ def test_the_kit_passes_against_our_server_over_stdio_and_each_run_pays_the_next
     second = run_kit("--stdio", stdio_server(state), "--state-dir", str(state))
 
     assert first.returncode == 0, first.stdout + first.stderr
-    assert verdicts(first.stdout) == dict.fromkeys(check_names(), "PASS") | {"approval_policy_not_met": "SKIP"}
+    assert verdicts(first.stdout) == dict.fromkeys(check_names(), "PASS") | NOT_SHOWN
     assert set(BACKSTOP) <= set(check_names())
-    assert f"{ALL - 1} of {ALL} checks passed" in first.stdout
+    assert f"{ALL - 2} of {ALL} checks passed" in first.stdout
     assert "; conforms; not checked (the fixture cannot show them): approval_policy_not_met" in first.stdout
     assert "SKIP approval_policy_not_met: not checked: the approval policy of tenant 'qinghe'" in first.stdout
     assert second.returncode == 0, second.stdout + second.stderr
     assert "PAID (simulated) 12900 cents on QH-1001 once" in first.stdout
     assert "PAID (simulated) 17900 cents on QH-1002 once" in second.stdout
+    assert re.search(
+        r"^PASS action_executes_once: EXECUTED cancel_order on QH-1006 once; signed receipt ACT-", first.stdout, re.M
+    )
+    # Its one processing order cancelled, the second run has nothing to cancel: not checked, never passed.
+    later = verdicts(second.stdout)
+    assert later.pop("action_foreign_order") == "PASS"
+    assert all(later[name] == "SKIP" for name in ACTION_CHECKS if name in later), second.stdout
+    assert "no order of cancellable_orders ['QH-1006'] is still processing" in second.stdout
 
 
 def test_the_kit_passes_against_our_server_over_http(tmp_path: Path) -> None:
@@ -172,7 +190,7 @@ def test_the_kit_passes_against_our_server_over_http(tmp_path: Path) -> None:
         commerce.process.wait(timeout=30)
 
     assert result.returncode == 0, result.stdout + result.stderr
-    assert verdicts(result.stdout) == dict.fromkeys(check_names(), "PASS") | {"approval_policy_not_met": "SKIP"}
+    assert verdicts(result.stdout) == dict.fromkeys(check_names(), "PASS") | NOT_SHOWN
     assert f"against Streamable HTTP: {commerce.url}; conforms" in result.stdout
 
 
@@ -189,6 +207,7 @@ def test_the_kit_checks_the_four_eyes_policy_where_the_fixture_provides_one(tmp_
                 "other_customer": "lin",
                 "foreign_reviewer": "mei",
                 "four_eyes_order": "QH-1002",
+                "cancellable_orders": ["QH-1006"],
             }
         ),
         encoding="utf-8",
@@ -197,9 +216,11 @@ def test_the_kit_checks_the_four_eyes_policy_where_the_fixture_provides_one(tmp_
     result = run_kit("--stdio", stdio_server(state), "--state-dir", str(state), "--fixture", str(fixture))
 
     assert result.returncode == 0, result.stdout + result.stderr
-    assert verdicts(result.stdout) == dict.fromkeys(check_names(), "PASS")
-    assert f"{ALL} of {ALL} checks passed" in result.stdout
-    assert result.stdout.rstrip().endswith("; conforms")
+    assert verdicts(result.stdout) == dict.fromkeys(check_names(), "PASS") | {"action_default_deny": "SKIP"}
+    assert f"{ALL - 1} of {ALL} checks passed" in result.stdout
+    assert result.stdout.rstrip().endswith(
+        "; conforms; not checked (the fixture cannot show them): action_default_deny"
+    )
     assert "PASS approval_policy_not_met: 1 reviewer's approval of 17900 cents on QH-1002 (policy: 2)" in result.stdout
     assert "PAID (simulated) 12900 cents on QH-1001 once" in result.stdout
 
@@ -260,6 +281,44 @@ def test_the_kit_fails_a_server_that_is_not_idempotent_and_names_the_check(tmp_p
     assert seen["idempotent_refund"] == "FAIL"
     assert "the same approval sent again was not answered with its receipt" in result.stdout
     assert [name for name, verdict in seen.items() if verdict == "FAIL"] == ["idempotent_refund"]
+
+
+def test_the_kit_checks_default_deny_where_the_tenant_allows_no_action(tmp_path: Path) -> None:
+    state = initialised(tmp_path / "state", allow_cancel=False)
+
+    result = run_kit("--stdio", stdio_server(state), "--state-dir", str(state))
+
+    assert result.returncode == 0, result.stdout + result.stderr
+    seen = verdicts(result.stdout)
+    assert seen["action_default_deny"] == "PASS"
+    assert "cancel_order, which tenant 'qinghe' does not allow, was refused action_not_allowed" in result.stdout
+    assert all(seen[name] == "SKIP" for name in ACTION_CHECKS if name != "action_default_deny"), result.stdout
+    assert "tenant 'qinghe' allows no cancel_order (default deny is checked instead" in result.stdout
+
+
+@pytest.mark.parametrize(
+    ("wrong", "check", "said"),
+    [
+        ("no-confirmation-check", "action_unconfirmed", "EXECUTED an execution without the customer's confirmation"),
+        ("no-expiry-check", "action_expired", "EXECUTED an execution of an expired proposal"),
+        ("conflicts-as-replays", "action_conflicting_replay", "EXECUTED the executed proposal's key with another body"),
+    ],
+)
+def test_the_kit_fails_a_wrong_action_server_and_names_the_check(
+    tmp_path: Path, wrong: str, check: str, said: str
+) -> None:
+    state = initialised(tmp_path / "state")
+
+    result = run_kit("--stdio", stdio_server(state, wrong=wrong), "--state-dir", str(state))
+
+    assert result.returncode == 1, result.stdout + result.stderr
+    seen = verdicts(result.stdout)
+    failed = [name for name, verdict in seen.items() if verdict == "FAIL"]
+    assert failed[0] == check, result.stdout
+    assert re.search(rf"^FAIL {check}: {re.escape(said)} \(receipt ACT-", result.stdout, re.MULTILINE), result.stdout
+    assert f"failed: {check}" in result.stdout
+    names = check_names()
+    assert all(seen[name] in ("PASS", "SKIP") for name in names[: names.index(check)]), result.stdout
 
 
 def test_bad_arguments_are_one_line_and_exit_2(

@@ -1,4 +1,4 @@
-"""Our commerce server with one backstop check taken out, run as a real process over stdio:
+"""Our commerce server with one check taken out, run as a real process over stdio:
 
     python -m tests.commerce_contract.wrong_server WHICH --profile alice --state-dir DIR
 
@@ -15,7 +15,8 @@ from dataclasses import replace
 from typing import Any
 
 from commerce_server import __main__ as entry
-from commerce_server import refunds
+from commerce_server import action_agreement, refunds
+from contracts.actions import ActionExecution
 from contracts.approval_verification import ApprovalTerms, SignedApproval, VerifiedApproval
 from contracts.credentials import ApprovalClaims
 from contracts.directory import Directory
@@ -52,10 +53,41 @@ def _without_reviewer_tenant_check() -> None:
     refunds.approval_meets = any_tenant
 
 
+def _without_confirmation_check() -> None:
+    """Executes an action without the customer's confirmation, whatever the tenant's rule says."""
+
+    def nobody_asked(*_args: Any, **_kwargs: Any) -> tuple[None, None]:
+        return None, None
+
+    action_agreement._confirmation = nobody_asked
+
+
+def _without_expiry_check() -> None:
+    """Executes an action whatever the time its agreements were signed."""
+
+    def always_in_time(*_args: Any, **_kwargs: Any) -> None:
+        return None
+
+    action_agreement.in_time = always_in_time
+
+
+def _answering_conflicts_as_replays() -> None:
+    """Answers a request whose key was used with another body as a replay of the first (it compares the
+    proposal only, not the body)."""
+
+    def proposal_only(self: ActionExecution) -> str:
+        return self.proposal_id
+
+    ActionExecution.body_digest = proposal_only  # type: ignore[method-assign]
+
+
 WRONG_SERVERS: dict[str, Callable[[], None]] = {
     "no-applicant-check": _without_applicant_check,
     "no-policy-check": _without_policy_check,
     "no-reviewer-tenant-check": _without_reviewer_tenant_check,
+    "no-confirmation-check": _without_confirmation_check,
+    "no-expiry-check": _without_expiry_check,
+    "conflicts-as-replays": _answering_conflicts_as_replays,
 }
 
 

@@ -31,6 +31,8 @@ EXPECTED_TOOLS = {
     "create_ticket",
     "execute_refund",
     "close_refund_proposal",
+    "preview_action",
+    "execute_action",
 }
 
 _T = TypeVar("_T")
@@ -80,7 +82,7 @@ async def refusal(call: Callable[[], Awaitable[object]]) -> SupportError:
     return caught.value
 
 
-async def test_server_lists_exactly_nine_tools_and_the_scope_resource(alice: CommerceClient) -> None:
+async def test_server_lists_exactly_eleven_tools_and_the_scope_resource(alice: CommerceClient) -> None:
     tools = await alice.list_tools()
     resources = await alice.list_resources()
 

@@ -36,7 +36,13 @@ PASSAGE = passage("RETURNS:p02:en:0", title="Refund window")
 def test_every_tool_name_has_one_spec_and_the_commerce_tools_one_scope_each() -> None:
     assert list(TOOLS) == list(ToolName)
     assert all(spec.name is name for name, spec in TOOLS.items())
-    assert {ToolName.CREATE_TICKET, ToolName.EXECUTE_REFUND, ToolName.CLOSE_REFUND_PROPOSAL} == WRITE_TOOLS
+    assert {
+        ToolName.CREATE_TICKET,
+        ToolName.EXECUTE_REFUND,
+        ToolName.CLOSE_REFUND_PROPOSAL,
+        ToolName.PREVIEW_ACTION,
+        ToolName.EXECUTE_ACTION,
+    } == WRITE_TOOLS
     assert set(INVESTIGATION_TOOLS).isdisjoint(WRITE_TOOLS) and len(INVESTIGATION_TOOLS) == 12
     assert all((spec.scope is not None) == (spec.source is ToolSource.MCP) for spec in TOOLS.values())
     assert {name: spec.scope for name, spec in COMMERCE_TOOLS.items()} == TOOL_SCOPES

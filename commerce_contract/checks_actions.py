@@ -1,0 +1,270 @@
+"""The checks of the action contract (``preview_action``, ``execute_action``): default deny, the exact
+effect, identity scoping, everyone's agreement, expiry, and idempotency as ACP §6 states it. The kit
+EXECUTES here: it cancels the first order of the fixture's ``cancellable_orders`` that is still
+processing (simulated), once per run.
+
+What the server's directory says decides what is checked: with no rule for ``cancel_order`` in the
+customer's tenant, default deny is checked and the rest is not (``SKIP``); with one, the rest is checked
+and default deny is not (the kit never edits the server's directory). Every refusal is also checked to
+have changed nothing: the order's status and version are read before and after.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from datetime import UTC, datetime
+from typing import Any
+
+from activities.commerce.commerce_client import tool_error_from_result
+from commerce_contract.checks_refunds import Check
+from commerce_contract.context import CheckFailed, CheckSkipped, Run, fresh_case_id, text_of
+from contracts.action_credentials import verify_action_receipt
+from contracts.action_policy import ActionKind, ActionRule
+from contracts.actions import ActionExecution, ActionProposal, ActionReceipt, ActionRequest
+from contracts.case import Decision
+from contracts.commerce import Order, OrderStatus
+from contracts.credentials import CredentialRefused, key_set
+from contracts.errors import CommerceErrorCode
+from contracts.tools import ToolName
+from knowledge.action_rules import action_effect
+
+KIND = ActionKind.CANCEL_ORDER
+EXPIRING_SECONDS = 1
+APPROVE = Decision.APPROVE.value
+
+
+def _rule(run: Run) -> ActionRule:
+    rule = run.keys.directory.action_rule(run.customer.tenant, KIND)
+    if rule is None:
+        raise CheckSkipped(
+            f"tenant {run.customer.tenant!r} allows no {KIND.value} (default deny is checked instead; "
+            f"starter.py directory allow-action {run.customer.tenant} {KIND.value} allows it)"
+        )
+    return rule
+
+
+async def _cancellable(run: Run) -> Order:
+    """The first fixture order still processing (the one this run cancels)."""
+    if run.action_order is not None:
+        return run.action_order
+    for order_id in run.fixture.cancellable_orders:
+        order = await run.read_order(order_id)
+        if order.status is OrderStatus.PROCESSING:
+            run.action_order = order
+            return order
+    raise CheckSkipped(
+        f"no order of cancellable_orders {run.fixture.cancellable_orders} is still processing (each run cancels one)"
+    )
+
+
+async def _preview(run: Run, order_id: str, **request: Any) -> ActionProposal:
+    arguments = ActionRequest(kind=KIND, case_id=fresh_case_id(), order_id=order_id, **request)
+    answer = await run.answer(
+        ToolName.PREVIEW_ACTION, {"request": arguments.model_dump(mode="json")}, case_id=arguments.case_id
+    )
+    return ActionProposal.model_validate(answer)
+
+
+def _agreement(run: Run, proposal: ActionProposal, *, confirm: bool = True, approve: bool = True) -> dict[str, Any]:
+    """The customer's confirmation and the reviewers' approvals the proposal asks for, signed now."""
+    signer = run.keys.signer
+    fields: dict[str, Any] = {}
+    if confirm and proposal.requires.customer:
+        fields["confirmation_token"] = signer.confirmation_token(
+            run.customer, case_id=proposal.case_id, digest=proposal.digest
+        )
+    if approve and proposal.requires.reviewers:
+        reviewers = run.keys.reviewers(run.customer.tenant, proposal.requires.reviewers)
+        fields["approval_tokens"] = tuple(
+            signer.approval_token(
+                reviewer, case_id=proposal.case_id, digest=proposal.digest, decision="approve", kid=kid
+            )
+            for reviewer, kid in reviewers
+        )
+    return fields
+
+
+def _execution(proposal: ActionProposal, **fields: Any) -> ActionExecution:
+    return ActionExecution(
+        proposal_id=proposal.proposal_id, digest=proposal.digest, idempotency_key=f"kit-{uuid.uuid4().hex}", **fields
+    )
+
+
+async def _execute(run: Run, proposal: ActionProposal, execution: ActionExecution) -> Any:
+    arguments = {"execution": execution.model_dump(mode="json")}
+    return await run.result(ToolName.EXECUTE_ACTION, arguments, case_id=proposal.case_id)
+
+
+async def _refused_unchanged(
+    run: Run, proposal: ActionProposal, execution: ActionExecution, code: str, what: str
+) -> str:
+    order_id = proposal.effect.order_id
+    before = await run.read_order(order_id)
+    result = await _execute(run, proposal, execution)
+    after = await run.read_order(order_id)
+    if not result.is_error:
+        receipt = (result.structured_content or {}).get("receipt_id", "?")
+        raise CheckFailed(f"EXECUTED {what} (receipt {receipt}); the contract refuses it with {code}")
+    error = tool_error_from_result(result)
+    if error.code != code:
+        raise CheckFailed(f"{what} refused {error.code} ({error.message[:100]}); the contract says {code}")
+    if (after.status, after.version) != (before.status, before.version):
+        raise CheckFailed(f"{what} refused, but {order_id} moved from {before.status} to {after.status}")
+    return f"{what} refused {code}, nothing changed"
+
+
+async def action_default_deny(run: Run) -> str:
+    if run.keys.directory.action_rule(run.customer.tenant, KIND) is not None:
+        raise CheckSkipped(f"the directory allows {KIND.value} in tenant {run.customer.tenant!r} (the rest is checked)")
+    order_id = run.fixture.cancellable_orders[0] if run.fixture.cancellable_orders else run.fixture.refundable_orders[0]
+    request = ActionRequest(kind=KIND, case_id=fresh_case_id(), order_id=order_id)
+    error = await run.refusal(
+        ToolName.PREVIEW_ACTION, {"request": request.model_dump(mode="json")}, case_id=request.case_id
+    )
+    if error.code != CommerceErrorCode.ACTION_NOT_ALLOWED:
+        raise CheckFailed(f"an action the policy does not name was refused {error.code}, not action_not_allowed")
+    return f"{KIND.value}, which tenant {run.customer.tenant!r} does not allow, was refused action_not_allowed"
+
+
+async def action_preview_exact(run: Run) -> str:
+    rule = _rule(run)
+    order = await _cancellable(run)
+    proposal = await _preview(run, order.order_id)
+    expected = action_effect(KIND, order)
+    if proposal.effect != expected:
+        raise CheckFailed(f"the proposal's effect {proposal.effect} is not the published rule's {expected}")
+    if proposal.rule != rule or proposal.requires.customer != rule.customer_confirms:
+        raise CheckFailed(f"the proposal states the rule {proposal.rule}, the directory says {rule}")
+    if proposal.requires.reviewers != rule.reviewers_required(expected.refund_cents):
+        raise CheckFailed(f"the proposal asks {proposal.requires.reviewers} reviewer(s), the rule says otherwise")
+    if proposal.computed_digest() != proposal.digest or proposal.expires_at <= datetime.now(UTC):
+        raise CheckFailed("the proposal's digest does not recompute, or it has expired already")
+    return (
+        f"{order.order_id}: {expected.refund_cents} cents back, {expected.status_before} to {expected.status_after}, "
+        f"as the published rule says; digest recomputes; asks the customer: {proposal.requires.customer}, "
+        f"reviewers: {proposal.requires.reviewers}"
+    )
+
+
+async def action_foreign_order(run: Run) -> str:
+    _rule(run)
+    answers = []
+    for order_id in (run.fixture.foreign_order, run.fixture.missing_order):
+        request = ActionRequest(kind=KIND, case_id=fresh_case_id(), order_id=order_id)
+        result = await run.result(
+            ToolName.PREVIEW_ACTION, {"request": request.model_dump(mode="json")}, case_id=request.case_id
+        )
+        if not result.is_error:
+            raise CheckFailed(f"a proposal was made on {order_id}, which is not the customer's")
+        answers.append(text_of(result))
+    if answers[0] != answers[1]:
+        raise CheckFailed("the foreign order's refusal differs from the missing order's")
+    return "a proposal on another customer's order is refused byte-identically to a missing order"
+
+
+async def action_unconfirmed(run: Run) -> str:
+    if not _rule(run).customer_confirms:
+        raise CheckSkipped(f"tenant {run.customer.tenant!r} does not ask the customer to confirm {KIND.value}")
+    proposal = await _preview(run, (await _cancellable(run)).order_id)
+    execution = _execution(proposal, **_agreement(run, proposal, confirm=False))
+    code = CommerceErrorCode.CONFIRMATION_REQUIRED
+    return await _refused_unchanged(run, proposal, execution, code, "an execution without the customer's confirmation")
+
+
+async def action_confirmation_of_another_proposal(run: Run) -> str:
+    if not _rule(run).customer_confirms:
+        raise CheckSkipped(f"tenant {run.customer.tenant!r} does not ask the customer to confirm {KIND.value}")
+    order = await _cancellable(run)
+    proposal, other = await _preview(run, order.order_id), await _preview(run, order.order_id)
+    fields = _agreement(run, proposal) | {"confirmation_token": _agreement(run, other)["confirmation_token"]}
+    code = CommerceErrorCode.CONFIRMATION_INVALID
+    return await _refused_unchanged(
+        run, proposal, _execution(proposal, **fields), code, "the customer's confirmation of another proposal"
+    )
+
+
+async def action_unapproved(run: Run) -> str:
+    _rule(run)
+    proposal = await _preview(run, (await _cancellable(run)).order_id)
+    if not proposal.requires.reviewers:
+        raise CheckSkipped(f"tenant {run.customer.tenant!r} asks no reviewer to approve this {KIND.value}")
+    execution = _execution(proposal, **_agreement(run, proposal, approve=False))
+    code = CommerceErrorCode.APPROVAL_SIGNATURE_REQUIRED
+    return await _refused_unchanged(run, proposal, execution, code, "an execution without a reviewer's approval")
+
+
+async def action_expired(run: Run) -> str:
+    _rule(run)
+    proposal = await _preview(run, (await _cancellable(run)).order_id, expires_in_seconds=EXPIRING_SECONDS)
+    while datetime.now(UTC) < proposal.expires_at:  # the proposal's own expiry, as the server stated it
+        await asyncio.sleep(0.2)
+    execution = _execution(proposal, **_agreement(run, proposal))
+    return await _refused_unchanged(
+        run, proposal, execution, CommerceErrorCode.PROPOSAL_EXPIRED, "an execution of an expired proposal"
+    )
+
+
+async def action_executes_once(run: Run) -> str:
+    _rule(run)
+    order = await _cancellable(run)
+    proposal = await _preview(run, order.order_id)
+    execution = _execution(proposal, **_agreement(run, proposal))
+    first = await run.answer(
+        ToolName.EXECUTE_ACTION, {"execution": execution.model_dump(mode="json")}, case_id=proposal.case_id
+    )
+    receipt = ActionReceipt.model_validate(first)
+    run.action = (proposal, execution, receipt)
+    after = await run.read_order(order.order_id)
+    if (after.status, after.version) != (proposal.effect.status_after, order.version + 1):
+        raise CheckFailed(f"{order.order_id} is {after.status} at version {after.version} after the action")
+    try:
+        claims = verify_action_receipt(receipt.signature, key_set(run.keys.directory))
+    except CredentialRefused as refused:
+        raise CheckFailed(f"receipt {receipt.receipt_id} does not verify with the published key: {refused}") from None
+    if (claims.proposal_id, claims.digest, claims.refund_cents) != (
+        proposal.proposal_id,
+        proposal.digest,
+        proposal.effect.refund_cents,
+    ):
+        raise CheckFailed(f"the signed receipt states {claims.proposal_id}, not this proposal's effect")
+    second = ActionReceipt.model_validate(
+        await run.answer(
+            ToolName.EXECUTE_ACTION, {"execution": execution.model_dump(mode="json")}, case_id=proposal.case_id
+        )
+    )
+    if second != receipt.model_copy(update={"replay": True}):
+        raise CheckFailed("the same execution sent again was not answered with its receipt, marked a replay")
+    if (await run.read_order(order.order_id)).version != after.version:
+        raise CheckFailed(f"{order.order_id} moved again on the repeated execution")
+    return (
+        f"EXECUTED {KIND.value} on {order.order_id} once; signed receipt {receipt.receipt_id}; the repeat is a replay"
+    )
+
+
+async def action_conflicting_replay(run: Run) -> str:
+    _rule(run)
+    await _cancellable(run)  # nothing left to cancel: not checked, as the execution was not
+    if run.action is None:
+        raise CheckFailed("no action was executed (see action_executes_once)")
+    proposal, execution, _ = run.action
+    fresh = run.keys.signer.confirmation_token(run.customer, case_id=proposal.case_id, digest=proposal.digest)
+    changed = execution.model_copy(update={"confirmation_token": fresh})
+    return await _refused_unchanged(
+        run, proposal, changed, CommerceErrorCode.IDEMPOTENCY_CONFLICT, "the executed proposal's key with another body"
+    )
+
+
+def action_checks() -> list[Check]:
+    """In order: default deny, the exact preview, scoping, the refusals, the execution, its replay."""
+    return [
+        action_default_deny,
+        action_preview_exact,
+        action_foreign_order,
+        action_unconfirmed,
+        action_confirmation_of_another_proposal,
+        action_unapproved,
+        action_expired,
+        action_executes_once,
+        action_conflicting_replay,
+    ]

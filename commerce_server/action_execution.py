@@ -1,0 +1,155 @@
+"""``execute_action``: an agreed proposal, re-checked and executed once, with a signed receipt.
+
+Order of checks: the proposal is the caller's (another customer's and a missing one are refused alike);
+the idempotency claim (:mod:`commerce_server.action_records`: a replay, a conflict or a twin in flight is
+answered from the record); then, with the claim held, the digest (the one sent, the stored one and the one
+recomputed from the stored fields must agree), the tenant's rule as this server's directory states it now
+(default deny; a rule changed since the proposal asks for a new one), everyone's agreement
+(:mod:`commerce_server.action_agreement`), the ledger, the effect computed again from today's order (it
+must equal the proposal's) and the caps. Only then one transaction changes the order (guarded by its
+version), voids the invoice where the rule says so, consumes every agreeing token, and completes the claim
+with the signed receipt. Any refusal releases the claim: a refusal is never cached.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+from collections.abc import Callable
+from datetime import datetime
+
+from sqlalchemy import update
+from sqlmodel import Session
+
+from commerce_server.action_agreement import Agreed, check_agreement
+from commerce_server.action_preview import allowed_rule
+from commerce_server.action_receipts import signed_action_receipt
+from commerce_server.action_records import ExecutionState, check_caps, claim_execution, release_claim
+from commerce_server.db import ActionCredentialUseRow, ActionExecutionRow, ActionProposalRow, InvoiceRow, OrderRow
+from commerce_server.keys import CommerceKeys
+from contracts.actions import ActionExecution, ActionProposal, ActionReceipt
+from contracts.commerce import Order
+from contracts.errors import CommerceErrorCode, error_from_code
+from contracts.identity import Identity
+from contracts.logs import log_fields
+from knowledge.action_rules import action_effect
+
+EXECUTED_LOGGER = "commerce_server.actions.executed"
+executed_log = logging.getLogger(EXECUTED_LOGGER)
+
+
+def receipt_id_for(proposal_id: str) -> str:
+    """``ACT-`` and 16 hex characters derived from the proposal: one proposal, one receipt id."""
+    return "ACT-" + hashlib.sha256(proposal_id.encode("utf-8")).hexdigest()[:16]
+
+
+class ActionExecutor:
+    """One ``execute_action`` request for one bound identity, in one session."""
+
+    def __init__(
+        self,
+        session: Session,
+        identity: Identity,
+        *,
+        keys: CommerceKeys,
+        ledger_id: Callable[[], str],
+        read_order: Callable[[Session, str], Order],
+        now: datetime,
+    ) -> None:
+        self._session = session
+        self._identity = identity
+        self._keys = keys
+        self._ledger_id = ledger_id
+        self._read_order = read_order
+        self._now = now
+
+    def execute(self, execution: ActionExecution, *, token_case: str | None) -> ActionReceipt:
+        proposal = self._own_proposal(execution.proposal_id, token_case=token_case)
+        self._keys.signing_key()  # a server that could not sign the receipt executes nothing
+        replay = claim_execution(self._session, self._identity, execution, kind=proposal.kind, now=self._now)
+        if replay is not None:
+            return replay
+        try:
+            agreed = self._checked(proposal, execution)
+            return self._record(proposal, execution, agreed)
+        except Exception:  # a refusal, or a failure mid-way: nothing was executed, and nothing is cached
+            release_claim(self._session, proposal.proposal_id)
+            raise
+
+    def _own_proposal(self, proposal_id: str, *, token_case: str | None) -> ActionProposal:
+        row = self._session.get(ActionProposalRow, proposal_id)
+        mine = row is not None and (row.tenant, row.customer) == (self._identity.tenant, self._identity.subject)
+        if row is None or not mine or (token_case is not None and row.case_id != token_case):
+            raise error_from_code(
+                CommerceErrorCode.PROPOSAL_NOT_ACCESSIBLE, "No such proposal is accessible to this customer and case."
+            )
+        return ActionProposal.model_validate_json(row.body)
+
+    def _checked(self, proposal: ActionProposal, execution: ActionExecution) -> Agreed:
+        if not (execution.digest == proposal.digest == proposal.computed_digest()):
+            raise error_from_code(CommerceErrorCode.ACTION_CHANGED, "The digest sent is not this proposal's.")
+        directory = self._keys.directory()
+        rule = allowed_rule(directory, self._identity, proposal.kind)
+        if rule != proposal.rule:
+            raise error_from_code(
+                CommerceErrorCode.ACTION_CHANGED,
+                "The merchant's policy for this action changed since the proposal; ask for a new proposal.",
+            )
+        agreed = check_agreement(self._session, proposal, execution, self._identity, directory, now=self._now)
+        if proposal.ledger_id != self._ledger_id():
+            raise error_from_code(CommerceErrorCode.LEDGER_MISMATCH, "The proposal was made on another ledger.")
+        effect = action_effect(proposal.kind, self._read_order(self._session, proposal.effect.order_id))
+        if effect != proposal.effect:
+            raise error_from_code(
+                CommerceErrorCode.ACTION_CHANGED, "The order changed since the proposal; ask for a new proposal."
+            )
+        check_caps(self._session, self._identity, proposal.kind, rule, adding_cents=effect.refund_cents, now=self._now)
+        return agreed
+
+    def _record(self, proposal: ActionProposal, execution: ActionExecution, agreed: Agreed) -> ActionReceipt:
+        effect = proposal.effect
+        session = self._session
+        moved = session.exec(
+            update(OrderRow)
+            .where(OrderRow.order_id == effect.order_id, OrderRow.version == effect.order_version)  # type: ignore[arg-type]
+            .values(
+                status=effect.status_after.value,
+                refunded_cents=OrderRow.refunded_cents + effect.refund_cents,
+                version=effect.order_version + 1,
+            )
+        )
+        if moved.rowcount != 1:
+            raise error_from_code(
+                CommerceErrorCode.ACTION_CHANGED, "The order changed while the action ran; ask for a new proposal."
+            )
+        if effect.invoice_void:
+            session.exec(update(InvoiceRow).where(InvoiceRow.order_id == effect.order_id).values(state="void"))  # type: ignore[arg-type]
+        for jti, subject in agreed.uses(self._identity.subject):
+            session.add(
+                ActionCredentialUseRow(jti=jti, proposal_id=proposal.proposal_id, subject=subject, used_at=self._now)
+            )
+        receipt = signed_action_receipt(
+            proposal,
+            receipt_id=receipt_id_for(proposal.proposal_id),
+            agreed=agreed,
+            executed_at=self._now,
+            signing_key=self._keys.signing_key(),
+        )
+        claim = session.get(ActionExecutionRow, proposal.proposal_id)
+        if claim is None or claim.state != ExecutionState.IN_FLIGHT.value:
+            raise error_from_code(CommerceErrorCode.IDEMPOTENCY_CONFLICT, "The execution's claim was lost.")
+        claim.state = ExecutionState.DONE.value
+        claim.executed_at = self._now
+        claim.refund_cents = effect.refund_cents
+        claim.receipt = receipt.model_dump_json()
+        session.add(claim)
+        session.commit()
+        executed_log.info(
+            "executed %s on %s: %s cents, receipt %s",
+            proposal.kind.value,
+            effect.order_id,
+            effect.refund_cents,
+            receipt.receipt_id,
+            extra=log_fields(case_id=proposal.case_id, tool="execute_action"),
+        )
+        return receipt

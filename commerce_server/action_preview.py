@@ -1,0 +1,87 @@
+"""``preview_action``: the exact effect of an action the tenant's policy allows, stored as a proposal.
+
+Default deny: an action the tenant's rule (in this server's own copy of the directory) does not name is
+refused before any record is read. Otherwise the order is read as every read is (id, tenant, owner), the
+action's rule (:mod:`knowledge.action_rules`) computes the effect from it, the caps are checked, and the
+proposal, with the rule that applied, who must agree, its expiry and its digest, is stored and returned.
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Callable
+from datetime import datetime, timedelta
+from typing import Any
+
+from sqlmodel import Session
+
+from commerce_server.action_records import check_caps
+from commerce_server.db import ActionProposalRow
+from contracts.action_policy import ActionKind, ActionRule
+from contracts.actions import ActionProposal, ActionRequest, Agreement, action_digest
+from contracts.commerce import Order
+from contracts.directory import Directory
+from contracts.errors import CommerceErrorCode, error_from_code
+from contracts.identity import Identity
+from knowledge.action_rules import action_effect
+
+
+def allowed_rule(directory: Directory, identity: Identity, kind: ActionKind) -> ActionRule:
+    """The rule the customer's tenant declares for ``kind``; ``action_not_allowed`` when it declares none."""
+    rule = directory.action_rule(identity.tenant, kind)
+    if rule is None:
+        raise error_from_code(
+            CommerceErrorCode.ACTION_NOT_ALLOWED,
+            f"The merchant's policy does not allow {kind.value} through this service.",
+        )
+    return rule
+
+
+def preview_action(
+    session: Session,
+    identity: Identity,
+    request: ActionRequest,
+    *,
+    directory: Directory,
+    ledger_id: str,
+    read_order: Callable[[Session, str], Order],
+    now: datetime,
+) -> ActionProposal:
+    rule = allowed_rule(directory, identity, request.kind)
+    order = read_order(session, request.order_id)
+    effect = action_effect(request.kind, order)
+    check_caps(session, identity, request.kind, rule, adding_cents=effect.refund_cents, now=now)
+    lifetime = timedelta(minutes=rule.expires_minutes)
+    if request.expires_in_seconds is not None:
+        lifetime = min(lifetime, timedelta(seconds=request.expires_in_seconds))
+    created_at = now.replace(microsecond=0)
+    fields: dict[str, Any] = {
+        "proposal_id": "AP-" + secrets.token_hex(12),
+        "kind": request.kind,
+        "case_id": request.case_id,
+        "tenant": identity.tenant,
+        "customer": identity.subject,
+        "ledger_id": ledger_id,
+        "effect": effect,
+        "rule": rule,
+        "requires": Agreement(customer=rule.customer_confirms, reviewers=rule.reviewers_required(effect.refund_cents)),
+        "created_at": created_at,
+        "expires_at": created_at + lifetime,
+    }
+    unsigned = ActionProposal.model_construct(**fields).model_dump(mode="json", exclude={"digest"})
+    proposal = ActionProposal.model_validate(unsigned | {"digest": action_digest(unsigned)})
+    session.add(
+        ActionProposalRow(
+            proposal_id=proposal.proposal_id,
+            tenant=identity.tenant,
+            customer=identity.subject,
+            case_id=proposal.case_id,
+            kind=proposal.kind.value,
+            order_id=effect.order_id,
+            digest=proposal.digest,
+            body=proposal.model_dump_json(),
+            created_at=created_at,
+        )
+    )
+    session.commit()
+    return proposal

@@ -1,0 +1,56 @@
+"""A tenant's policy for the writes the commerce server offers as actions: data in the directory, never
+code. Pure: no files, no clock.
+
+An action the tenant's policy does not name is denied (default deny), at the commerce server, which
+refuses to preview or execute it, and in every client that reads the same directory. A named action has
+one :class:`ActionRule`: who must agree before it runs (the customer, reviewers, or both), the caps
+that bound it per customer, and how long its proposal holds.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+
+class ActionKind(StrEnum):
+    """Every write the commerce server offers through the action contract (``preview_action`` then
+    ``execute_action``). The refund keeps its own older pair (``execute_refund``) until it moves here."""
+
+    CANCEL_ORDER = "cancel_order"
+    """Cancel one of the customer's orders while it is still processing; everything paid goes back to
+    the original payment method and the invoice is void (DELIVERY p01, INVOICES p02)."""
+
+
+MAX_PROPOSAL_MINUTES = 7 * 24 * 60
+
+
+class ActionRule(BaseModel):
+    """Who must agree to one kind of action in one tenant, and its limits.
+
+    ``reviewers`` distinct reviewers of the tenant approve an action that moves at least
+    ``reviewers_from_cents`` (0: every one); the customer confirms it when ``customer_confirms``. The caps
+    count the customer's executed actions of this kind over the last 24 hours and the money they moved
+    over the last 30 days, this one included; None is no cap.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    customer_confirms: bool = True
+    reviewers: int = Field(default=1, ge=0, le=2)
+    reviewers_from_cents: int = Field(default=0, ge=0)
+    max_per_customer_per_day: int | None = Field(default=None, ge=1, le=1000)
+    max_cents_per_customer_per_30_days: int | None = Field(default=None, ge=1)
+    expires_minutes: int = Field(default=30, ge=1, le=MAX_PROPOSAL_MINUTES)
+    """How long a proposal holds: every confirmation and approval must be signed before then."""
+
+    @model_validator(mode="after")
+    def _someone_or_a_cap(self) -> ActionRule:
+        if not self.customer_confirms and self.reviewers == 0 and self.max_per_customer_per_day is None:
+            raise ValueError("an action nobody agrees to needs a daily cap (max_per_customer_per_day)")
+        return self
+
+    def reviewers_required(self, amount_cents: int) -> int:
+        """Distinct reviewers an action moving ``amount_cents`` needs."""
+        return self.reviewers if amount_cents >= self.reviewers_from_cents else 0

@@ -1,0 +1,136 @@
+"""The action contract: every write beyond the refund is previewed, agreed and executed once.
+
+``preview_action`` computes the exact effect of a requested action from the commerce server's own
+records (never from the caller's numbers), evaluates the tenant's policy (:mod:`contracts.action_policy`)
+and returns an :class:`ActionProposal`: the effect, the rule that applied, who must agree, an expiry
+and a digest over all of it. ``execute_action`` takes the proposal's id and digest with the customer's
+confirmation and the reviewers' approvals the rule asks for, re-checks everything, executes once in one
+transaction and returns an :class:`ActionReceipt` signed with the commerce key.
+
+Idempotency follows the Agentic Commerce Protocol (§6): an execution names an idempotency key; the same
+key with the same body returns the original receipt marked ``replay``; the same key, or the same
+proposal, with another body is ``idempotency_conflict``; a request whose twin is still running gets
+``request_in_flight`` (transient, with a retry-after); a refusal is never recorded, so a corrected
+request may follow under the same key. Pure: no files, no clock.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from enum import StrEnum
+
+from pydantic import Field
+
+from contracts.action_policy import ActionKind, ActionRule
+from contracts.approval_claims import MAX_TOKEN_CHARS
+from contracts.commerce import ORDER_ID_FORMAT, OrderStatus, canonical_digest
+from contracts.frozen import FrozenModel
+
+CASE_ID_PATTERN = r"^[A-Za-z0-9_.:-]{4,80}$"
+IDEMPOTENCY_KEY_PATTERN = r"^[A-Za-z0-9._:-]{1,128}$"
+PROPOSAL_ID_PATTERN = r"^AP-[0-9a-f]{24}$"
+DIGEST_PATTERN = r"^[0-9a-f]{64}$"
+MAX_APPROVALS = 2
+
+
+class RefundDestination(StrEnum):
+    ORIGINAL_PAYMENT_METHOD = "original_payment_method"
+
+
+class ActionRequest(FrozenModel):
+    """What a caller asks ``preview_action`` for: the kind and its arguments, never an amount."""
+
+    kind: ActionKind
+    case_id: str = Field(pattern=CASE_ID_PATTERN)
+    order_id: str = Field(pattern=ORDER_ID_FORMAT)
+    expires_in_seconds: int | None = Field(default=None, ge=1, le=7 * 24 * 3600)
+    """A shorter life than the policy's for this proposal (never a longer one); None: the policy's."""
+
+
+class ActionEffect(FrozenModel):
+    """The exact change an action makes, as the commerce server computed it from its own records."""
+
+    order_id: str
+    order_version: int
+    """The order's version when the effect was computed: executing needs it unchanged."""
+    status_before: OrderStatus
+    status_after: OrderStatus
+    refund_cents: int = Field(ge=0)
+    """Money returned to the customer by this action (0 when none)."""
+    currency: str
+    refund_to: RefundDestination | None = None
+    invoice_void: bool = False
+    policy_pages: tuple[str, ...]
+    """The policy passages the action's rule comes from (``DELIVERY:p01``)."""
+
+
+class Agreement(FrozenModel):
+    """Who must agree before the action runs, under the rule that applied to it."""
+
+    customer: bool
+    """The customer confirms, with a confirmation token over the proposal's digest."""
+    reviewers: int = Field(ge=0, le=MAX_APPROVALS)
+    """Distinct reviewers of the tenant who approve it, each with a signed approval over the digest."""
+
+
+class ActionProposal(FrozenModel):
+    """The exact proposal the customer confirms and reviewers approve. Its digest binds every field."""
+
+    proposal_id: str = Field(pattern=PROPOSAL_ID_PATTERN)
+    kind: ActionKind
+    case_id: str
+    tenant: str
+    customer: str
+    ledger_id: str
+    effect: ActionEffect
+    rule: ActionRule
+    """The tenant's rule that applied when the proposal was made."""
+    requires: Agreement
+    created_at: datetime
+    expires_at: datetime
+    digest: str = Field(pattern=DIGEST_PATTERN)
+
+    def computed_digest(self) -> str:
+        """SHA-256 of the canonical JSON of every field but the digest itself."""
+        return action_digest(self.model_dump(mode="json", exclude={"digest"}))
+
+
+def action_digest(fields: dict[str, object]) -> str:
+    return canonical_digest(fields)
+
+
+class ActionExecution(FrozenModel):
+    """What a caller sends to ``execute_action``: which proposal, and everyone's agreement to it."""
+
+    proposal_id: str = Field(pattern=PROPOSAL_ID_PATTERN)
+    digest: str = Field(pattern=DIGEST_PATTERN)
+    idempotency_key: str = Field(pattern=IDEMPOTENCY_KEY_PATTERN)
+    confirmation_token: str | None = Field(default=None, min_length=1, max_length=MAX_TOKEN_CHARS)
+    """The customer's confirmation (audience ``action-confirmation``) over the digest."""
+    approval_tokens: tuple[str, ...] = Field(default=(), max_length=MAX_APPROVALS)
+    """Reviewers' approval tokens over the digest, one per reviewer."""
+
+    def body_digest(self) -> str:
+        """The digest of the whole request: the same key with another body is a conflict."""
+        return canonical_digest(self.model_dump(mode="json"))
+
+
+class ActionReceipt(FrozenModel):
+    """What the commerce server states it did, signed with the commerce key (``signature``)."""
+
+    receipt_id: str
+    proposal_id: str
+    kind: ActionKind
+    case_id: str
+    order_id: str
+    digest: str
+    refund_cents: int
+    currency: str
+    status_after: OrderStatus
+    order_version_after: int
+    agreed_by: tuple[str, ...]
+    """The customer (when they confirmed) and each approving reviewer, by subject."""
+    executed_at: datetime
+    signature: str
+    replay: bool = False
+    """True when this is the answer to a repeated request: nothing was executed again."""
