@@ -21,10 +21,18 @@ def init(ctx: typer.Context) -> None:
 
     settings = settings_of(ctx)
     report = seed_fixture(make_engine(database_url(settings.state_dir)))
-    console.print(f"commerce database ready under {settings.state_dir} (fictional data): {report.sentence()}")
+    # soft_wrap: a line holding a path is never broken inside it (the terminal wraps it, copy and paste keep it)
+    console.print(
+        f"commerce database ready under {settings.state_dir} (fictional data): {report.sentence()}", soft_wrap=True
+    )
     created = create_demo_directory(settings.state_dir)
-    console.print(f"demo keys in {keys_dir(settings.state_dir)}: created {', '.join(created) or 'none (all exist)'}")
-    console.print(f"directory (tenants, people, public keys): {directory_location(settings.state_dir, {})}")
+    console.print(
+        f"demo keys in {keys_dir(settings.state_dir)}: created {', '.join(created) or 'none (all exist)'}",
+        soft_wrap=True,
+    )
+    console.print(
+        f"directory (tenants, people, public keys): {directory_location(settings.state_dir, {})}", soft_wrap=True
+    )
 
 
 @app.command("mcp-tools")

@@ -1,11 +1,11 @@
 """The checks of the action contract (``preview_action``, ``execute_action``): default deny, the exact
 effect, identity scoping, everyone's agreement, expiry, and idempotency as ACP §6 states it. The kit
 EXECUTES here: it cancels the first order of the fixture's ``cancellable_orders`` that is still
-processing (simulated), once per run.
+processing (simulated), once per run; an address change it previews, never executes.
 
-What the server's directory says decides what is checked: with no rule for ``cancel_order`` in the
-customer's tenant, default deny is checked and the rest is not (``SKIP``); with one, the rest is checked
-and default deny is not (the kit never edits the server's directory). Every refusal is also checked to
+What the server's directory says decides what is checked: default deny with every action kind the
+customer's tenant does not allow, and the checks of each kind it allows (the others are ``SKIP``; the
+kit never edits the server's directory). Every refusal is also checked to
 have changed nothing: the order's status and version are read before and after.
 """
 
@@ -21,7 +21,7 @@ from commerce_contract.checks_refunds import Check
 from commerce_contract.context import CheckFailed, CheckSkipped, Run, fresh_case_id, text_of
 from contracts.action_credentials import verify_action_receipt
 from contracts.action_policy import ActionKind, ActionRule
-from contracts.actions import ActionExecution, ActionProposal, ActionReceipt, ActionRequest
+from contracts.actions import ActionExecution, ActionProposal, ActionReceipt, ActionRequest, Address
 from contracts.case import Decision
 from contracts.commerce import Order, OrderStatus
 from contracts.credentials import CredentialRefused, key_set
@@ -31,15 +31,23 @@ from knowledge.action_rules import action_effect
 
 KIND = ActionKind.CANCEL_ORDER
 EXPIRING_SECONDS = 1
+KIT_ADDRESS = Address(
+    recipient="Conformance Kit (fictional)",
+    phone="+86 10 5555 0199",
+    line1="1 Test Street",
+    city="Testville",
+    postcode="100000",
+    country="CN",
+)
 APPROVE = Decision.APPROVE.value
 
 
-def _rule(run: Run) -> ActionRule:
-    rule = run.keys.directory.action_rule(run.customer.tenant, KIND)
+def _rule(run: Run, kind: ActionKind = KIND) -> ActionRule:
+    rule = run.keys.directory.action_rule(run.customer.tenant, kind)
     if rule is None:
         raise CheckSkipped(
-            f"tenant {run.customer.tenant!r} allows no {KIND.value} (default deny is checked instead; "
-            f"starter.py directory allow-action {run.customer.tenant} {KIND.value} allows it)"
+            f"tenant {run.customer.tenant!r} allows no {kind.value} (default deny is checked with it; "
+            f"starter.py directory allow-action {run.customer.tenant} {kind.value} allows it)"
         )
     return rule
 
@@ -58,8 +66,8 @@ async def _cancellable(run: Run) -> Order:
     )
 
 
-async def _preview(run: Run, order_id: str, **request: Any) -> ActionProposal:
-    arguments = ActionRequest(kind=KIND, case_id=fresh_case_id(), order_id=order_id, **request)
+async def _preview(run: Run, order_id: str, kind: ActionKind = KIND, **request: Any) -> ActionProposal:
+    arguments = ActionRequest(kind=kind, case_id=fresh_case_id(), order_id=order_id, **request)
     answer = await run.answer(
         ToolName.PREVIEW_ACTION, {"request": arguments.model_dump(mode="json")}, case_id=arguments.case_id
     )
@@ -115,23 +123,27 @@ async def _refused_unchanged(
 
 
 async def action_default_deny(run: Run) -> str:
-    if run.keys.directory.action_rule(run.customer.tenant, KIND) is not None:
-        raise CheckSkipped(f"the directory allows {KIND.value} in tenant {run.customer.tenant!r} (the rest is checked)")
+    tenant = run.customer.tenant
+    denied = [kind for kind in ActionKind if run.keys.directory.action_rule(tenant, kind) is None]
+    if not denied:
+        raise CheckSkipped(f"the directory allows every action kind in tenant {tenant!r}")
     order_id = run.fixture.cancellable_orders[0] if run.fixture.cancellable_orders else run.fixture.refundable_orders[0]
-    request = ActionRequest(kind=KIND, case_id=fresh_case_id(), order_id=order_id)
-    error = await run.refusal(
-        ToolName.PREVIEW_ACTION, {"request": request.model_dump(mode="json")}, case_id=request.case_id
-    )
-    if error.code != CommerceErrorCode.ACTION_NOT_ALLOWED:
-        raise CheckFailed(f"an action the policy does not name was refused {error.code}, not action_not_allowed")
-    return f"{KIND.value}, which tenant {run.customer.tenant!r} does not allow, was refused action_not_allowed"
+    for kind in denied:
+        request = ActionRequest(kind=kind, case_id=fresh_case_id(), order_id=order_id, address=KIT_ADDRESS)
+        error = await run.refusal(
+            ToolName.PREVIEW_ACTION, {"request": request.model_dump(mode="json")}, case_id=request.case_id
+        )
+        if error.code != CommerceErrorCode.ACTION_NOT_ALLOWED:
+            raise CheckFailed(f"{kind.value}, which the policy does not name, was refused {error.code}")
+    names = ", ".join(kind.value for kind in denied)
+    return f"{names}, which tenant {tenant!r} does not allow, refused action_not_allowed"
 
 
 async def action_preview_exact(run: Run) -> str:
     rule = _rule(run)
     order = await _cancellable(run)
     proposal = await _preview(run, order.order_id)
-    expected = action_effect(KIND, order)
+    expected = action_effect(ActionRequest(kind=KIND, case_id=proposal.case_id, order_id=order.order_id), order, None)
     if proposal.effect != expected:
         raise CheckFailed(f"the proposal's effect {proposal.effect} is not the published rule's {expected}")
     if proposal.rule != rule or proposal.requires.customer != rule.customer_confirms:
@@ -145,6 +157,34 @@ async def action_preview_exact(run: Run) -> str:
         f"as the published rule says; digest recomputes; asks the customer: {proposal.requires.customer}, "
         f"reviewers: {proposal.requires.reviewers}"
     )
+
+
+async def action_address_preview_exact(run: Run) -> str:
+    rule = _rule(run, ActionKind.CHANGE_ORDER_ADDRESS)
+    order = await _cancellable(run)
+    proposal = await _preview(run, order.order_id, ActionKind.CHANGE_ORDER_ADDRESS, address=KIT_ADDRESS)
+    effect = proposal.effect
+    if (effect.address_after, effect.status_after, effect.refund_cents) != (KIT_ADDRESS, order.status, 0):
+        raise CheckFailed(f"the address change's effect {effect} is not the requested address, free, status kept")
+    if effect.address_before == KIT_ADDRESS or effect.order_version != order.version:
+        raise CheckFailed("the address change's effect does not state the order's current address and version")
+    if proposal.rule != rule or proposal.computed_digest() != proposal.digest:
+        raise CheckFailed("the address change's proposal states another rule, or its digest does not recompute")
+    return f"{order.order_id}: a change to the kit's address, free, status kept, previous address stated"
+
+
+async def action_address_not_eligible(run: Run) -> str:
+    _rule(run, ActionKind.CHANGE_ORDER_ADDRESS)
+    order_id = run.fixture.refundable_orders[0]
+    request = ActionRequest(
+        kind=ActionKind.CHANGE_ORDER_ADDRESS, case_id=fresh_case_id(), order_id=order_id, address=KIT_ADDRESS
+    )
+    error = await run.refusal(
+        ToolName.PREVIEW_ACTION, {"request": request.model_dump(mode="json")}, case_id=request.case_id
+    )
+    if error.code != CommerceErrorCode.ACTION_NOT_ELIGIBLE:
+        raise CheckFailed(f"an address change of delivered order {order_id} was refused {error.code}")
+    return f"an address change of delivered order {order_id} refused action_not_eligible"
 
 
 async def action_foreign_order(run: Run) -> str:
@@ -260,6 +300,8 @@ def action_checks() -> list[Check]:
     return [
         action_default_deny,
         action_preview_exact,
+        action_address_preview_exact,
+        action_address_not_eligible,
         action_foreign_order,
         action_unconfirmed,
         action_confirmation_of_another_proposal,

@@ -5,10 +5,11 @@ the idempotency claim (:mod:`commerce_server.action_records`: a replay, a confli
 answered from the record); then, with the claim held, the digest (the one sent, the stored one and the one
 recomputed from the stored fields must agree), the tenant's rule as this server's directory states it now
 (default deny; a rule changed since the proposal asks for a new one), everyone's agreement
-(:mod:`commerce_server.action_agreement`), the ledger, the effect computed again from today's order (it
-must equal the proposal's) and the caps. Only then one transaction changes the order (guarded by its
-version), voids the invoice where the rule says so, consumes every agreeing token, and completes the claim
-with the signed receipt. Any refusal releases the claim: a refusal is never cached.
+(:mod:`commerce_server.action_agreement`), the ledger, the effect computed again from today's order and
+its address (it must equal the proposal's) and the caps. Only then one transaction changes the order
+(guarded by its version), moves its address or voids its invoice where the effect says so, consumes every
+agreeing token, and completes the claim with the signed receipt. Any refusal releases the claim: a refusal
+is never cached.
 """
 
 from __future__ import annotations
@@ -22,17 +23,24 @@ from sqlalchemy import update
 from sqlmodel import Session
 
 from commerce_server.action_agreement import Agreed, check_agreement
-from commerce_server.action_preview import allowed_rule
+from commerce_server.action_preview import allowed_rule, shipping_address
 from commerce_server.action_receipts import signed_action_receipt
 from commerce_server.action_records import ExecutionState, check_caps, claim_execution, release_claim
-from commerce_server.db import ActionCredentialUseRow, ActionExecutionRow, ActionProposalRow, InvoiceRow, OrderRow
+from commerce_server.db import (
+    ActionCredentialUseRow,
+    ActionExecutionRow,
+    ActionProposalRow,
+    InvoiceRow,
+    OrderRow,
+    ShippingAddressRow,
+)
 from commerce_server.keys import CommerceKeys
 from contracts.actions import ActionExecution, ActionProposal, ActionReceipt
 from contracts.commerce import Order
 from contracts.errors import CommerceErrorCode, error_from_code
 from contracts.identity import Identity
 from contracts.logs import log_fields
-from knowledge.action_rules import action_effect
+from knowledge.action_rules import action_effect, request_of
 
 EXECUTED_LOGGER = "commerce_server.actions.executed"
 executed_log = logging.getLogger(EXECUTED_LOGGER)
@@ -98,7 +106,9 @@ class ActionExecutor:
         agreed = check_agreement(self._session, proposal, execution, self._identity, directory, now=self._now)
         if proposal.ledger_id != self._ledger_id():
             raise error_from_code(CommerceErrorCode.LEDGER_MISMATCH, "The proposal was made on another ledger.")
-        effect = action_effect(proposal.kind, self._read_order(self._session, proposal.effect.order_id))
+        order = self._read_order(self._session, proposal.effect.order_id)
+        request = request_of(proposal.kind, proposal.case_id, proposal.effect)
+        effect = action_effect(request, order, shipping_address(self._session, order.order_id))
         if effect != proposal.effect:
             raise error_from_code(
                 CommerceErrorCode.ACTION_CHANGED, "The order changed since the proposal; ask for a new proposal."
@@ -121,6 +131,12 @@ class ActionExecutor:
         if moved.rowcount != 1:
             raise error_from_code(
                 CommerceErrorCode.ACTION_CHANGED, "The order changed while the action ran; ask for a new proposal."
+            )
+        if effect.address_after is not None:
+            address = effect.address_after.model_dump()
+            row = session.get(ShippingAddressRow, effect.order_id)
+            session.add(
+                row.sqlmodel_update(address) if row else ShippingAddressRow(order_id=effect.order_id, **address)
             )
         if effect.invoice_void:
             session.exec(update(InvoiceRow).where(InvoiceRow.order_id == effect.order_id).values(state="void"))  # type: ignore[arg-type]

@@ -16,9 +16,9 @@ from typing import Any
 from sqlmodel import Session
 
 from commerce_server.action_records import check_caps
-from commerce_server.db import ActionProposalRow
+from commerce_server.db import ActionProposalRow, ShippingAddressRow
 from contracts.action_policy import ActionKind, ActionRule
-from contracts.actions import ActionProposal, ActionRequest, Agreement, action_digest
+from contracts.actions import ActionProposal, ActionRequest, Address, Agreement, action_digest
 from contracts.commerce import Order
 from contracts.directory import Directory
 from contracts.errors import CommerceErrorCode, error_from_code
@@ -37,6 +37,12 @@ def allowed_rule(directory: Directory, identity: Identity, kind: ActionKind) -> 
     return rule
 
 
+def shipping_address(session: Session, order_id: str) -> Address | None:
+    """Where ``order_id`` is delivered (read after the order itself, so only for an order of the caller)."""
+    row = session.get(ShippingAddressRow, order_id)
+    return None if row is None else Address.model_validate(row.model_dump(exclude={"order_id"}))
+
+
 def preview_action(
     session: Session,
     identity: Identity,
@@ -49,7 +55,7 @@ def preview_action(
 ) -> ActionProposal:
     rule = allowed_rule(directory, identity, request.kind)
     order = read_order(session, request.order_id)
-    effect = action_effect(request.kind, order)
+    effect = action_effect(request, order, shipping_address(session, order.order_id))
     check_caps(session, identity, request.kind, rule, adding_cents=effect.refund_cents, now=now)
     lifetime = timedelta(minutes=rule.expires_minutes)
     if request.expires_in_seconds is not None:

@@ -75,6 +75,21 @@ class OrderRow(SQLModel, table=True):
     version: int
 
 
+class ShippingAddressRow(SQLModel, table=True):
+    """Where an order is delivered. The ledger owns it once it is there: an address change moves it, and
+    seeding or an import never overwrites it."""
+
+    __tablename__ = "shipping_addresses"
+
+    order_id: str = Field(primary_key=True, foreign_key="orders.order_id", max_length=16)
+    recipient: str = Field(max_length=80)
+    phone: str = Field(max_length=20)
+    line1: str = Field(max_length=120)
+    city: str = Field(max_length=60)
+    postcode: str = Field(max_length=10)
+    country: str = Field(max_length=2)
+
+
 class ShipmentEventRow(SQLModel, table=True):
     __tablename__ = "shipment_events"
     __table_args__ = (UniqueConstraint("order_id", "seq"),)
@@ -250,6 +265,7 @@ LEDGER_ROW = "commerce"
 _TABLE_MODELS: tuple[type[SQLModel], ...] = (
     ProductRow,
     OrderRow,
+    ShippingAddressRow,
     ShipmentEventRow,
     InvoiceRow,
     TicketRow,

@@ -29,6 +29,7 @@ from sqlmodel import Session, SQLModel, col, select
 from commerce_server.db import InvoiceRow, OrderRow, ProductRow, ShipmentEventRow
 from commerce_server.seed import fixture_rows, insert_missing_rows, seed_fixture
 from commerce_server.service import SKU
+from contracts.actions import Address
 from contracts.commerce import ORDER_ID_FORMAT, InvoiceState, OrderStatus, ProductCategory
 from contracts.directory import NAME_PATTERN
 from contracts.errors import BusinessError, ContractError
@@ -116,6 +117,9 @@ class ImportOrder(_Strict):
     return_received: StrictBool = False
     shipment: ImportShipment
     invoice: ImportInvoice
+    shipping_address: Address | None = None
+    """Where the order is delivered (an address change needs one). Once imported the ledger owns it: a
+    later import never changes it, and does not compare it."""
 
 
 class ImportFile(_Strict):

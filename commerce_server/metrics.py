@@ -1,7 +1,8 @@
 """The commerce server's counters (prometheus_client) and the endpoint that serves them.
 
 Counted where the server decides: a refund paid (after its transaction commits, never on a replayed
-receipt), a refund refused (by its stable code), a bearer token refused. Label values are tenant ids
+receipt), a refund refused (by its stable code), an action executed (likewise) or refused (by tool and
+code), a bearer token refused. Label values are tenant ids
 and refusal codes only. The counters live in this process: the endpoint is for the HTTP deployment
 (``python -m commerce_server --http``, one process per replica). In stdio mode the worker starts one
 server per applicant session, so only the first of them could bind a fixed port; the others print one
@@ -30,6 +31,7 @@ from prometheus_client.registry import Collector
 from sqlalchemy import text
 from sqlalchemy.engine import Engine
 
+from contracts.action_policy import ActionKind
 from contracts.errors import CommerceErrorCode
 from contracts.metrics import COMMERCE_HEALTH, CommerceMetric, MetricLabel, bounded_code, metrics_endpoint_from
 
@@ -51,6 +53,27 @@ TOKEN_REFUSALS = Counter(
     CommerceMetric.TOKEN_REFUSALS.value, "Bearer tokens refused, by code", [MetricLabel.CODE.value]
 )
 
+ACTIONS_EXECUTED = Counter(
+    CommerceMetric.ACTIONS_EXECUTED.value,
+    "Actions executed (simulated), by kind",
+    [MetricLabel.TENANT.value, MetricLabel.KIND.value],
+)
+ACTION_REFUSALS = Counter(
+    CommerceMetric.ACTION_REFUSALS.value,
+    "Action previews and executions refused, by tool and code",
+    [MetricLabel.TOOL.value, MetricLabel.CODE.value],
+)
+ACTION_TOOLS = ("preview_action", "execute_action")
+
+
+def count_action_executed(tenant: str, kind: str) -> None:
+    """One action executed for ``tenant`` (after its transaction commits; never on a replay)."""
+    ACTIONS_EXECUTED.labels(tenant, kind).inc()
+
+
+def count_action_refused(tool: str, code: str) -> None:
+    ACTION_REFUSALS.labels(tool, bounded_code(code)).inc()
+
 
 def count_refund_paid(tenant: str, amount_cents: int) -> None:
     """One refund paid for ``tenant`` (a tenant the directory lists: the applicant's)."""
@@ -67,12 +90,16 @@ def count_token_refused(code: str) -> None:
 
 
 def initialise(tenants: Iterable[str]) -> None:
-    """Write every known label set at 0: each tenant's refunds, each refusal code."""
+    """Write every known label set at 0: each tenant's refunds and actions, each refusal code."""
     for tenant in tenants:
         REFUNDS_PAID.labels(tenant)
         REFUNDED_CENTS.labels(tenant)
+        for kind in ActionKind:
+            ACTIONS_EXECUTED.labels(tenant, kind.value)
     for code in CommerceErrorCode:
         REFUNDS_REFUSED.labels(code.value)
+        for tool in ACTION_TOOLS:
+            ACTION_REFUSALS.labels(tool, code.value)
     TOKEN_REFUSALS.labels(CommerceErrorCode.TOKEN_REJECTED.value)
 
 

@@ -25,6 +25,7 @@ from commerce_server.db import (
     OrderRow,
     ProductRow,
     ShipmentEventRow,
+    ShippingAddressRow,
     create_schema,
     read_ledger_id,
 )
@@ -36,6 +37,7 @@ _SEED_ATTEMPTS = 3
 _TABLE_KEYS: tuple[tuple[str, type[SQLModel], tuple[str, ...]], ...] = (
     ("products", ProductRow, ("sku",)),
     ("orders", OrderRow, ("order_id",)),
+    ("shipping_addresses", ShippingAddressRow, ("order_id",)),
     ("invoices", InvoiceRow, ("invoice_id",)),
     ("shipment_events", ShipmentEventRow, ("order_id", "seq")),
 )
@@ -72,6 +74,7 @@ def fixture_rows(fixture: dict[str, Any]) -> dict[str, list[SQLModel]]:
     rows: dict[str, list[SQLModel]] = {
         "products": [ProductRow.model_validate(product) for product in fixture["products"]],
         "orders": [],
+        "shipping_addresses": [],
         "invoices": [],
         "shipment_events": [],
     }
@@ -79,10 +82,14 @@ def fixture_rows(fixture: dict[str, Any]) -> dict[str, list[SQLModel]]:
         shipment = order["shipment"]
         rows["orders"].append(
             OrderRow.model_validate(
-                {key: value for key, value in order.items() if key not in ("shipment", "invoice")}
+                {key: value for key, value in order.items() if key not in ("shipment", "invoice", "shipping_address")}
                 | {"carrier": shipment["carrier"], "tracking_number": shipment["tracking_number"]}
             )
         )
+        if order.get("shipping_address") is not None:
+            rows["shipping_addresses"].append(
+                ShippingAddressRow.model_validate(order["shipping_address"] | {"order_id": order["order_id"]})
+            )
         rows["invoices"].append(
             InvoiceRow.model_validate(order["invoice"] | {"order_id": order["order_id"], "currency": order["currency"]})
         )

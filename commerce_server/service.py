@@ -33,7 +33,7 @@ from commerce_server.db import (
     TicketRow,
 )
 from commerce_server.keys import CommerceKeys
-from commerce_server.metrics import count_refund_refused
+from commerce_server.metrics import count_action_executed, count_action_refused, count_refund_refused
 from commerce_server.refunds import RefundSettlement
 from contracts.actions import ActionExecution, ActionProposal, ActionReceipt, ActionRequest
 from contracts.commerce import (
@@ -55,6 +55,7 @@ from contracts.commerce import (
 )
 from contracts.errors import CommerceErrorCode, SupportError, TransientError, error_from_code
 from contracts.identity import Identity
+from contracts.tools import ToolName
 from knowledge.store import KnowledgeBase
 
 ORDER_ID = re.compile(ORDER_ID_FORMAT)
@@ -276,16 +277,20 @@ class CommerceService:
     def preview_action(self, request: ActionRequest) -> ActionProposal:
         """The exact effect of an action the tenant's policy allows, stored as a proposal
         (:mod:`commerce_server.action_preview`)."""
-        with self._session() as session:
-            return preview_action(
-                session,
-                self.identity,
-                request,
-                directory=self._keys.directory(),
-                ledger_id=self.ledger_id(),
-                read_order=self._read_order,
-                now=datetime.now(UTC),
-            )
+        try:
+            with self._session() as session:
+                return preview_action(
+                    session,
+                    self.identity,
+                    request,
+                    directory=self._keys.directory(),
+                    ledger_id=self.ledger_id(),
+                    read_order=self._read_order,
+                    now=datetime.now(UTC),
+                )
+        except SupportError as refused:
+            count_action_refused(ToolName.PREVIEW_ACTION, refused.code)
+            raise
 
     def execute_action(self, execution: ActionExecution, *, token_case: str | None = None) -> ActionReceipt:
         """Execute an agreed proposal once (:mod:`commerce_server.action_execution`); ``token_case``: the
@@ -299,7 +304,14 @@ class CommerceService:
                 read_order=self._read_order,
                 now=datetime.now(UTC),
             )
-            return executor.execute(execution, token_case=token_case)
+            try:
+                receipt = executor.execute(execution, token_case=token_case)
+            except SupportError as refused:
+                count_action_refused(ToolName.EXECUTE_ACTION, refused.code)
+                raise
+        if not receipt.replay:
+            count_action_executed(self.identity.tenant, receipt.kind)
+        return receipt
 
     # --- helpers -------------------------------------------------------------------------------
 

@@ -21,6 +21,9 @@ class ActionKind(StrEnum):
     CANCEL_ORDER = "cancel_order"
     """Cancel one of the customer's orders while it is still processing; everything paid goes back to
     the original payment method and the invoice is void (DELIVERY p01, INVOICES p02)."""
+    CHANGE_ORDER_ADDRESS = "change_order_address"
+    """Send one of the customer's orders that has not shipped yet to another address, free of charge
+    (DELIVERY p01, p03)."""
 
 
 MAX_PROPOSAL_MINUTES = 7 * 24 * 60

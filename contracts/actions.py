@@ -37,12 +37,30 @@ class RefundDestination(StrEnum):
     ORIGINAL_PAYMENT_METHOD = "original_payment_method"
 
 
+SINGLE_LINE = r"^[^\x00-\x1f\x7f]+$"
+"""Text on one line, without control characters."""
+
+
+class Address(FrozenModel):
+    """A delivery address as the customer gives it: data, shown as text, never interpreted."""
+
+    recipient: str = Field(min_length=1, max_length=80, pattern=SINGLE_LINE)
+    phone: str = Field(pattern=r"^\+?[0-9][0-9 -]{5,19}$")
+    line1: str = Field(min_length=1, max_length=120, pattern=SINGLE_LINE)
+    city: str = Field(min_length=1, max_length=60, pattern=SINGLE_LINE)
+    postcode: str = Field(pattern=r"^[0-9A-Za-z][0-9A-Za-z -]{1,9}$")
+    country: str = Field(pattern=r"^[A-Z]{2}$")
+    """ISO 3166-1 alpha-2 (``CN``)."""
+
+
 class ActionRequest(FrozenModel):
     """What a caller asks ``preview_action`` for: the kind and its arguments, never an amount."""
 
     kind: ActionKind
     case_id: str = Field(pattern=CASE_ID_PATTERN)
     order_id: str = Field(pattern=ORDER_ID_FORMAT)
+    address: Address | None = None
+    """The new address (``change_order_address`` only)."""
     expires_in_seconds: int | None = Field(default=None, ge=1, le=7 * 24 * 3600)
     """A shorter life than the policy's for this proposal (never a longer one); None: the policy's."""
 
@@ -60,6 +78,9 @@ class ActionEffect(FrozenModel):
     currency: str
     refund_to: RefundDestination | None = None
     invoice_void: bool = False
+    address_before: Address | None = None
+    address_after: Address | None = None
+    """The order's delivery address before and after (an address change only)."""
     policy_pages: tuple[str, ...]
     """The policy passages the action's rule comes from (``DELIVERY:p01``)."""
 

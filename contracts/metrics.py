@@ -64,6 +64,8 @@ class CommerceMetric(StrEnum):
     REFUNDED_CENTS = "commerce_refunded_cents"
     REFUNDS_REFUSED = "commerce_refunds_refused"
     TOKEN_REFUSALS = "commerce_token_refusals"
+    ACTIONS_EXECUTED = "commerce_actions_executed"
+    ACTION_REFUSALS = "commerce_action_refusals"
 
 
 COMMERCE_HEALTH = "commerce_health_ok"

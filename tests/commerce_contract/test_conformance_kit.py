@@ -78,16 +78,16 @@ sys.exit(entry.main())
 """Our server that does not answer a repeated approval with its receipt: not idempotent."""
 
 
-def initialised(state_dir: Path, *, allow_cancel: bool = True) -> Path:
+def initialised(state_dir: Path, *, allow: tuple[ActionKind, ...] = tuple(ActionKind)) -> Path:
     """What ``starter.py init`` writes: the seeded database, the demo directory and keys; and, as a
-    merchant's test directory would, qinghe allowing ``cancel_order`` (the customer confirms, one reviewer
-    approves), so that the action checks run."""
+    merchant's test directory would, qinghe allowing the actions ``allow`` names (the customer confirms,
+    one reviewer approves), so that their checks run."""
     state_dir.mkdir(parents=True)
     seed_fixture(make_engine(database_url(state_dir)))
     create_demo_directory(state_dir)
-    if allow_cancel:
-        path = keys_dir(state_dir) / DIRECTORY_FILE
-        write_directory(path, set_action(load_directory(str(path)), "qinghe", ActionKind.CANCEL_ORDER, ActionRule()))
+    path = keys_dir(state_dir) / DIRECTORY_FILE
+    for kind in allow:
+        write_directory(path, set_action(load_directory(str(path)), "qinghe", kind, ActionRule()))
     return state_dir
 
 
@@ -131,8 +131,7 @@ def verdicts(output: str) -> dict[str, str]:
 
 ALL = len(check_names())
 NOT_SHOWN = {"approval_policy_not_met": "SKIP", "action_default_deny": "SKIP"}
-"""What the demo directory with cancel_order allowed cannot show: a four-eyes refund, and default deny
-(the tenant allows the one action kind there is)."""
+"""What the demo directory with every action allowed cannot show: a four-eyes refund, and default deny."""
 ACTION_CHECKS = [name for name in check_names() if name.startswith("action_")]
 BACKSTOP = (
     "applicant_token_missing",
@@ -165,6 +164,7 @@ def test_the_kit_passes_against_our_server_over_stdio_and_each_run_pays_the_next
     # Its one processing order cancelled, the second run has nothing to cancel: not checked, never passed.
     later = verdicts(second.stdout)
     assert later.pop("action_foreign_order") == "PASS"
+    assert later.pop("action_address_not_eligible") == "PASS"
     assert all(later[name] == "SKIP" for name in ACTION_CHECKS if name in later), second.stdout
     assert "no order of cancellable_orders ['QH-1006'] is still processing" in second.stdout
 
@@ -284,16 +284,31 @@ def test_the_kit_fails_a_server_that_is_not_idempotent_and_names_the_check(tmp_p
 
 
 def test_the_kit_checks_default_deny_where_the_tenant_allows_no_action(tmp_path: Path) -> None:
-    state = initialised(tmp_path / "state", allow_cancel=False)
+    state = initialised(tmp_path / "state", allow=())
 
     result = run_kit("--stdio", stdio_server(state), "--state-dir", str(state))
 
     assert result.returncode == 0, result.stdout + result.stderr
     seen = verdicts(result.stdout)
     assert seen["action_default_deny"] == "PASS"
-    assert "cancel_order, which tenant 'qinghe' does not allow, was refused action_not_allowed" in result.stdout
+    assert (
+        "PASS action_default_deny: cancel_order, change_order_address, which tenant 'qinghe' does not allow, "
+        "refused action_not_allowed" in result.stdout
+    )
     assert all(seen[name] == "SKIP" for name in ACTION_CHECKS if name != "action_default_deny"), result.stdout
-    assert "tenant 'qinghe' allows no cancel_order (default deny is checked instead" in result.stdout
+    assert "tenant 'qinghe' allows no cancel_order (default deny is checked with it" in result.stdout
+
+
+def test_the_kit_checks_default_deny_with_the_kinds_a_tenant_does_not_allow(tmp_path: Path) -> None:
+    state = initialised(tmp_path / "state", allow=(ActionKind.CANCEL_ORDER,))
+
+    result = run_kit("--stdio", stdio_server(state), "--state-dir", str(state))
+
+    assert result.returncode == 0, result.stdout + result.stderr
+    seen = verdicts(result.stdout)
+    assert (seen["action_default_deny"], seen["action_executes_once"]) == ("PASS", "PASS")
+    assert (seen["action_address_preview_exact"], seen["action_address_not_eligible"]) == ("SKIP", "SKIP")
+    assert "PASS action_default_deny: change_order_address, which tenant 'qinghe' does not allow" in result.stdout
 
 
 @pytest.mark.parametrize(

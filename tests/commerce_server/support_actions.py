@@ -12,11 +12,11 @@ from typing import Any
 from sqlalchemy import Engine
 from sqlmodel import Session
 
-from commerce_server.db import InvoiceRow, OrderRow
+from commerce_server.db import InvoiceRow, OrderRow, ShippingAddressRow
 from commerce_server.keys import CommerceKeys
 from commerce_server.service import CommerceService
 from contracts.action_policy import ActionKind, ActionRule
-from contracts.actions import ActionExecution, ActionProposal, ActionRequest
+from contracts.actions import ActionExecution, ActionProposal, ActionRequest, Address
 from contracts.case import Decision
 from keystore import demo_identity, load_directory, write_directory
 from keystore.directory_edit import set_action
@@ -33,9 +33,11 @@ class ActionWorld:
     demo_keys: DemoKeys
     directory_path: Path
 
-    def allow(self, tenant: str = "qinghe", rule: ActionRule | None = CONFIRM_AND_ONE_REVIEWER) -> None:
-        """The server's directory with ``tenant`` allowing cancel_order under ``rule`` (None: denying it)."""
-        edited = set_action(load_directory(str(self.directory_path)), tenant, CANCEL, rule)
+    def allow(
+        self, tenant: str = "qinghe", rule: ActionRule | None = CONFIRM_AND_ONE_REVIEWER, kind: ActionKind = CANCEL
+    ) -> None:
+        """The server's directory with ``tenant`` allowing ``kind`` under ``rule`` (None: denying it)."""
+        edited = set_action(load_directory(str(self.directory_path)), tenant, kind, rule)
         write_directory(self.directory_path, edited)
 
     def keys(self) -> CommerceKeys:
@@ -44,8 +46,10 @@ class ActionWorld:
     def service(self, subject: str = "alice") -> CommerceService:
         return CommerceService(self.engine, demo_identity(subject), keys=self.keys())
 
-    def preview(self, order_id: str = "QH-1006", subject: str = "alice", **request: Any) -> ActionProposal:
-        ask = ActionRequest(kind=CANCEL, case_id=f"case-{order_id}-{subject}", order_id=order_id, **request)
+    def preview(
+        self, order_id: str = "QH-1006", subject: str = "alice", kind: ActionKind = CANCEL, **request: Any
+    ) -> ActionProposal:
+        ask = ActionRequest(kind=kind, case_id=f"case-{order_id}-{subject}", order_id=order_id, **request)
         return self.service(subject).preview_action(ask)
 
     def agreement(
@@ -89,6 +93,11 @@ class ActionWorld:
             invoice = session.get(InvoiceRow, f"INV-{order_id}")
             assert row is not None and invoice is not None
             return row.status, row.version, row.refunded_cents, invoice.state
+
+    def address(self, order_id: str = "QH-1006") -> Address | None:
+        with Session(self.engine) as session:
+            row = session.get(ShippingAddressRow, order_id)
+            return None if row is None else Address.model_validate(row.model_dump(exclude={"order_id"}))
 
     def add_processing_order(self) -> None:
         """A second processing order of alice, a copy of QH-1006 (for the caps)."""

@@ -9,15 +9,16 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
+from prometheus_client import REGISTRY
 from sqlalchemy import Engine, func, select, update
 from sqlmodel import Session
 
 from commerce_server.action_execution import ActionExecutor
 from commerce_server.action_records import IN_FLIGHT_LEASE
-from commerce_server.db import ActionExecutionRow, ActionProposalRow, OrderRow
+from commerce_server.db import ActionExecutionRow, ActionProposalRow, OrderRow, ShippingAddressRow
 from contracts.action_credentials import verify_action_receipt
-from contracts.action_policy import ActionRule
-from contracts.actions import ActionExecution
+from contracts.action_policy import ActionKind, ActionRule
+from contracts.actions import ActionExecution, Address
 from contracts.case import Decision
 from contracts.commerce import OrderStatus
 from contracts.credentials import SETTLE_WINDOW, key_set
@@ -292,3 +293,91 @@ def test_a_shipped_order_cannot_be_cancelled(world: ActionWorld) -> None:
 
     assert refused.code == "action_not_eligible"
     assert "(DELIVERY p01); this one is shipped" in refused.message
+
+
+NEW_ADDRESS = Address(
+    recipient="Alice Wang (fictional)",
+    phone="+86 21 5555 0199",
+    line1="3 Lotus Court",
+    city="Ningbo",
+    postcode="315000",
+    country="CN",
+)
+
+
+def test_an_address_change_moves_the_address_once_and_nothing_else(world: ActionWorld) -> None:
+    world.allow(kind=ActionKind.CHANGE_ORDER_ADDRESS)
+    before = world.address()
+    proposal = world.preview(kind=ActionKind.CHANGE_ORDER_ADDRESS, address=NEW_ADDRESS)
+
+    receipt = world.service().execute_action(world.execution(proposal))
+
+    assert before is not None and before.city == "Hangzhou"
+    assert (proposal.effect.address_before, proposal.effect.address_after) == (before, NEW_ADDRESS)
+    assert (proposal.effect.refund_cents, proposal.effect.status_after, proposal.effect.policy_pages) == (
+        0,
+        OrderStatus.PROCESSING,
+        ("DELIVERY:p01", "DELIVERY:p03"),
+    )
+    assert (receipt.status_after, receipt.refund_cents, receipt.order_version_after) == ("processing", 0, 2)
+    assert world.address() == NEW_ADDRESS
+    assert world.order() == ("processing", 2, 0, "issued")
+
+
+@pytest.mark.parametrize(
+    ("order_id", "address", "code", "said"),
+    [
+        ("QH-1005", NEW_ADDRESS, "action_not_eligible", "only be changed before the order ships (DELIVERY p03)"),
+        ("QH-1006", None, "invalid_argument", "An address change names the new address."),
+    ],
+)
+def test_an_address_change_after_shipping_or_without_an_address_is_refused(
+    world: ActionWorld, order_id: str, address: Address | None, code: str, said: str
+) -> None:
+    world.allow(kind=ActionKind.CHANGE_ORDER_ADDRESS)
+
+    refused = refusal(lambda: world.preview(order_id, kind=ActionKind.CHANGE_ORDER_ADDRESS, address=address))
+
+    assert (refused.code, said in refused.message) == (code, True)
+
+
+def test_an_address_change_to_the_same_address_is_refused(world: ActionWorld) -> None:
+    world.allow(kind=ActionKind.CHANGE_ORDER_ADDRESS)
+
+    refused = refusal(lambda: world.preview(kind=ActionKind.CHANGE_ORDER_ADDRESS, address=world.address()))
+
+    assert (refused.code, refused.message) == ("action_not_eligible", "The order is already going to this address.")
+
+
+def test_an_address_moved_since_the_proposal_is_a_changed_action(world: ActionWorld) -> None:
+    world.allow(kind=ActionKind.CHANGE_ORDER_ADDRESS)
+    proposal = world.preview(kind=ActionKind.CHANGE_ORDER_ADDRESS, address=NEW_ADDRESS)
+    with Session(world.engine) as session:
+        row = session.get(ShippingAddressRow, "QH-1006")
+        assert row is not None
+        row.city = "Shaoxing"
+        session.add(row)
+        session.commit()
+
+    refused = refusal(lambda: world.service().execute_action(world.execution(proposal)))
+
+    assert refused.code == "action_changed"
+    assert world.address() is not None and world.address() != NEW_ADDRESS
+
+
+def test_executions_and_refusals_are_counted_and_a_replay_is_not(world: ActionWorld) -> None:
+    executed = {"tenant": "qinghe", "kind": "cancel_order"}
+    refused = {"tool": "execute_action", "code": "confirmation_required"}
+
+    def sample(name: str, labels: dict[str, str]) -> float:
+        return REGISTRY.get_sample_value(name, labels) or 0.0
+
+    before = sample("commerce_actions_executed_total", executed), sample("commerce_action_refusals_total", refused)
+    proposal = world.preview()
+    refusal(lambda: world.service().execute_action(world.execution(proposal, confirmation_token=None)))
+    execution = world.execution(proposal)
+    world.service().execute_action(execution)
+    world.service().execute_action(execution)
+    after = sample("commerce_actions_executed_total", executed), sample("commerce_action_refusals_total", refused)
+
+    assert (after[0] - before[0], after[1] - before[1]) == (1.0, 1.0)

@@ -13,6 +13,8 @@ from commerce_server.service import CommerceService
 from contracts.commerce import RefundApproval
 from keystore import demo_identity
 
+FIXTURE_ROWS = {"products": 6, "orders": 24, "shipping_addresses": 24, "invoices": 24, "shipment_events": 80}
+
 
 def test_seeding_again_keeps_a_recorded_refund_and_tickets(
     commerce_engine: Engine, refund_approval: Callable[..., RefundApproval]
@@ -25,7 +27,13 @@ def test_seeding_again_keeps_a_recorded_refund_and_tickets(
     report = seed_fixture(commerce_engine)
 
     assert set(report.inserted.values()) == {0}
-    assert report.present == {"products": 6, "orders": 24, "invoices": 24, "shipment_events": 80}
+    assert report.present == {
+        "products": 6,
+        "orders": 24,
+        "shipping_addresses": 24,
+        "invoices": 24,
+        "shipment_events": 80,
+    }
     order = alice.get_order("QH-1001")
     assert (order.refunded_cents, order.version) == (12900, 2)
     assert alice.execute_refund(approval) == receipt
@@ -39,5 +47,11 @@ def test_first_seed_inserts_the_whole_fixture(tmp_path: Path) -> None:
     finally:
         engine.dispose()
 
-    assert report.inserted == {"products": 6, "orders": 24, "invoices": 24, "shipment_events": 80}
+    assert report.inserted == {
+        "products": 6,
+        "orders": 24,
+        "shipping_addresses": 24,
+        "invoices": 24,
+        "shipment_events": 80,
+    }
     assert set(report.present.values()) == {0}

@@ -9,7 +9,8 @@ import pytest
 from pydantic import ValidationError
 
 from contracts.action_policy import ActionKind, ActionRule
-from contracts.commerce import OrderStatus
+from contracts.actions import ActionEffect, ActionRequest, Address
+from contracts.commerce import Order, OrderStatus
 from contracts.directory import Directory
 from contracts.errors import BusinessError
 from keystore import DEMO_DIRECTORY_PATH
@@ -18,6 +19,17 @@ from knowledge.action_rules import action_effect
 from tests.case_data import ORDERS
 
 DEMO = Directory.model_validate_json(DEMO_DIRECTORY_PATH.read_text(encoding="utf-8"))
+HOME = Address(
+    recipient="A (fictional)", phone="+86 21 5555 0101", line1="1 Road", city="X", postcode="310000", country="CN"
+)
+ELSEWHERE = HOME.model_copy(update={"city": "Y"})
+
+
+def effect(
+    kind: ActionKind, order: Order, address: Address | None = None, current: Address | None = HOME
+) -> ActionEffect:
+    request = ActionRequest(kind=kind, case_id="case-1", order_id=order.order_id, address=address)
+    return action_effect(request, order, current)
 
 
 def test_no_tenant_allows_an_action_until_the_directory_says_so() -> None:
@@ -67,11 +79,20 @@ def test_cancelling_a_processing_order_returns_everything_paid_less_what_was_ref
     order = ORDERS["QH-1006"]
     partly = order.model_copy(update={"refunded_cents": 800})
 
-    effect = action_effect(ActionKind.CANCEL_ORDER, order)
+    cancelled = effect(ActionKind.CANCEL_ORDER, order)
 
-    assert (effect.status_before, effect.status_after, effect.refund_cents) == ("processing", "cancelled", 4700)
-    assert (effect.order_version, effect.invoice_void, effect.refund_to) == (1, True, "original_payment_method")
-    assert action_effect(ActionKind.CANCEL_ORDER, partly).refund_cents == 3900
+    assert (cancelled.status_before, cancelled.status_after, cancelled.refund_cents) == (
+        "processing",
+        "cancelled",
+        4700,
+    )
+    assert (cancelled.order_version, cancelled.invoice_void, cancelled.refund_to) == (
+        1,
+        True,
+        "original_payment_method",
+    )
+    assert cancelled.address_after is None
+    assert effect(ActionKind.CANCEL_ORDER, partly).refund_cents == 3900
 
 
 @pytest.mark.parametrize("status", [OrderStatus.SHIPPED, OrderStatus.DELIVERED, OrderStatus.CANCELLED])
@@ -79,6 +100,26 @@ def test_an_order_past_processing_cannot_be_cancelled(status: OrderStatus) -> No
     order = ORDERS["QH-1006"].model_copy(update={"status": status})
 
     with pytest.raises(BusinessError, match=rf"DELIVERY p01\); this one is {status.value}") as refused:
-        action_effect(ActionKind.CANCEL_ORDER, order)
+        effect(ActionKind.CANCEL_ORDER, order)
 
     assert refused.value.code == "action_not_eligible"
+
+
+def test_an_address_change_before_shipping_is_free_and_states_both_addresses() -> None:
+    moved = effect(ActionKind.CHANGE_ORDER_ADDRESS, ORDERS["QH-1006"], ELSEWHERE)
+
+    assert (moved.address_before, moved.address_after, moved.refund_cents) == (HOME, ELSEWHERE, 0)
+    assert (moved.status_before, moved.status_after, moved.invoice_void) == ("processing", "processing", False)
+    with pytest.raises(BusinessError, match="before the order ships"):
+        effect(ActionKind.CHANGE_ORDER_ADDRESS, ORDERS["QH-1005"], ELSEWHERE)
+    with pytest.raises(BusinessError, match="already going to this address"):
+        effect(ActionKind.CHANGE_ORDER_ADDRESS, ORDERS["QH-1006"], HOME)
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [("recipient", "A\nB"), ("phone", "call me"), ("postcode", ""), ("country", "China"), ("line1", "x" * 121)],
+)
+def test_an_address_is_one_line_of_bounded_text(field: str, value: str) -> None:
+    with pytest.raises(ValidationError):
+        Address.model_validate(HOME.model_dump() | {field: value})

@@ -92,6 +92,10 @@ def test_the_commerce_counters_start_at_zero_for_each_tenant_and_code() -> None:
     assert REGISTRY.get_sample_value("commerce_refunds_paid_total", {"tenant": "qinghe"}) is not None
     assert REGISTRY.get_sample_value("commerce_refunds_refused_total", {"code": "quote_changed"}) is not None
     assert REGISTRY.get_sample_value("commerce_token_refusals_total", {"code": "token_rejected"}) is not None
+    executed = {"tenant": "qinghe", "kind": "change_order_address"}
+    assert REGISTRY.get_sample_value("commerce_actions_executed_total", executed) is not None
+    refused = {"tool": "execute_action", "code": "confirmation_required"}
+    assert REGISTRY.get_sample_value("commerce_action_refusals_total", refused) is not None
 
 
 def test_the_health_metric_is_one_while_the_database_answers_and_zero_when_it_does_not(tmp_path: Path) -> None:
