@@ -177,9 +177,18 @@ async def progress_offset(temporal: Client, case_workflow_id: str) -> int:
     return await WorkflowStreamClient.create(temporal, case_workflow_id).get_offset()
 
 
+CLOSED_WORKFLOW_ANSWERS = (
+    "workflow execution already completed",
+    "workflow update was aborted by closing workflow",
+)
+"""What the Temporal server answers an update sent to a closed workflow, or to one that closed while the
+update was on its way (the update never ran: the message was not taken)."""
+
+
 def workflow_closed(error: RPCError) -> bool:
     """Whether ``error`` says the case's workflow has closed (an update can no longer reach it)."""
-    return "workflow execution already completed" in error.message.lower()
+    said = error.message.lower()
+    return any(answer in said for answer in CLOSED_WORKFLOW_ANSWERS)
 
 
 def refusal_of(error: WorkflowUpdateFailedError) -> MessageRefusal | None:

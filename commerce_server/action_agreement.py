@@ -3,8 +3,8 @@
 The customer agrees with a confirmation over the proposal's digest (:mod:`contracts.action_credentials`);
 reviewers with approval tokens over it, as they approve refunds (:mod:`contracts.approval_verification`):
 distinct reviewers of the customer's tenant, none of them the customer. Every agreement must have been
-signed before the proposal expired, and the action runs within the settle window (30 minutes) of the
-last one, so that an execution interrupted after a timely agreement still completes once. A token agrees
+signed before the proposal expired, and the action runs within the settle window (30 minutes) of each,
+so that an execution interrupted after a timely agreement still completes once. A token agrees
 to one action only: its id is consumed in the action's transaction.
 """
 
@@ -36,7 +36,6 @@ class Agreed:
     confirmation_jti: str | None
     approvals: tuple[tuple[str, str], ...]
     """Each approving reviewer's token id and subject."""
-    last_signed_at: datetime | None
 
     def agreed_by(self, customer: str) -> tuple[str, ...]:
         return ((customer,) if self.confirmation_jti else ()) + tuple(reviewer for _, reviewer in self.approvals)
@@ -64,7 +63,6 @@ def check_agreement(
     agreed = Agreed(
         confirmation_jti=confirmation_jti,
         approvals=tuple((jti, who) for jti, who, _ in approvals),
-        last_signed_at=max(times) if times else None,
     )
     for jti, _ in agreed.uses(customer.subject):
         if session.get(ActionCredentialUseRow, jti) is not None:
@@ -76,15 +74,15 @@ def check_agreement(
 
 def in_time(proposal: ActionProposal, signed_at: list[datetime], *, now: datetime) -> None:
     """Every agreement was signed before the proposal expired, and the action runs within the settle window
-    of the last one; an action nobody agrees to runs before the proposal expires."""
+    of each; an action nobody agrees to runs before the proposal expires."""
     if not signed_at:
         if now >= proposal.expires_at:
             raise _expired("The proposal expired before it was executed.")
         return
     if max(signed_at) >= proposal.expires_at:
         raise _expired("An agreement was signed after the proposal expired; ask for a new proposal.")
-    if now > max(signed_at) + SETTLE_WINDOW:
-        raise _expired("The agreement is older than the settle window; ask for a new proposal.")
+    if now > min(signed_at) + SETTLE_WINDOW:
+        raise _expired("An agreement is older than the settle window; ask for a new proposal.")
 
 
 def _confirmation(

@@ -5,8 +5,10 @@ The conformance kit drives the same contract through the MCP SDK (tests/commerce
 from __future__ import annotations
 
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from threading import Barrier
 
 import pytest
 from prometheus_client import REGISTRY
@@ -381,3 +383,49 @@ def test_executions_and_refusals_are_counted_and_a_replay_is_not(world: ActionWo
     after = sample("commerce_actions_executed_total", executed), sample("commerce_action_refusals_total", refused)
 
     assert (after[0] - before[0], after[1] - before[1]) == (1.0, 1.0)
+
+
+def test_concurrent_twins_execute_once_and_every_other_answer_is_a_replay_or_in_flight(world: ActionWorld) -> None:
+    proposal = world.preview()
+    execution = world.execution(proposal)
+    start = Barrier(8)
+
+    def execute(_: int) -> str:
+        service = world.service()
+        start.wait()
+        try:
+            return "replay" if service.execute_action(execution).replay else "executed"
+        except SupportError as refused:
+            return refused.code
+
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        answers = list(pool.map(execute, range(8)))
+    settled = world.service().execute_action(execution)
+
+    assert answers.count("executed") == 1, answers
+    assert set(answers) <= {"executed", "replay", "request_in_flight"}, answers
+    assert settled.replay is True
+    assert world.order() == ("cancelled", 2, 4700, "void")
+    assert count(world.engine, ActionExecutionRow) == 1
+
+
+def test_competing_proposals_of_one_order_execute_once(world: ActionWorld) -> None:
+    proposals = [world.preview() for _ in range(4)]
+    executions = [world.execution(proposal, key=f"key-{number}") for number, proposal in enumerate(proposals)]
+    start = Barrier(len(executions))
+
+    def execute(execution: ActionExecution) -> str:
+        service = world.service()
+        start.wait()
+        try:
+            service.execute_action(execution)
+        except SupportError as refused:
+            return refused.code
+        return "executed"
+
+    with ThreadPoolExecutor(max_workers=len(executions)) as pool:
+        answers = list(pool.map(execute, executions))
+
+    assert answers.count("executed") == 1, answers
+    assert set(answers) - {"executed"} <= {"action_changed", "action_not_eligible"}, answers
+    assert world.order() == ("cancelled", 2, 4700, "void")

@@ -308,3 +308,24 @@ async def test_a_leaked_refund_token_pays_nothing_its_holder_wrote_himself(
 
 async def call_refund(client: CommerceClient, approval: RefundApproval) -> dict[str, Any]:
     return await client.call("execute_refund", {"approval": approval.model_dump(mode="json")})
+
+
+async def test_an_action_needs_its_scope_and_is_denied_where_the_tenant_allows_none(server: RunningServer) -> None:
+    """The session's directory allows no action (the demo's): default deny over HTTP, before any read."""
+    request = {"kind": "cancel_order", "case_id": "case-http", "order_id": "QH-1006"}
+    reads_only = server.token(scopes=(Scope.ORDERS_READ,))
+    async with open_http_client(server.url, reads_only) as client:
+        unscoped = await refusal(lambda: client.call("preview_action", {"request": request}))
+    async with open_http_client(server.url, server.token(scopes=(Scope.ACTIONS_WRITE,))) as client:
+        denied = await refusal(lambda: client.call("preview_action", {"request": request}))
+        other_case = await refusal(
+            lambda: client.call("preview_action", {"request": request | {"case_id": "case-other"}})
+        )
+
+    assert unscoped.code == "scope_missing"
+    assert (denied.code, denied.message) == (
+        "action_not_allowed",
+        "The merchant's policy does not allow cancel_order through this service.",
+    )
+    assert other_case.code == "approval_invalid"
+    assert (await read_order(server, "QH-1006")).status == "processing"
