@@ -224,6 +224,56 @@ async def action_confirmation_of_another_proposal(run: Run) -> str:
     )
 
 
+async def action_confirmation_of_another_customer(run: Run) -> str:
+    if not _rule(run).customer_confirms:
+        raise CheckSkipped(f"tenant {run.customer.tenant!r} does not ask the customer to confirm {KIND.value}")
+    other = run.keys.other_customer(run.customer, run.fixture.other_customer)
+    if other is None:
+        raise CheckSkipped("the directory lists no other customer (the fixture may name other_customer)")
+    proposal = await _preview(run, (await _cancellable(run)).order_id)
+    theirs = run.keys.signer.confirmation_token(other, case_id=proposal.case_id, digest=proposal.digest)
+    execution = _execution(proposal, **_agreement(run, proposal) | {"confirmation_token": theirs})
+    code = CommerceErrorCode.CONFIRMATION_INVALID
+    return await _refused_unchanged(
+        run, proposal, execution, code, f"the issuer's real confirmation of this proposal naming {other.subject}"
+    )
+
+
+async def action_reviewer_of_another_tenant(run: Run) -> str:
+    _rule(run)
+    proposal = await _preview(run, (await _cancellable(run)).order_id)
+    if not proposal.requires.reviewers:
+        raise CheckSkipped(f"tenant {run.customer.tenant!r} asks no reviewer to approve this {KIND.value}")
+    foreign = run.keys.foreign_reviewer(run.customer.tenant, run.fixture.foreign_reviewer)
+    if foreign is None:
+        raise CheckSkipped(
+            f"the kit holds the key of no reviewer of a tenant other than {run.customer.tenant!r} (name "
+            "foreign_reviewer in the fixture, with their key under the state dir)"
+        )
+    reviewer, kid = foreign
+    token = run.keys.signer.approval_token(
+        reviewer, case_id=proposal.case_id, digest=proposal.digest, decision=APPROVE, kid=kid
+    )
+    agreement = _agreement(run, proposal)
+    agreement["approval_tokens"] = (token, *agreement["approval_tokens"][1:])
+    execution = _execution(proposal, **agreement)
+    code = CommerceErrorCode.APPROVAL_INVALID
+    return await _refused_unchanged(
+        run, proposal, execution, code, f"{reviewer.subject}'s real approval ({reviewer.tenant}'s reviewer)"
+    )
+
+
+async def action_another_digest(run: Run) -> str:
+    _rule(run)
+    order = await _cancellable(run)
+    proposal, other = await _preview(run, order.order_id), await _preview(run, order.order_id)
+    execution = _execution(proposal, **_agreement(run, other)).model_copy(update={"digest": other.digest})
+    code = CommerceErrorCode.ACTION_CHANGED
+    return await _refused_unchanged(
+        run, proposal, execution, code, "an execution naming another proposal's digest, agreed for that one"
+    )
+
+
 async def action_unapproved(run: Run) -> str:
     _rule(run)
     proposal = await _preview(run, (await _cancellable(run)).order_id)
@@ -305,6 +355,9 @@ def action_checks() -> list[Check]:
         action_foreign_order,
         action_unconfirmed,
         action_confirmation_of_another_proposal,
+        action_confirmation_of_another_customer,
+        action_reviewer_of_another_tenant,
+        action_another_digest,
         action_unapproved,
         action_expired,
         action_executes_once,

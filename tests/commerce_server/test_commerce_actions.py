@@ -429,3 +429,22 @@ def test_competing_proposals_of_one_order_execute_once(world: ActionWorld) -> No
     assert answers.count("executed") == 1, answers
     assert set(answers) - {"executed"} <= {"action_changed", "action_not_eligible"}, answers
     assert world.order() == ("cancelled", 2, 4700, "void")
+
+
+def test_each_tenant_answers_to_its_own_rule(commerce_engine: Engine, demo_keys: DemoKeys, tmp_path: Path) -> None:
+    """south lets its customers cancel with their own confirmation alone (at most one a day); qinghe
+    allows nothing. lin's cancellation needs no reviewer, and alice's is denied."""
+    south = action_world(commerce_engine, demo_keys, tmp_path)
+    south.allow("south", ActionRule(reviewers=0, max_per_customer_per_day=1))
+    proposal = south.preview("QH-3006", subject="lin")
+    confirmed = south.agreement(proposal, customer="lin", reviewers=())
+
+    receipt = south.service("lin").execute_action(
+        ActionExecution(proposal_id=proposal.proposal_id, digest=proposal.digest, idempotency_key="lin-1", **confirmed)
+    )
+    denied = refusal(lambda: south.preview("QH-1006"))
+
+    assert (proposal.requires.customer, proposal.requires.reviewers) == (True, 0)
+    assert (receipt.agreed_by, receipt.refund_cents) == (("lin",), 4700)
+    assert south.order("QH-3006")[0] == "cancelled"
+    assert denied.code == "action_not_allowed"
