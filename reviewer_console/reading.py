@@ -8,7 +8,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Protocol
 
 from case_client import CaseSummary
@@ -64,6 +64,8 @@ class InboxRow:
     expires_at: datetime | None
     approvals: str
     confirmed: bool
+    near_expiry: bool = False
+    """The proposal closes, unpaid, within :data:`NEAR_EXPIRY`: the row is marked so that it is not missed."""
 
 
 @dataclass(frozen=True)
@@ -71,6 +73,14 @@ class Inbox:
     rows: list[InboxRow]
     serving: bool
     """Whether a worker polls the case task queue, so that a decision taken now is recorded."""
+
+
+NEAR_EXPIRY = timedelta(minutes=5)
+"""A proposal with this little time left, or less, is marked "expires soon" in the inbox and on its page."""
+
+
+def near_expiry(seconds_left: float) -> bool:
+    return 0 < seconds_left <= NEAR_EXPIRY.total_seconds()
 
 
 def duration_text(seconds: float, *, expired: str = "expired") -> str:
@@ -87,6 +97,7 @@ def inbox_row(summary: CaseSummary, view: CaseView, *, now: datetime, words: Wor
     proposal = view.proposal
     required = view.effect.approvals_required if view.effect else 1
     approved = len(view.effect.approved_by) if view.effect else 0
+    left = (proposal.expires_at - now).total_seconds()
     return InboxRow(
         case_id=view.case_id,
         amount_text=words.money(proposal.amount_cents, proposal.currency),
@@ -94,10 +105,11 @@ def inbox_row(summary: CaseSummary, view: CaseView, *, now: datetime, words: Wor
         order_id=proposal.order_id,
         customer=view.applicant,
         age=_age(summary, now, words),
-        time_left=words.time_left((proposal.expires_at - now).total_seconds()),
+        time_left=words.time_left(left),
         expires_at=proposal.expires_at,
         approvals=f"{approved} / {required}",
         confirmed=True,
+        near_expiry=near_expiry(left),
     )
 
 
@@ -178,6 +190,8 @@ class CasePage:
     """Entries older than the ones the case carries now (in its earlier records and histories)."""
     waiting_until: datetime | None = None
     """While the case waits for the customer's answer: when it closes if nobody writes."""
+    near_expiry: bool = False
+    """The proposal closes, unpaid, within :data:`NEAR_EXPIRY`."""
 
     @property
     def decidable(self) -> bool:
@@ -270,4 +284,5 @@ def case_page(
         conversation=conversation_lines(view, words),
         earlier_entries=view.conversation_dropped,
         waiting_until=view.waiting_until if view.status is CaseStatus.WAITING_CUSTOMER else None,
+        near_expiry=waiting and near_expiry(left),
     )

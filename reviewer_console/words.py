@@ -40,6 +40,7 @@ class Text(StrEnum):
     UNCONFIRMED = "unconfirmed"
     LEFT = "left"
     EXPIRED = "expired"
+    EXPIRES_SOON = "expires_soon"
     JUST_NOW = "just_now"
     CASE_TITLE = "case_title"
     STATUS = "status"
@@ -147,6 +148,7 @@ _TEXTS: dict[Text, tuple[str, str]] = {
     ),
     Text.LEFT: ("{duration} left", "剩余 {duration}"),
     Text.EXPIRED: ("expired", "已过期"),
+    Text.EXPIRES_SOON: ("expires soon", "即将过期"),
     Text.JUST_NOW: ("just now", "刚刚"),
     Text.CASE_TITLE: ("Case {case_id}", "案件 {case_id}"),
     Text.STATUS: ("Status", "状态"),

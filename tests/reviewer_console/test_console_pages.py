@@ -201,3 +201,20 @@ def test_amounts_lead_with_the_currency_and_durations_read_in_either_language() 
     assert ENGLISH.refusal("not_a_code_we_know") == "the review was refused"
     for code in refusal_codes():
         assert CHINESE.refusal(code, reviewer="chen") != ENGLISH.refusal(code, reviewer="chen"), code
+
+
+async def test_a_proposal_about_to_expire_is_marked_in_the_inbox_and_on_its_page(
+    client: httpx2.AsyncClient, state_dir: Path, cases: CaseSourceDouble
+) -> None:
+    browser, _ = await signed_in(client, state_dir)
+    soon = f'<strong class="soon">{ENGLISH(Text.EXPIRES_SOON)}</strong>'
+    calm_rows = (await browser.get("/inbox/rows")).text
+    calm_page = (await browser.get("/cases/c0ffee000001")).text
+
+    cases.views["c0ffee000001"] = waiting_view("c0ffee000001", minutes_left=3)
+    rows = (await browser.get("/inbox/rows")).text
+    page = (await browser.get("/cases/c0ffee000001")).text
+
+    assert soon not in calm_rows and soon not in calm_page  # ten minutes left
+    assert soon in rows and soon in page
+    assert (ENGLISH(Text.EXPIRES_SOON), CHINESE(Text.EXPIRES_SOON)) == ("expires soon", "即将过期")
