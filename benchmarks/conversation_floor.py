@@ -79,6 +79,8 @@ WAITING_CUSTOMER = "waiting_customer"
 WAITING_APPROVAL = "waiting_approval"
 IDLE_LIMIT = timedelta(hours=24)
 APPROVAL_WAIT = timedelta(seconds=900)
+
+
 @workflow.defn(name="ConversationFloorWorkflow")
 class ConversationFloorWorkflow:
     @workflow.init

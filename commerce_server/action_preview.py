@@ -18,7 +18,7 @@ from sqlmodel import Session
 from commerce_server.action_records import check_caps
 from commerce_server.db import ActionProposalRow, ShippingAddressRow
 from contracts.action_policy import ActionKind, ActionRule
-from contracts.actions import ActionProposal, ActionRequest, Address, Agreement, action_digest
+from contracts.actions import ActionProposal, ActionRequest, Address, Agreement
 from contracts.commerce import Order
 from contracts.directory import Directory
 from contracts.errors import CommerceErrorCode, error_from_code
@@ -74,8 +74,8 @@ def preview_action(
         "created_at": created_at,
         "expires_at": created_at + lifetime,
     }
-    unsigned = ActionProposal.model_construct(**fields).model_dump(mode="json", exclude={"digest"})
-    proposal = ActionProposal.model_validate(unsigned | {"digest": action_digest(unsigned)})
+    draft = ActionProposal.model_validate(fields | {"digest": "0" * 64})
+    proposal = draft.model_copy(update={"digest": draft.computed_digest()})
     session.add(
         ActionProposalRow(
             proposal_id=proposal.proposal_id,

@@ -130,7 +130,6 @@ def release_claim(session: Session, proposal_id: str) -> None:
 def _existing(session: Session, identity: Identity, execution: ActionExecution) -> ActionExecutionRow | None:
     by_proposal = session.get(ActionExecutionRow, execution.proposal_id)
     if by_proposal is not None:
-        session.refresh(by_proposal)
         return by_proposal
     return session.exec(
         select(ActionExecutionRow).where(

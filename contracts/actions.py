@@ -113,11 +113,7 @@ class ActionProposal(FrozenModel):
 
     def computed_digest(self) -> str:
         """SHA-256 of the canonical JSON of every field but the digest itself."""
-        return action_digest(self.model_dump(mode="json", exclude={"digest"}))
-
-
-def action_digest(fields: dict[str, object]) -> str:
-    return canonical_digest(fields)
+        return canonical_digest(self.model_dump(mode="json", exclude={"digest"}))
 
 
 class ActionExecution(FrozenModel):

@@ -173,7 +173,7 @@ def _refuse(code: CredentialCode, message: str) -> CredentialRefused:
     return CredentialRefused(code, message)
 
 
-def _verified(token: str, keys: PublicKeys, *, audience: str, allowed_kids: tuple[str, ...]) -> dict[str, Any]:
+def verified_claims(token: str, keys: PublicKeys, *, audience: str, allowed_kids: tuple[str, ...]) -> dict[str, Any]:
     """The claims of a token signed with EdDSA by the key its ``kid`` names, which must be one of
     ``allowed_kids``; time is not checked here (the caller passes its own clock)."""
     if not isinstance(token, str) or not token or len(token) > MAX_TOKEN_CHARS:
@@ -207,12 +207,6 @@ def _verified(token: str, keys: PublicKeys, *, audience: str, allowed_kids: tupl
         raise _refuse(CredentialCode.BAD_SIGNATURE, f"The token does not verify: {type(error).__name__}.") from None
 
 
-def verified_claims(token: str, keys: PublicKeys, *, audience: str, allowed_kids: tuple[str, ...]) -> dict[str, Any]:
-    """The claims of a token of ``audience`` signed by one of ``allowed_kids`` (no time checks), for the
-    credentials other modules define; a :class:`CredentialRefused` otherwise."""
-    return _verified(token, keys, audience=audience, allowed_kids=allowed_kids)
-
-
 def check_token_time(claims: TimedClaims, now: datetime) -> None:
     """Issued no later than ``now`` (give or take the clock skew) and not yet expired."""
     if claims.issued_at > now + CLOCK_SKEW:
@@ -231,7 +225,7 @@ def verify_applicant_token(token: str, directory: Directory, *, case_id: str, no
 
 def _applicant_claims(token: str, directory: Directory) -> ApplicantClaims:
     """The claims of an applicant token signed with the issuer key the directory publishes."""
-    raw = _verified(token, key_set(directory), audience=APPLICANT_AUDIENCE, allowed_kids=(ISSUER_KID,))
+    raw = verified_claims(token, key_set(directory), audience=APPLICANT_AUDIENCE, allowed_kids=(ISSUER_KID,))
     try:
         return ApplicantClaims.model_validate(raw)
     except ValidationError:
@@ -293,7 +287,7 @@ def verify_approval_token(token: str, directory: Directory) -> ApprovalClaims:
         raise _refuse(CredentialCode.MALFORMED_TOKEN, "The credential is not a signed token.")
     person = directory.person(subject)
     kids = tuple(person.kids) if person is not None else ()
-    raw = _verified(token, key_set(directory), audience=APPROVAL_AUDIENCE, allowed_kids=kids)
+    raw = verified_claims(token, key_set(directory), audience=APPROVAL_AUDIENCE, allowed_kids=kids)
     try:
         return ApprovalClaims.model_validate(raw)
     except ValidationError:
@@ -338,7 +332,7 @@ def approval_claims(
 
 def verify_receipt(token: str, keys: PublicKeys) -> ReceiptClaims:
     """A receipt signed by the commerce server's published key."""
-    raw = _verified(token, keys, audience=RECEIPT_AUDIENCE, allowed_kids=(COMMERCE_KID,))
+    raw = verified_claims(token, keys, audience=RECEIPT_AUDIENCE, allowed_kids=(COMMERCE_KID,))
     try:
         return ReceiptClaims.model_validate(raw)
     except ValidationError:
