@@ -24,6 +24,7 @@ from activities.case.case_records import CaseRecords
 from activities.case.credential_activities import CredentialActivities
 from activities.case.preferences import LanguagePreferences
 from activities.case.run_origin import confirm_continued_run
+from activities.commerce.actions import ActionActivities
 from activities.commerce.commerce_http import CommerceHttpCaller
 from activities.commerce.commerce_sessions import CommerceGateway, CommerceSessionPool, TracedCommerce
 from activities.commerce.settlement import SettlementActivities
@@ -110,6 +111,7 @@ def build_worker(
         pool = TracedCommerce(pool, tracer)
     tools = ToolActivities(pool, knowledge or default_knowledge_base(), LanguagePreferences(state_dir), source)
     settlement = SettlementActivities(pool)
+    actions = ActionActivities(pool)
     records = CaseRecords(state_dir)
     credentials = CredentialActivities(source, OutsideIssuer.from_environment())
     worker = Worker(
@@ -125,6 +127,8 @@ def build_worker(
             tools.run_investigation_tool,
             settlement.execute_refund,
             settlement.close_refund_proposal,
+            actions.preview_action,
+            actions.execute_action,
             records.write_case_record,
         ],
         interceptors=[ActivityBoundary()],

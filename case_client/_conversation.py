@@ -29,6 +29,7 @@ from temporalio.service import RPCError
 from case_client._codes import ClientErrorCode
 from case_client._following import CaseClosed
 from case_client._rules import start_search_attributes, static_details, static_summary
+from contracts.case import CaseStatus, CaseView
 from contracts.case_input import CaseInput
 from contracts.conversation import (
     CONVERSATION,
@@ -209,3 +210,13 @@ def _refused(error: WorkflowUpdateFailedError, language: Language, case_id: str 
         return MessageRefused(refusal, cause.message)
     reason = cause.message if isinstance(cause, ApplicationError) else str(cause or error)
     return BusinessError(ClientErrorCode.CONVERSATION_REFUSED, reason[:300])
+
+
+def awaited_confirmation(view: CaseView) -> str | None:
+    """The digest of the action proposal that waits for its customer's confirmation in ``view`` (None:
+    none does). The customer's sign-in signs a confirmation over exactly this digest, and only once the
+    customer said yes to the proposal they were shown."""
+    action = view.action
+    if view.status is not CaseStatus.WAITING_APPROVAL or action is None or view.digest != action.digest:
+        return None
+    return action.digest if action.requires.customer and view.confirmed_by is None else None

@@ -19,6 +19,7 @@ from temporalio.client import WorkflowQueryFailedError
 from temporalio.service import RPCError, RPCStatusCode
 
 from case_client import CASE_NOT_ACCESSIBLE, CaseClient, CaseHandle, ClientErrorCode, MessageRefused, TemporalTarget
+from case_client._conversation import awaited_confirmation, new_message_id, send_message
 from case_client._following import WaitCode
 from cli.app import WAIT_SECONDS, Settings, app, settings_of
 from cli.codes import CliErrorCode
@@ -39,11 +40,13 @@ from contracts.case import TERMINAL_STATUSES
 from contracts.conversation import (
     MAX_MESSAGE_CHARS,
     MIN_MESSAGE_INTERVAL_SECONDS,
+    CustomerMessage,
     MessageRefusal,
     ProgressItem,
     Speaker,
     TurnReply,
     refusal_sentence,
+    says_yes,
 )
 from contracts.errors import AuthorizationError, ContractError, SupportError, TransientError
 from contracts.identity import Identity
@@ -149,7 +152,8 @@ def say_to_case(
     settings = settings_of(ctx)
     writer = writer_of(settings, as_subject)
     case_key = case_id_of(workflow_id(case_id))
-    token = KeyFileSigner(settings.state_dir).applicant_token(writer, case_key)
+    signer = KeyFileSigner(settings.state_dir)
+    token = signer.applicant_token(writer, case_key)
     starter = starter_command(settings.state_dir, writer.subject)
     target = TemporalTarget.from_env()
     sent: list[str] = []
@@ -160,7 +164,13 @@ def say_to_case(
         case = cases.open(case_key)
         language = await _case_language(case, question_language(message))
         offset = await _offset_now(case)
-        accepted = await case.say(message, token=token, language=language)
+        digest = awaited_confirmation(await case.status()) if says_yes(message) else None
+        if digest is None:
+            accepted = await case.say(message, token=token, language=language)
+        else:  # the customer's yes to the proposal they were shown, signed by their sign-in
+            confirmation = signer.confirmation_token(writer, case_id=case_key, digest=digest)
+            signed = CustomerMessage(text=message, token=token, message_id=new_message_id(), confirmation=confirmation)
+            accepted = await send_message(case.workflow, signed, language=language)
         sent.append(case.case_id)
         turns = Turns(starter, language, wait=wait, in_chat=False)
         try:

@@ -19,8 +19,8 @@ STATUS_SENTENCES: dict[CaseStatus, tuple[str, str]] = {
     CaseStatus.QUEUED: ("started; no worker has taken it up yet", "已创建，尚未开始处理"),
     CaseStatus.RUNNING: ("the service is working on it", "正在处理中"),
     CaseStatus.WAITING_APPROVAL: (
-        "a refund proposal waits for a reviewer; nothing is paid before a reviewer approves it",
-        "退款方案正在等待审核人审批；审批通过前不会付款",
+        "a proposal waits for approval; nothing is paid or changed before it is approved",
+        "方案正在等待审批；审批通过前不会付款或做任何更改",
     ),
     CaseStatus.WAITING_CUSTOMER: (
         "the service asked the customer a question and waits for the answer",
@@ -86,8 +86,8 @@ _LINES: dict[Line, tuple[str, str]] = {
         "案件 {case} 正在等待您的答复{until}。",
     ),
     Line.WAITS_FOR_REVIEWER: (
-        "Case {case}: a refund proposal waits for a reviewer; nothing is paid before a reviewer approves it.",
-        "案件 {case}：退款方案正在等待审核人审批；审批通过前不会付款。",
+        "Case {case}: a proposal waits for approval; nothing is paid or changed before it is approved.",
+        "案件 {case}：方案正在等待审批；审批通过前不会付款或做任何更改。",
     ),
     Line.STILL_WRITE: (
         'You can still write: ask for news, or write "withdraw" to withdraw the request.',

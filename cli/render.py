@@ -8,6 +8,7 @@ every console is ``markup=False`` and every model or customer string goes in as 
 from __future__ import annotations
 
 import json
+import shlex
 import sys
 import textwrap
 from collections.abc import Iterable, Sequence
@@ -21,6 +22,7 @@ from rich.table import Table
 from rich.text import Text
 
 from case_client import CaseSummary, TemporalTarget, workflow_id
+from case_client._conversation import awaited_confirmation
 from case_history.verify import LINK_NAMES, SIGNED_DECISION, ChainReport
 from cli.conversation_render import (
     chat_command,
@@ -177,6 +179,7 @@ def case_card_lines(view: CaseView, *, now: str | None = None) -> list[str]:
         lines += card_line("digest", view.digest or "-")
     if view.receipt:
         lines += card_line("receipt", f"{view.receipt.receipt_id}: {view.receipt.amount_cents} cents (SIMULATED)")
+    lines += action_card_lines(view)
     budgets = view.budgets
     lines += card_line(
         "budgets",
@@ -188,6 +191,29 @@ def case_card_lines(view: CaseView, *, now: str | None = None) -> list[str]:
     lines += card_line(
         "record", view.record_path or (f"not written: {view.record_error}" if view.record_error else "-")
     )
+    return lines
+
+
+def action_card_lines(view: CaseView) -> list[str]:
+    """The action a case proposed: the exact change, who must agree and who did, the digest, the receipt."""
+    action = view.action
+    if action is None:
+        return []
+    effect, requires = action.effect, action.requires
+    change = f"{action.kind.value} of {effect.order_id}: {effect.status_before} -> {effect.status_after}"
+    if effect.refund_cents:
+        change += f", {effect.refund_cents} cents back to the original payment method"
+    needs = ["the customer's signed yes"] if requires.customer else []
+    needs += [f"{requires.reviewers} reviewer(s)"] if requires.reviewers else []
+    agreed = [f"{view.confirmed_by} (customer)"] if view.confirmed_by else []
+    agreed += [f"{reviewer} (reviewer)" for reviewer in view.approved_by]
+    lines = card_line("action", change)
+    expires = f"expires {action.expires_at:%Y-%m-%d %H:%M} UTC"
+    lines += card_line("needs", f"{' and '.join(needs) or 'nobody (the rule caps it)'}; {expires}")
+    lines += card_line("agreed by", ", ".join(agreed) or "nobody yet")
+    lines += card_line("digest", action.digest)
+    if view.action_receipt is not None:
+        lines += card_line("receipt", f"{view.action_receipt.receipt_id} (SIMULATED)")
     return lines
 
 
@@ -234,7 +260,11 @@ def show_case(view: CaseView, state_dir: Path, *, with_review_commands: bool = T
     if for_customer:
         for text in customer_turn_lines(view, starter_command(state_dir, view.applicant)):
             print(text)
-    if with_review_commands and view.status is CaseStatus.WAITING_APPROVAL:
+    if for_customer and awaited_confirmation(view) is not None:
+        print("The customer agrees by answering yes; their sign-in signs the confirmation over this proposal:")
+        print(f"  {starter_command(state_dir, view.applicant)} say {shlex.quote(view.case_id)} yes")
+    reviewed = view.action is None or view.action.requires.reviewers > 0
+    if with_review_commands and reviewed and view.status is CaseStatus.WAITING_APPROVAL:
         approve, reject, info = review_commands(view, state_dir)
         console.print("A reviewer of the tenant decides, signing with their own key (an update):")
         print(f"  {approve}")  # plain print: a command is copied whole, never wrapped

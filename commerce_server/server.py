@@ -55,7 +55,7 @@ from knowledge.store import KnowledgeBase
 logger = logging.getLogger(__name__)
 
 SERVER_NAME = "qinghe-commerce"
-SERVER_VERSION = "0.11.0"
+SERVER_VERSION = "0.12.0"
 """The commerce contract's version (0.3: approvals checked against the directory, co-approvals)."""
 
 

@@ -11,6 +11,7 @@ from enum import StrEnum
 from pydantic import Field
 
 from contracts import case_status
+from contracts.actions import ActionProposal, ActionReceipt, ActionRequest
 from contracts.case_status import AnswerSource, CaseStatus, Phase
 from contracts.commerce import ProposalOutcome, RefundProposal, RefundQuote, RefundReceipt
 from contracts.conversation import ConversationEntry
@@ -96,6 +97,18 @@ class AcceptedApproval(FrozenModel):
     via: str = Field(max_length=10)
 
 
+class AcceptedConfirmation(FrozenModel):
+    """The customer's signed "yes" to an action proposal, verified by the workflow and kept to be
+    presented at execution (the commerce server verifies it again and takes it once)."""
+
+    subject: str = Field(min_length=1, max_length=40)
+    confirmation_token: str = Field(min_length=1, max_length=4000)
+    token_id: str = Field(min_length=1, max_length=100)
+    at: datetime
+    message: int = Field(ge=1)
+    """The customer's message that carried it."""
+
+
 class SettleRequest(FrozenModel):
     case_id: str
     applicant: Identity
@@ -121,6 +134,25 @@ class CloseRequest(FrozenModel):
     proposal: RefundProposal
     digest: str
     outcome: ProposalOutcome
+
+
+class ActionPreviewRequest(FrozenModel):
+    """What the ``preview_action`` activity is asked: compute this action for the case's customer."""
+
+    case_id: str
+    applicant: Identity
+    request: ActionRequest
+
+
+class ActionExecuteRequest(FrozenModel):
+    """What the ``execute_action`` activity is asked: execute the case's agreed action, once per key."""
+
+    case_id: str
+    applicant: Identity
+    proposal: ActionProposal
+    idempotency_key: str
+    confirmation_token: str | None = None
+    approval_tokens: list[str] = Field(default_factory=list, max_length=2)
 
 
 # --- results and records -------------------------------------------------------------------------
@@ -149,6 +181,14 @@ class CaseView(FrozenModel):
     digest: str | None = None
     effect: EffectCard | None = None
     receipt: RefundReceipt | None = None
+    action: ActionProposal | None = None
+    """The action proposal (cancel an order, ...) the case waits on or executed: its exact effect, the rule
+    that applied and who must agree; ``digest`` is then its digest."""
+    confirmed_by: str | None = None
+    """The customer whose signed confirmation of :attr:`action` the case holds."""
+    approved_by: list[str] = Field(default_factory=list)
+    """The reviewers whose signed approvals of :attr:`action` the case holds."""
+    action_receipt: ActionReceipt | None = None
     reason: str | None = None
     record_path: str | None = None
     record_error: str | None = None

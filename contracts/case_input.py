@@ -13,18 +13,31 @@ Nothing here calls Temporal: the workflow passes in the time.
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_serializer, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    SerializerFunctionWrapHandler,
+    field_serializer,
+    model_serializer,
+    model_validator,
+)
 
+from contracts.actions import ActionProposal, ActionReceipt
 from contracts.case import (
     MAX_APPROVAL_TTL_SECONDS,
     MAX_QUESTION_CHARS,
     MIN_APPROVAL_TTL_SECONDS,
     REHEARSAL_LABEL,
     AcceptedApproval,
+    AcceptedConfirmation,
     Budgets,
     CaseEvent,
     CaseStatus,
+    Decision,
     Phase,
     ReviewDecision,
 )
@@ -139,6 +152,9 @@ class ModelTally(_State):
         return f"{self.tokens_known}{suffix}"
 
 
+_ACTION_FIELDS = ("action", "confirmation", "action_receipt")
+
+
 class CaseState(_State):
     """Everything the workflow knows about one case (see the module docstring).
 
@@ -159,7 +175,14 @@ class CaseState(_State):
     answer_admitted: bool = False
     proposal: RefundProposal | None = None
     digest: str | None = None
-    """The pending proposal's digest, the one an approval must name (always ``proposal.digest()``)."""
+    """The pending proposal's digest, the one an approval must name (always ``proposal.digest()``, or the
+    action proposal's digest)."""
+    action: ActionProposal | None = None
+    """The action proposal the commerce server computed for this case and the workflow's gate admitted:
+    the exact effect, the rule that applied and who must agree (never beside a refund proposal)."""
+    confirmation: AcceptedConfirmation | None = None
+    """The customer's verified, signed "yes" to :attr:`action`, presented with it at execution."""
+    action_receipt: ActionReceipt | None = None
     decision: ReviewDecision | None = None
     decided_at: datetime | None = None
     directory: Directory | None = None
@@ -193,11 +216,27 @@ class CaseState(_State):
     def _sorted_ids(self, ids: set[str]) -> list[str]:
         return sorted(ids)  # a set's order differs between processes; the carried payload does not
 
+    @model_serializer(mode="wrap")
+    def _without_unset_actions(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        """A case that proposes no action carries the state it carried before actions existed (release
+        0.11's, byte for byte): the action fields are written only when set."""
+        data: dict[str, Any] = handler(self)
+        for name in _ACTION_FIELDS:
+            if data.get(name, ...) is None:
+                del data[name]
+        return data
+
     @model_validator(mode="after")
     def _digest_is_the_proposals(self) -> CaseState:
-        if self.digest is not None and (self.proposal is None or self.digest != self.proposal.digest()):
-            raise ValueError("the digest is not the proposal's")
-        return self
+        if self.proposal is not None and self.action is not None:
+            raise ValueError("a case proposes a refund or an action, never both")
+        if self.digest is None:
+            return self
+        if self.proposal is not None and self.digest == self.proposal.digest():
+            return self
+        if self.action is not None and self.digest == self.action.digest:
+            return self
+        raise ValueError("the digest is not the proposal's")
 
     @classmethod
     def of(cls, case: CaseInput) -> CaseState:
@@ -223,15 +262,21 @@ class CaseState(_State):
         """Waiting for the customer, or for a reviewer with its proposal and nothing decided or paid: the
         only states a case carries into a next run."""
         if self.lifecycle.phase is Phase.WAITING_CUSTOMER:
-            return self.lifecycle.outcome is None and self.proposal is None and self.receipt is None
+            return (
+                self.lifecycle.outcome is None
+                and self.proposal is None
+                and self.action is None
+                and self.receipt is None
+            )
         return (
             self.lifecycle.phase is Phase.WAITING_APPROVAL
             and self.lifecycle.outcome is None
-            and self.proposal is not None
+            and (self.proposal is not None or self.action is not None)
             and self.digest is not None
-            and self.decision is None
+            and not self.agreed
+            and (self.decision is None or (self.action is not None and self.decision.decision is Decision.APPROVE))
             and self.withdrawn_at is None
-            and self.approval_token is None
+            and self.action_receipt is None
             and self.receipt is None
         )
 
@@ -245,9 +290,30 @@ class CaseState(_State):
         )
         return self.case.model_copy(update={"carried": carried})
 
+    @property
+    def agreed(self) -> bool:
+        """Everyone the pending proposal needs has agreed: a refund's reviewer decision is made; an action
+        holds the customer's confirmation where its rule asks for one, and its reviewers' approvals."""
+        if self.action is None:
+            return self.decision is not None
+        requires = self.action.requires
+        confirmed = self.confirmation is not None or not requires.customer
+        approved = requires.reviewers == 0 or self.decision is not None
+        return confirmed and approved
+
+    @property
+    def pending_expiry(self) -> datetime | None:
+        """When the pending refund or action proposal expires (None: none is pending)."""
+        if self.proposal is not None:
+            return self.proposal.expires_at
+        return self.action.expires_at if self.action is not None else None
+
     def approvals_required(self) -> int:
-        """Distinct reviewers the recorded directory's policy needs for the pending proposal (1 when
-        the case holds no directory or no proposal)."""
+        """Distinct reviewers the pending proposal needs: an action's, as its rule said when the commerce
+        server computed it; a refund's, as the recorded directory's policy says (1 when the case holds no
+        directory or no proposal)."""
+        if self.action is not None:
+            return self.action.requires.reviewers
         if self.directory is None or self.proposal is None:
             return 1
         return self.directory.approvals_required(self.proposal.tenant, self.proposal.amount_cents)

@@ -19,6 +19,8 @@ word of it is kept. What crosses the boundary is defined here, once:
 
 from __future__ import annotations
 
+import re
+import unicodedata
 from datetime import datetime
 from enum import StrEnum
 
@@ -109,6 +111,10 @@ class CustomerMessage(FrozenModel):
     message_id: str = Field(pattern=MESSAGE_ID_PATTERN)
     """The sender's key for this message: the same id sent again is answered with the first acceptance
     and taken once."""
+    confirmation: str | None = Field(default=None, min_length=1, max_length=MAX_TOKEN_CHARS)
+    """The customer's "yes" to the action proposal waiting for them: a confirmation their sign-in service
+    signed over the proposal's digest (:mod:`contracts.action_credentials`). Verified by the workflow
+    before the message is kept; a message without one never agrees to anything, whatever it says."""
 
 
 class MessageAccepted(FrozenModel):
@@ -204,6 +210,9 @@ class MessageRefusal(StrEnum):
     ANOTHER_CASE = "token_for_another_case"
     EXPIRED = "credential_expired"
     NOT_VERIFIED = "credential_not_verified"
+    CONFIRMATION_INVALID = "confirmation_invalid"
+    """The message carries a confirmation that is not this customer's signed "yes" to the proposal
+    waiting for them now (another proposal, expired, forged, or no proposal waits for one)."""
 
 
 _REFUSAL_SENTENCES: dict[MessageRefusal, tuple[str, str]] = {
@@ -239,7 +248,26 @@ _REFUSAL_SENTENCES: dict[MessageRefusal, tuple[str, str]] = {
         "We could not verify who sent this message; it was not added to the conversation.",
         "我们无法核实此消息的发送者，该消息未被添加到对话中。",
     ),
+    MessageRefusal.CONFIRMATION_INVALID: (
+        "Your confirmation does not match the change waiting for you, so nothing was changed. "
+        "Please read the proposal again and confirm that one.",
+        "您的确认与当前待确认的变更不符，因此没有做任何更改。请重新查看方案后再确认。",
+    ),
 }
+
+
+_YES = re.compile(
+    r"^(?:yes|yes please|yes,? (?:go ahead|confirm(?:ed)?|do it)|confirm(?:ed)?|i confirm|go ahead"
+    r"|ok(?:ay)?,? go ahead)[.!]*$|^(?:是|是的|确认|我确认|好的?，?确认|同意)[。！]*$"
+)
+
+
+def says_yes(text: str) -> bool:
+    """True for a message that only says yes to a proposal ("yes", "confirm", "确认"). Only such a
+    message gets the customer's signed confirmation from their sign-in (the channel, ``starter.py say``);
+    the workflow never takes the words alone as agreement."""
+    folded = unicodedata.normalize("NFKC", text).strip().lower()
+    return bool(_YES.match(folded))
 
 
 def refusal_sentence(refusal: MessageRefusal, language: Language = Language.EN) -> str:

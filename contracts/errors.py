@@ -211,6 +211,7 @@ class WorkerErrorCode(StrEnum):
     SETTLE_REQUEST_INVALID = "settle_request_invalid"
     CLOSE_REQUEST_INVALID = "close_request_invalid"
     RECEIPT_MISMATCH = "receipt_mismatch"
+    ACTION_REQUEST_INVALID = "action_request_invalid"
     COMMERCE_TOKEN_REJECTED = "commerce_token_rejected"
     COMMERCE_UNREACHABLE = "commerce_unreachable"
     DIRECTORY_HAS_NO_CUSTOMER = "directory_has_no_customer"

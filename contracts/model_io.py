@@ -33,6 +33,8 @@ MAX_RAW_ARGUMENT_CHARS = 20000
 
 class Intent(StrEnum):
     REFUND = "refund"
+    CANCELLATION = "cancellation"
+    """The customer asks to cancel an order (an action the tenant's policy may allow: ``cancel_order``)."""
     DELIVERY = "delivery"
     INVOICE = "invoice"
     WARRANTY = "warranty"
@@ -63,6 +65,8 @@ class Plan(FrozenModel):
 class NextAction(StrEnum):
     ANSWER = "answer"
     PROPOSE_REFUND = "propose_refund"
+    PROPOSE_ACTION = "propose_action"
+    """Propose the action the plan's intent names (a cancellation): the commerce server computes it."""
     NEEDS_INPUT = "needs_input"
     HANDOFF = "handoff"
 

@@ -35,6 +35,8 @@ class ActivityName(StrEnum):
     VERIFY_CUSTOMER_MESSAGE = "verify_customer_message"
     EXECUTE_REFUND = "execute_refund"
     CLOSE_REFUND_PROPOSAL = "close_refund_proposal"
+    PREVIEW_ACTION = "preview_action"
+    EXECUTE_ACTION = "execute_action"
     WRITE_CASE_RECORD = "write_case_record"
 
 
@@ -68,6 +70,12 @@ class EventKind(StrEnum):
     REVIEWED = "reviewed"
     DELIVER_GATE = "deliver_gate"
     PROPOSAL_CREATED = "proposal_created"
+    ACTION_PROPOSED = "action_proposed"
+    """The commerce server computed an action's proposal and the workflow's gate admitted it: the rule
+    that applied, who must agree, the digest and the expiry."""
+    ACTION_REFUSED = "action_refused"
+    CONFIRMATION_ACCEPTED = "confirmation_accepted"
+    CONFIRMATION_REFUSED = "confirmation_refused"
     DIRECTORY_READ = "directory_read"
     REVIEW_REFUSED = "review_refused"
     REVIEW_ACCEPTED = "review_accepted"
@@ -76,6 +84,7 @@ class EventKind(StrEnum):
     PROPOSAL_CLOSE_FAILED = "proposal_close_failed"
     SETTLEMENT_FAILED = "settlement_failed"
     SETTLED = "settled"
+    ACTION_EXECUTED = "action_executed"
     RECORD_WRITE_FAILED = "record_write_failed"
     EVENTS_DROPPED = "events_dropped"
     MESSAGE_ACCEPTED = "message_accepted"
@@ -93,6 +102,7 @@ class StopCode(StrEnum):
     # delivered or settled
     ANSWERED = "answered"
     REFUND_SETTLED = "refund_settled"
+    ACTION_EXECUTED = "action_executed"
     # the customer must say more
     ONE_ORDER_PER_CASE = "one_order_per_case"
     MORE_INPUT_NEEDED = "more_input_needed"
@@ -115,6 +125,14 @@ class StopCode(StrEnum):
     PROPOSAL_WITHOUT_QUOTE = "proposal_without_quote"
     QUOTE_NOT_ELIGIBLE = "quote_not_eligible"
     MISSING_POLICY_CITATIONS = "missing_policy_citations"
+    ACTION_WITHOUT_REQUEST = "action_without_request"
+    """The draft proposes an action the plan does not ask for (no action intent, or no request)."""
+    ACTION_NOT_ALLOWED = "action_not_allowed"
+    """The tenant's policy, as the case's directory records it, names no rule for the action (default deny)."""
+    ACTION_REFUSED = "action_refused"
+    """The commerce server refused to propose the action (``:code``): not eligible, a cap, default deny."""
+    ACTION_PROPOSAL_INVALID = "action_proposal_invalid"
+    """The commerce server's proposal is not the one asked for (another order, customer or rule)."""
     SETTLEMENT_REFUSED = "settlement_refused"
     SETTLEMENT_UNCONFIRMED = "settlement_unconfirmed"
     # the conversation
@@ -124,6 +142,7 @@ class StopCode(StrEnum):
     # a reviewer or the clock decided
     REJECTED = "rejected"
     PROPOSAL_EXPIRED_WITHOUT_DECISION = "proposal_expired_without_decision"
+    ACTION_EXPIRED_WITHOUT_AGREEMENT = "action_expired_without_agreement"
     # the applicant's credential did not verify: the case read nothing
     APPLICANT_UNVERIFIED = "applicant_unverified"
     # the service is misconfigured

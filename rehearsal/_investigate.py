@@ -83,11 +83,15 @@ def _order_read(history: list[Observation]) -> bool:
 def _follow_ups(
     intent: str, order_id: str, queries: list[str], history: list[Observation]
 ) -> list[tuple[str, dict[str, str]]]:
-    second_query = [(ToolName.SEARCH_KNOWLEDGE, {"query": queries[1]})] if len(queries) > 1 else []
+    second_query: list[tuple[str, dict[str, str]]] = (
+        [(ToolName.SEARCH_KNOWLEDGE, {"query": queries[1]})] if len(queries) > 1 else []
+    )
     if intent == "refund":
         return [(ToolName.CALCULATE_REFUND, {"order_id": order_id}), (ToolName.LOAD_SKILL, {"name": "refund"})]
     if intent == "delivery":
         return [(ToolName.GET_SHIPMENT, {"order_id": order_id}), *second_query]
+    if intent == "cancellation":
+        return second_query
     if intent == "invoice":
         return [
             (ToolName.GET_INVOICE, {"order_id": order_id}),

@@ -50,6 +50,15 @@ _KEYWORDS: dict[str, tuple[str, ...]] = {
         "到哪",
     ),
 }
+_CANCEL = re.compile(
+    r"\bcancel\b|取消订单|取消(?:我的|这个|该)?订单|帮我取消|我要取消|请取消",
+    re.IGNORECASE,
+)
+_CANCEL_ACTION = re.compile(
+    r"please cancel|cancel (?:QH-|my |the |this |it\b)|i (?:want|would like|'d like) to cancel"
+    r"|请取消|取消订单|帮我取消|我要取消",
+    re.IGNORECASE,
+)
 _ACTION = re.compile(
     r"please refund|refund (?:QH-|my |me|the |this |it\b|[\d,.]+ )"
     r"|i (?:want|would like|'d like) (?:a |my )?refund"
@@ -58,6 +67,13 @@ _ACTION = re.compile(
 )
 
 QUERIES: dict[str, dict[str, tuple[str, ...]]] = {
+    "cancellation": {
+        "en": (
+            "cancel a processing order before it ships payment returned in full",
+            "invoice of an order cancelled before shipping is void",
+        ),
+        "zh": ("处理中 订单 取消 款项 全额原路退还", "发货前取消的订单 发票 作废"),
+    },
     "refund": {
         "en": ("refund window delivery warehouse receipt", "refund amount freight exclusions"),
         "zh": ("退款期限 签收 退货 仓库", "退款金额 运费 定制 数字商品"),
@@ -79,6 +95,10 @@ QUERIES: dict[str, dict[str, tuple[str, ...]]] = {
     },
 }
 _MILESTONES: dict[str, dict[str, tuple[str, ...]]] = {
+    "cancellation": {
+        "en": ("read the order", "cite the cancellation and invoice pages", "propose the cancellation"),
+        "zh": ("读取订单", "引用取消订单和发票页面", "提出取消方案"),
+    },
     "refund": {
         "en": (
             "read the order",
@@ -126,7 +146,8 @@ def plan(context: dict[str, Any]) -> dict[str, Any]:
     return {
         "intent": intent,
         "order_id": order_id,
-        "action_requested": intent == "refund" and bool(_ACTION.search(question)),
+        "action_requested": (intent == "refund" and bool(_ACTION.search(question)))
+        or (intent == "cancellation" and bool(_CANCEL_ACTION.search(question))),
         "queries": queries[:3],
         "milestones": list(milestones[:4]),
     }
@@ -136,6 +157,8 @@ def _intent(question: str) -> str:
     lowered = question.lower()
     if re.sub(r"[\W_]+", " ", lowered).strip() in _GREETINGS:
         return "greeting"
+    if _CANCEL.search(question):
+        return "cancellation"
     if _ACTION.search(question):
         return "refund"
     if any(word in lowered for word in _KEYWORDS["invoice"]):

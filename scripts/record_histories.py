@@ -29,6 +29,7 @@ from pathlib import Path
 
 from case_client import CaseClient, CaseHandle
 from case_client._conversation import MessageRefused, new_message_id, send_message, wait_reply
+from contracts.action_policy import ActionKind, ActionRule
 from contracts.case import CaseStatus, CaseView, Decision, ReviewDecision
 from contracts.conversation import CustomerMessage
 from contracts.credentials import SignedReview, approval_claims, sign
@@ -48,7 +49,7 @@ from keystore import (
     reviewer_kid,
     write_directory,
 )
-from keystore.directory_edit import add_passkey
+from keystore.directory_edit import add_passkey, set_action
 from keystore.signers import KeyFileSigner
 
 PASSKEY_RP_ID, PASSKEY_ORIGIN = "localhost", "http://localhost:8090"
@@ -216,6 +217,59 @@ def hasten_idle_close(state_dir: Path, tenant: str) -> None:
     write_directory(path, directory.model_copy(update={"tenants": tenants}))
 
 
+# --- actions (release 0.12 on): a case proposes a cancellation the customer confirms -------------------
+
+
+async def say_yes_signed(case: CaseHandle, signer: KeyFileSigner, who: str) -> int:
+    """The customer's "yes" with the confirmation their sign-in signs over the waiting action's digest."""
+    view = await case.status()
+    assert view.action is not None, view.status
+    identity = demo_identity(who)
+    message = CustomerMessage(
+        text="yes",
+        token=signer.applicant_token(identity, case.case_id),
+        message_id=new_message_id(),
+        confirmation=signer.confirmation_token(identity, case_id=case.case_id, digest=view.action.digest),
+    )
+    return (await send_message(case.workflow, message)).turn
+
+
+async def confirmed(case: CaseHandle, view: CaseView, signer: KeyFileSigner) -> None:
+    """alice's confirmation of another proposal (refused), "yes" in words alone (answered by code: it agrees
+    to nothing), then her signed "yes": the rule asks nobody else, so the cancellation executes."""
+    assert view.status is CaseStatus.WAITING_APPROVAL and view.action is not None, view.status
+    identity = demo_identity("alice")
+    wrong = CustomerMessage(
+        text="yes",
+        token=signer.applicant_token(identity, case.case_id),
+        message_id=new_message_id(),
+        confirmation=signer.confirmation_token(identity, case_id=case.case_id, digest="0" * 64),
+    )
+    with contextlib.suppress(MessageRefused):
+        await send_message(case.workflow, wrong)
+    words = await say(case, signer, "yes")
+    await wait_reply(case.workflow, words, wait_seconds=30)
+    await say_yes_signed(case, signer, "alice")
+
+
+async def confirmed_and_approved(case: CaseHandle, view: CaseView, signer: KeyFileSigner) -> None:
+    """alice's signed "yes", then chen's approval of the action's digest (qinghe's rule asks for both)."""
+    turn = await say_yes_signed(case, signer, "alice")
+    await wait_reply(case.workflow, turn, wait_seconds=30)
+    await case.review(signed(signer, case, view, Decision.APPROVE))
+
+
+def allow_cancellations(reviewers: int) -> Callable[[Path], None]:
+    """qinghe allows cancellations with the customer's confirmation and ``reviewers`` reviewers' approvals."""
+
+    def allow(state_dir: Path) -> None:
+        path = Path(directory_location(state_dir, {}))
+        rule = ActionRule(reviewers=reviewers, max_per_customer_per_day=2)
+        write_directory(path, set_action(load_directory(str(path)), "qinghe", ActionKind.CANCEL_ORDER, rule))
+
+    return allow
+
+
 SCENARIOS: list[tuple[str, str, str, Language, Action | None, int]] = [
     # name, applicant, question, language, what a reviewer does, approval TTL. One commerce database
     # serves them all, so each refund that is paid names an order no earlier scenario paid.
@@ -243,6 +297,7 @@ SCENARIOS: list[tuple[str, str, str, Language, Action | None, int]] = [
     ("zh_order_beside_chinese", "bob", "请退款QH-2002并给出依据", Language.ZH, review(Decision.APPROVE), 900),
     ("review_flood", "alice", "Please refund QH-1009", Language.EN, flood_then_approve, 900),
     ("forged_then_approved", "bob", "Please refund QH-2001", Language.EN, forged_then_approved, 900),
+    ("action_not_allowed", "alice", "Please cancel my order QH-1006", Language.EN, None, 900),
 ]
 CONVERSATION_SCENARIOS: list[tuple[str, str, str, Language, Action | None, int]] = [
     ("conversation_asks_then_approved", "alice", "I want a refund for my lamp", Language.EN, asks_then_approved, 900),
@@ -257,6 +312,16 @@ PASSKEY_SCENARIOS: list[tuple[str, str, str, Language, Action | None, int]] = [
 ]
 """Recorded on a stack of their own (a fresh commerce database: the scenarios above pay every refundable
 order of the fixture), with chen's passkey enrolled before the case starts."""
+ACTION_SCENARIOS: list[tuple[str, str, str, Language, Action | None, int]] = [
+    ("action_cancel_confirmed", "alice", "Please cancel my order QH-1006", Language.EN, confirmed, 900),
+    ("action_cancel_expired", "bob", "Please cancel my order QH-2006", Language.EN, None, 2),
+]
+REVIEWED_ACTION_SCENARIOS: list[tuple[str, str, str, Language, Action | None, int]] = [
+    ("action_cancel_approved", "alice", "Please cancel my order QH-1006", Language.EN, confirmed_and_approved, 900),
+]
+"""Each list recorded on a stack of its own whose directory allows qinghe's cancellations (release 0.12 on):
+with the customer's confirmation alone, then with a reviewer's approval too. The main stack's directory
+allows none: there ``action_not_allowed`` asks nothing of the commerce server."""
 UNVERIFIED = ("applicant_unverified", "alice", "Please refund QH-1001")
 """A case started without an applicant token: it must read nothing and end with the reason."""
 
@@ -324,6 +389,13 @@ async def main(tag: str, out: Path) -> None:
         async with rehearsal_stack(Path(tmp) / "passkeys", dynamic_config=limits) as stack:
             enrol_chen_passkey(stack.state_dir)
             await record(stack, tag, out, PASSKEY_SCENARIOS)
+        for name, reviewers, scenarios in (
+            ("actions", 0, ACTION_SCENARIOS),
+            ("reviewed-actions", 1, REVIEWED_ACTION_SCENARIOS),
+        ):
+            async with rehearsal_stack(Path(tmp) / name, dynamic_config=limits) as stack:
+                allow_cancellations(reviewers)(stack.state_dir)
+                await record(stack, tag, out, scenarios)
 
 
 if __name__ == "__main__":

@@ -110,6 +110,13 @@ SETTLE = ActivityOptions(
     retry=_retry(maximum_interval=timedelta(seconds=30), maximum_attempts=10),
 )
 
+PREVIEW = ActivityOptions(
+    start_to_close=timedelta(seconds=30),
+    retry=_retry(maximum_interval=timedelta(seconds=10), maximum_attempts=5),
+)
+"""Asking the commerce server to compute an action's proposal: it writes only the proposal, and a retry
+stores another one that nobody is shown (only the proposal the workflow keeps is ever confirmed)."""
+
 RECORD = ActivityOptions(
     start_to_close=timedelta(seconds=15),
     retry=_retry(maximum_interval=timedelta(seconds=10), maximum_attempts=5),

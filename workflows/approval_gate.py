@@ -66,7 +66,8 @@ def judge_review(
     if refusal is not None:
         return ReviewVerdict(claimed, subject, refusal=refusal.value)
     waiting = status is CaseStatus.WAITING_APPROVAL and state.withdrawn_at is None
-    if not waiting or state.proposal is None or state.digest is None:
+    expiry = state.pending_expiry
+    if not waiting or expiry is None or state.digest is None or state.approvals_required() == 0:
         return ReviewVerdict(claimed, subject, refusal=ReviewRefusal.CASE_NOT_WAITING_FOR_REVIEW.value)
     if state.decision is not None:
         return ReviewVerdict(claimed, subject, refusal=ReviewRefusal.ALREADY_DECIDED.value)
@@ -76,7 +77,7 @@ def judge_review(
         case_id=state.case.case_id,
         digest=state.digest,
         applicant=state.case.applicant,
-        proposal_expires_at=state.proposal.expires_at,
+        proposal_expires_at=expiry,
     )
     try:
         approval = verify_approval(review.approval_token, terms, state.directory, now=now)

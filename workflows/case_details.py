@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
+from contracts.actions import ActionProposal
 from contracts.case import CaseStatus, CloseRequest, Phase
 from contracts.case_input import CaseState
 from contracts.commerce import RefundProposal, RefundReceipt
@@ -55,9 +56,33 @@ def current_details(s: CaseState, now: datetime) -> str:
         lines += ["", *refusals_markdown(s)]
     if s.receipt is not None:
         lines += ["", *receipt_markdown(s.receipt)]
+    if s.action is not None:
+        lines += ["", *action_markdown(s)]
     if s.lifecycle.outcome is not None:
         lines += ["", f"**Ended:** {status.value} ({markdown_text(s.reason or '', limit=200)})"]
     return "\n".join(lines)
+
+
+def action_markdown(s: CaseState) -> list[str]:
+    """The action proposal: what it changes, who must agree and who has, the receipt once executed."""
+    action = s.action
+    assert action is not None
+    effect = action.effect
+    lines = [
+        f"#### Action {action.kind.value} ({action.proposal_id})",
+        f"- **Order:** {effect.order_id}: {effect.status_before} → {effect.status_after}",
+        f"- **Money back:** {money(effect.refund_cents, effect.currency)}",
+        f"- **Needs:** customer {'yes' if action.requires.customer else 'no'}, reviewers {action.requires.reviewers}",
+        f"- **Digest:** `{action.digest}`; **expires:** {utc(action.expires_at)}",
+    ]
+    if s.confirmation is not None:
+        who = markdown_text(s.confirmation.subject, limit=40)
+        lines.append(f"- **Confirmed by:** {who} at {utc(s.confirmation.at)}")
+    for approval in s.approvals:
+        lines.append(f"- **Approved by:** {markdown_text(approval.reviewer, limit=40)} at {utc(approval.at)}")
+    if s.action_receipt is not None:
+        lines.append(f"- **Receipt:** {s.action_receipt.receipt_id} (SIMULATED)")
+    return lines
 
 
 def conversation_line(s: CaseState) -> str:
@@ -208,3 +233,7 @@ def closure_summary(request: CloseRequest) -> str:
 def refused_input_details(reason: str) -> str:
     """The Web UI's current details of a run that refused its input: the reason, and nothing of the input."""
     return f"## Input refused: this run read nothing and takes no review\n\n{markdown_text(reason, limit=300)}"
+
+
+def action_summary(action: ActionProposal) -> str:
+    return f"execute_action {action.proposal_id}: {action.kind.value} of {action.effect.order_id}"

@@ -16,6 +16,8 @@ from contracts.case import AnswerSource, CaseStatus, CaseView, Phase
 from contracts.case_input import CaseState
 from contracts.conversation import ConversationView
 from contracts.effect_card import CardDecision, EffectCard, effect_card, proposal_memo
+from workflows.action_notice import end_notice, proposal_notice
+from workflows.action_notice import receipt_notice as action_receipt_notice
 from workflows.customer_notice import receipt_notice, status_notice
 
 
@@ -61,6 +63,10 @@ def case_memo(s: CaseState) -> dict[str, Any]:
         memo["proposal"] = proposal_memo(card)
     if s.receipt is not None:
         memo["receipt"] = f"{s.receipt.receipt_id}: {s.receipt.amount_cents} cents (SIMULATED)"
+    if s.action is not None:
+        memo["action"] = f"{s.action.kind.value} of {s.action.effect.order_id}, digest {s.action.digest[:12]}"
+    if s.action_receipt is not None:
+        memo["receipt"] = f"{s.action_receipt.receipt_id}: {s.action_receipt.kind.value} (SIMULATED)"
     return memo
 
 
@@ -69,6 +75,8 @@ def customer_answer(s: CaseState) -> tuple[str | None, AnswerSource | None]:
     status = s.lifecycle.status
     if s.receipt is not None:
         return receipt_notice(s.receipt, s.case.language), AnswerSource.RECEIPT
+    if s.action is not None:
+        return _action_answer(s)
     draft_holds = s.lifecycle.phase is not Phase.SETTLE and status not in (
         CaseStatus.REJECTED,
         CaseStatus.EXPIRED,
@@ -78,6 +86,19 @@ def customer_answer(s: CaseState) -> tuple[str | None, AnswerSource | None]:
     if s.answer is not None and s.answer_admitted and draft_holds:
         return s.answer.answer, AnswerSource.MODEL_DRAFT
     notice = status_notice(status, s.case.language)
+    return (notice, AnswerSource.STATUS_NOTICE) if notice else (None, None)
+
+
+def _action_answer(s: CaseState) -> tuple[str | None, AnswerSource | None]:
+    """An action case's answer, all written by code: the receipt, the proposal while it waits, or its end."""
+    language = s.case.language
+    if s.action_receipt is not None:
+        return action_receipt_notice(s.action_receipt, language), AnswerSource.RECEIPT
+    assert s.action is not None
+    status = s.lifecycle.status
+    if status is CaseStatus.WAITING_APPROVAL or s.lifecycle.phase is Phase.SETTLE:
+        return proposal_notice(s.action, language), AnswerSource.STATUS_NOTICE
+    notice = end_notice(status, language) or status_notice(status, language)
     return (notice, AnswerSource.STATUS_NOTICE) if notice else (None, None)
 
 
@@ -130,6 +151,10 @@ def case_view(s: CaseState) -> CaseView:
         digest=s.digest,
         effect=case_effect_card(s),
         receipt=s.receipt,
+        action=s.action,
+        confirmed_by=s.confirmation.subject if s.confirmation else None,
+        approved_by=[approval.reviewer for approval in s.approvals] if s.action else [],
+        action_receipt=s.action_receipt,
         reason=s.reason,
         record_path=s.record_path,
         record_error=s.record_error,

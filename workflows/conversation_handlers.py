@@ -15,6 +15,7 @@ from temporalio.common import RawValue
 
 with workflow.unsafe.imports_passed_through():
     from contracts.case import (
+        AcceptedConfirmation,
         Budgets,
         CaseStatus,
         Phase,
@@ -38,6 +39,7 @@ with workflow.unsafe.imports_passed_through():
         StopCode,
     )
     from workflows import case_metrics
+    from workflows.action_gate import judge_confirmation
     from workflows.case_run import CaseRun
     from workflows.case_view import (
         conversation_view,
@@ -50,6 +52,7 @@ with workflow.unsafe.imports_passed_through():
         idle_limit,
         refusal_error,
         refused,
+        token_fingerprint,
         verify_sender,
     )
     from workflows.customer_notice import waiting_notice
@@ -80,6 +83,16 @@ class ConversationHandlers(CaseRun):
             refusal = admission_refusal(s, message, accepted_at)  # other messages may have been taken meanwhile
             if refusal is None and message.message_id not in s.conversation.message_ids:
                 assert sender is not None
+                confirmation: AcceptedConfirmation | None = None
+                if message.confirmation is not None:
+                    next_turn = s.conversation.messages + 1
+                    judged = judge_confirmation(
+                        message.confirmation, s, sender.identity, now=accepted_at, message=next_turn
+                    )
+                    if isinstance(judged, str):
+                        self._event(EventKind.CONFIRMATION_REFUSED, f"with message {next_turn}: {judged}")
+                        raise refused(s, MessageRefusal.CONFIRMATION_INVALID, self._event, detail=judged)
+                    confirmation = judged
                 credential = credential_of(sender, message.token)
                 turn = s.conversation.accept(message.text, message.message_id, workflow.now(), credential)
                 case_metrics.message_accepted(s)
@@ -88,6 +101,13 @@ class ConversationHandlers(CaseRun):
                     f"message {turn} from {credential.subject} under {credential.issuer} credential "
                     f"{credential.fingerprint}",
                 )
+                if confirmation is not None:
+                    s.confirmation = confirmation.model_copy(update={"message": turn})
+                    self._event(
+                        EventKind.CONFIRMATION_ACCEPTED,
+                        f"{confirmation.subject} confirmed the proposal with message {turn} under an issuer-signed "
+                        f"confirmation {token_fingerprint(confirmation.confirmation_token)} over digest {s.digest}",
+                    )
                 self._progress.say(ProgressKind.MESSAGE_RECEIVED)
                 self._show()
                 return MessageAccepted(case_id=s.case.case_id, message_id=message.message_id, turn=turn)

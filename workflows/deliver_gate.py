@@ -80,10 +80,14 @@ def claims_payment(text: str) -> bool:
     return False
 
 
+ACTION_INTENTS = frozenset({Intent.CANCELLATION})
+"""Intents whose request a case may propose as an action (:mod:`workflows.action_gate` maps each to its kind)."""
+
+
 @dataclass(frozen=True)
 class DeliveryDecision:
     outcome: CaseStatus | None
-    """A terminal status, or None when the gate admits a refund proposal (wait for approval)."""
+    """A terminal status, or None when the gate admits a refund or action proposal (wait for agreement)."""
     code: StopCode
     detail: str | None = None
     admits_draft: bool = False
@@ -118,6 +122,10 @@ def decide_delivery(
         return DeliveryDecision(CaseStatus.NEEDS_HUMAN, StopCode.HANDOFF_REQUESTED, admits_draft=True)
     if answer.next_action is NextAction.PROPOSE_REFUND:
         return _refund_proposal_gate(plan, answer, quote)
+    if answer.next_action is NextAction.PROPOSE_ACTION:
+        if plan.intent not in ACTION_INTENTS or not plan.action_requested or plan.order_id is None:
+            return DeliveryDecision(CaseStatus.NEEDS_HUMAN, StopCode.ACTION_WITHOUT_REQUEST, plan.intent.value)
+        return DeliveryDecision(None, StopCode.PROPOSAL_ADMITTED, admits_draft=True)
     if not answer.citations and plan.intent is not Intent.GREETING:
         return DeliveryDecision(CaseStatus.NEEDS_HUMAN, StopCode.UNCITED_ANSWER)
     return DeliveryDecision(CaseStatus.COMPLETED, StopCode.ANSWERED, admits_draft=True)

@@ -42,7 +42,7 @@ with workflow.unsafe.imports_passed_through():
     )
     from contracts.credentials import SignedReview
     from contracts.effect_card import ProposalForReview
-    from contracts.model_io import InvestigateResult, PlanResult, TranscriptEntry
+    from contracts.model_io import InvestigateResult, NextAction, PlanResult, TranscriptEntry
     from contracts.names import (
         CASE_INPUT_REFUSED,
         REVIEW,
@@ -56,6 +56,7 @@ with workflow.unsafe.imports_passed_through():
         stop_reason,
     )
     from workflows import case_details, case_metrics, requests
+    from workflows.action_steps import ActionSteps
     from workflows.applicant_check import verify_applicant
     from workflows.approval_gate import refused_review_error
     from workflows.case_input import AdmittedInput, admit_case_input
@@ -80,7 +81,7 @@ with workflow.unsafe.imports_passed_through():
 
 
 @workflow.defn(name=WORKFLOW_NAME)
-class SupportCaseWorkflow(ConversationHandlers):
+class SupportCaseWorkflow(ActionSteps, ConversationHandlers):
     @workflow.init
     def __init__(self, start: RawValue) -> None:
         """``start`` is a :class:`CaseInput`, taken raw so that an input the run refuses ends it failed
@@ -143,6 +144,10 @@ class SupportCaseWorkflow(ConversationHandlers):
         case waits for them; once a proposal waits, the reviewer decides and messages are answered by code."""
         s = self._s
         while True:
+            if s.lifecycle.phase is Phase.WAITING_APPROVAL and s.action is not None:
+                await self._await_agreement()
+                await self._execute_action()
+                return
             if s.lifecycle.phase is Phase.WAITING_APPROVAL:
                 await self._await_review()
                 await self._settle()
@@ -221,7 +226,7 @@ class SupportCaseWorkflow(ConversationHandlers):
         await draft_and_review(self._s, self._model, self._event, lambda kind: self._progress.say(kind))
 
     async def _deliver(self) -> None:
-        """Create the refund proposal the case then waits on, or stop with the gate's outcome."""
+        """Create the refund or action proposal the case then waits on, or stop with the gate's outcome."""
         s = self._s
         assert s.plan is not None and s.answer is not None
         self._move(Phase.DELIVER, upsert=False)  # no await before waiting or finishing upserts (same task)
@@ -230,6 +235,9 @@ class SupportCaseWorkflow(ConversationHandlers):
         self._event(EventKind.DELIVER_GATE, decision.reason)
         if decision.outcome is not None:
             raise CaseStopped(decision.outcome, decision.code, decision.detail)
+        if s.answer.next_action is NextAction.PROPOSE_ACTION:
+            await self._propose_action()
+            return
         assert s.quote is not None
         started = s.started_at or workflow.info().workflow_start_time  # the first run's start
         s.proposal = requests.refund_proposal(s, workflow.now(), case_started_at=started)

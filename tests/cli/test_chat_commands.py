@@ -144,7 +144,7 @@ def test_the_customers_turn_says_until_when_and_how_to_answer() -> None:
 
 def test_a_waiting_proposal_says_the_customer_may_still_write_or_withdraw() -> None:
     lines = after_turn_lines(answer(CaseStatus.WAITING_APPROVAL), STARTER, Language.ZH)
-    assert "等待审核人" in lines[0] and "撤回" in lines[1]
+    assert "等待审批" in lines[0] and "撤回" in lines[1]
 
 
 def test_an_ended_case_says_so_and_in_a_chat_the_next_line_starts_a_new_case() -> None:

@@ -132,8 +132,8 @@ async def test_a_chat_starts_a_case_writes_to_it_and_says_how_to_carry_it_on(
         "Case c1 waits for your answer.",
         "… Reading order QH-1001.",
         "service: We can refund CNY 129.00.",
-        "Case c1: a refund proposal waits for a reviewer; nothing is paid before a",
-        "  reviewer approves it.",
+        "Case c1: a proposal waits for approval; nothing is paid or changed before it is",
+        "  approved.",
         'You can still write: ask for news, or write "withdraw" to withdraw the request.',
     ]
     assert chat.goodbye() == [

@@ -22,7 +22,14 @@ from activities.commerce.commerce_client import open_stdio_client
 from case_client import CaseClient
 from case_client.deployment import release
 from case_worker import build_worker
-from commerce_server.db import CoApprovalUseRow, RefundRow, make_engine
+from commerce_server.db import (
+    ActionExecutionRow,
+    ActionProposalRow,
+    CoApprovalUseRow,
+    OrderRow,
+    RefundRow,
+    make_engine,
+)
 from contracts.case import CaseView
 from contracts.commerce import RefundApproval
 from contracts.errors import SupportError
@@ -32,7 +39,7 @@ from keystore import directory_location, load_directory
 from keystore.signers import KeyFileSigner
 from tests.case_world import RoutedWorker, stress_options
 
-Row = TypeVar("Row", RefundRow, CoApprovalUseRow)
+Row = TypeVar("Row", RefundRow, CoApprovalUseRow, OrderRow, ActionProposalRow, ActionExecutionRow)
 ROOT = Path(__file__).resolve().parents[2]
 Completed = subprocess.CompletedProcess[str]
 ISOLATED = ("SUPPORT_DIRECTORY", "COMMERCE_DIRECTORY", "COMMERCE_SIGNING_KEY", "COMMERCE_DATABASE_URL")

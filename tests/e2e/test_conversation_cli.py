@@ -73,7 +73,7 @@ async def test_ask_waits_for_the_customer_and_say_carries_the_case_to_a_reviewer
     reply = next(n for n, line in enumerate(lines) if line.startswith("service: "))
     assert all(lines.index(line) < reply for line in progress)  # progress first, then the reply
     assert _flat(said.stdout).endswith(
-        f"Case {case_id}: a refund proposal waits for a reviewer; nothing is paid before a reviewer approves it. "
+        f"Case {case_id}: a proposal waits for approval; nothing is paid or changed before it is approved. "
         'You can still write: ask for news, or write "withdraw" to withdraw the request.'
     )
     assert all(len(line) <= 80 for line in lines)
@@ -117,7 +117,7 @@ async def test_chat_holds_a_conversation_from_stdin_and_leaves_the_case_going_on
     case_id = started.removeprefix("Case ").removesuffix(" started.")
     assert f"Case {case_id} waits for your answer" in chat.stdout  # the first reply asked something
     assert "… Reading order QH-1001." in _progress(chat.stdout)
-    assert f"Case {case_id}: a refund proposal waits for a reviewer" in chat.stdout
+    assert f"Case {case_id}: a proposal waits for approval" in chat.stdout
     assert lines[-4:] == [
         f"Case {case_id} goes on without this chat.",
         "Continue it with:",

@@ -86,8 +86,20 @@ REQUIRED_IN_0_11 = (REQUIRED_IN_0_2 - {"needs_input_foreign_order"}) | {
 the conversation shapes are recorded beside the rest."""
 
 
+REQUIRED_IN_0_12 = REQUIRED_IN_0_11 | {
+    "action_not_allowed",
+    "action_cancel_confirmed",
+    "action_cancel_approved",
+    "action_cancel_expired",
+}
+"""From 0.12 a case proposes an action: a cancellation the customer alone confirms, one a reviewer also
+approves, one that expires unconfirmed, and one the tenant's policy does not allow."""
+
+
 def required_in(release: str) -> set[str]:
     major, minor = (int(part) for part in release.removeprefix("v").split("."))
+    if (major, minor) >= (0, 12):
+        return REQUIRED_IN_0_12
     return REQUIRED_IN_0_11 if (major, minor) >= (0, 11) else REQUIRED_IN_0_2
 
 

@@ -1,0 +1,102 @@
+"""The action contract, as a case uses it: ask the commerce server to compute an action's proposal, and
+execute the agreed proposal once.
+
+The idempotency key is the case's and the proposal's: a retried activity (a lost reply, a crashed
+worker) sends the same body under the same key and gets the original receipt back, marked as a
+replay, never a second execution. The commerce server verifies the customer's confirmation and the
+reviewers' approvals itself; this activity only refuses what it can see is inconsistent before sending.
+"""
+
+from __future__ import annotations
+
+from pydantic import ValidationError
+from temporalio import activity
+
+from activities.commerce.commerce_sessions import CommerceGateway
+from contracts.actions import ActionExecution, ActionProposal, ActionReceipt
+from contracts.case import ActionExecuteRequest, ActionPreviewRequest
+from contracts.errors import ContractError, TransientError, WorkerErrorCode
+from contracts.names import ActivityName
+from contracts.tools import ToolName
+
+
+class ActionActivities:
+    def __init__(self, pool: CommerceGateway) -> None:
+        self.pool = pool
+
+    @activity.defn(name=ActivityName.PREVIEW_ACTION)
+    async def preview_action(self, request: ActionPreviewRequest) -> ActionProposal:
+        """The commerce server's proposal for the request (its refusal, typed, when it makes none)."""
+        if request.request.case_id != request.case_id:
+            raise ContractError(WorkerErrorCode.ACTION_REQUEST_INVALID, "The request names another case.")
+        result = await self.pool.call(
+            request.applicant,
+            ToolName.PREVIEW_ACTION,
+            {"request": request.request.model_dump(mode="json")},
+            case_id=request.case_id,
+        )
+        try:
+            proposal = ActionProposal.model_validate(result)
+        except ValidationError as exc:
+            raise TransientError(
+                WorkerErrorCode.INVALID_COMMERCE_RESPONSE, "The proposal was malformed; retrying."
+            ) from exc
+        activity.logger.info(
+            "preview_action case=%s kind=%s order=%s proposal=%s",
+            request.case_id,
+            proposal.kind.value,
+            proposal.effect.order_id,
+            proposal.proposal_id,
+        )
+        return proposal
+
+    @activity.defn(name=ActivityName.EXECUTE_ACTION)
+    async def execute_action(self, request: ActionExecuteRequest) -> ActionReceipt:
+        """The signed receipt of the agreed proposal (the original one, marked a replay, on a retry)."""
+        proposal = request.proposal
+        if (proposal.case_id, proposal.customer, proposal.tenant) != (
+            request.case_id,
+            request.applicant.subject,
+            request.applicant.tenant,
+        ):
+            raise ContractError(WorkerErrorCode.ACTION_REQUEST_INVALID, "The proposal is not this case's.")
+        if proposal.digest != proposal.computed_digest():
+            raise ContractError(WorkerErrorCode.ACTION_REQUEST_INVALID, "The digest does not match the proposal.")
+        execution = ActionExecution(
+            proposal_id=proposal.proposal_id,
+            digest=proposal.digest,
+            idempotency_key=request.idempotency_key,
+            confirmation_token=request.confirmation_token,
+            approval_tokens=tuple(request.approval_tokens),
+        )
+        info = activity.info()
+        activity.logger.info(
+            "execute_action case=%s proposal=%s attempt=%d", request.case_id, proposal.proposal_id, info.attempt
+        )
+        result = await self.pool.call(
+            request.applicant,
+            ToolName.EXECUTE_ACTION,
+            {"execution": execution.model_dump(mode="json")},
+            case_id=request.case_id,
+        )
+        try:
+            receipt = ActionReceipt.model_validate(result)
+        except ValidationError as exc:
+            # The action may have run; a retry under the same key returns the stored receipt.
+            raise TransientError(
+                WorkerErrorCode.INVALID_COMMERCE_RESPONSE, "The receipt was malformed; retrying."
+            ) from exc
+        if (receipt.proposal_id, receipt.digest, receipt.case_id) != (
+            proposal.proposal_id,
+            proposal.digest,
+            request.case_id,
+        ):
+            raise ContractError(WorkerErrorCode.RECEIPT_MISMATCH, "The receipt does not belong to this proposal.")
+        activity.logger.info(
+            "execute_action case=%s proposal=%s receipt=%s replay=%s",
+            request.case_id,
+            proposal.proposal_id,
+            receipt.receipt_id,
+            receipt.replay,
+        )
+        return receipt

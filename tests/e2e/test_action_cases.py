@@ -1,0 +1,188 @@
+"""A case proposes an action (issue 48): "please cancel my order" against the real worker, dev server,
+commerce server (stdio) and rehearsal model, with the tenant's policy set by ``starter.py directory``.
+
+The commerce server computes the cancellation; code states it to the customer; the customer's "yes"
+through ``starter.py say`` carries a confirmation their sign-in signed over the proposal's digest; a
+reviewer approves where the rule asks for one; the action executes once and the receipt answers. The
+words "yes" alone agree to nothing, a confirmation of another proposal is refused, a tenant that allows
+no cancellation is never even asked, and a proposal nobody agrees to in time executes nothing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+from temporalio.client import WorkflowHandle
+
+from activities.commerce.commerce_client import open_stdio_client
+from case_client import MessageRefused
+from case_client._conversation import new_message_id, send_message
+from commerce_server.db import ActionExecutionRow, ActionProposalRow, OrderRow
+from contracts.action_policy import ActionKind
+from contracts.actions import ActionExecution, ActionReceipt
+from contracts.case import ActionExecuteRequest, CaseStatus, CaseView
+from contracts.commerce import OrderStatus
+from contracts.conversation import CustomerMessage, MessageRefusal
+from contracts.errors import SupportError
+from contracts.names import ActivityName, StopCode
+from contracts.payload_codec import CASE_DATA_CONVERTER
+from contracts.tools import ToolName
+from keystore.signers import KeyFileSigner
+from tests.e2e.merchant_world import Merchant
+
+OPEN = (CaseStatus.QUEUED, CaseStatus.RUNNING, CaseStatus.WAITING_APPROVAL, CaseStatus.WAITING_CUSTOMER)
+QUESTION = "Please cancel my order QH-1006, I no longer need the cable."
+
+
+def _allow(shop: Merchant, *options: str) -> None:
+    shop.run("directory", "allow-action", "qinghe", "cancel_order", *options)
+
+
+async def _waiting(shop: Merchant) -> CaseView:
+    view = await shop.ask("alice", QUESTION)
+    assert view.status is CaseStatus.WAITING_APPROVAL, (view.status, view.reason)
+    assert view.action is not None and view.digest == view.action.digest
+    return view
+
+
+def _order_status(shop: Merchant, order_id: str = "QH-1006") -> OrderStatus:
+    [row] = [row for row in shop._rows(OrderRow) if row.order_id == order_id]
+    return OrderStatus(row.status)
+
+
+async def _execution_input(handle: WorkflowHandle) -> ActionExecuteRequest:
+    async for event in handle.fetch_history_events():
+        if event.HasField("activity_task_scheduled_event_attributes"):
+            attributes = event.activity_task_scheduled_event_attributes
+            if attributes.activity_type.name == ActivityName.EXECUTE_ACTION:
+                [request] = await CASE_DATA_CONVERTER.decode(attributes.input.payloads, [ActionExecuteRequest])
+                return request
+    raise AssertionError("no execute_action in the history")
+
+
+async def test_a_cancellation_the_customer_confirms_executes_once_and_replays(merchant: Merchant) -> None:
+    shop = merchant
+    _allow(shop, "--reviewers", "0", "--max-per-day", "3")
+    view = await _waiting(shop)
+    action = view.action
+    assert action is not None
+    assert (action.kind, action.effect.order_id, action.effect.refund_cents) == (
+        ActionKind.CANCEL_ORDER,
+        "QH-1006",
+        4700,
+    )
+    assert (action.requires.customer, action.requires.reviewers) == (True, 0)
+    assert view.answer is not None and "CNY 47.00 (4700 cents)" in view.answer and 'reply "yes"' in view.answer
+    assert _order_status(shop) is OrderStatus.PROCESSING
+
+    handle = shop.cases().open(f"case-{view.case_id}")
+    token = KeyFileSigner(shop.state_dir).applicant_token(shop.identity("alice"), view.case_id)
+    words = CustomerMessage(text="yes", token=token, message_id=new_message_id())
+    await send_message(handle.workflow, words)  # "yes" without the signed confirmation
+    still = await handle.wait_for(lambda v: len(v.conversation) >= 4, timeout=30, poll_seconds=0.2)
+    assert still.status is CaseStatus.WAITING_APPROVAL and still.confirmed_by is None
+    assert "still waits for your confirmation" in still.conversation[-1].text
+    assert _order_status(shop) is OrderStatus.PROCESSING
+
+    said = await asyncio.to_thread(shop.run, "--profile", "alice", "say", view.case_id, "yes", check=False)
+    assert said.returncode == 0, (said.stdout[-800:], said.stderr[-800:])
+    done = await shop.view(view.case_id)
+    assert done.status is CaseStatus.COMPLETED and done.reason == StopCode.ACTION_EXECUTED.value, done.reason
+    receipt = done.action_receipt
+    assert receipt is not None and not receipt.replay and receipt.agreed_by == ("alice",)
+    assert (receipt.order_id, receipt.refund_cents, receipt.status_after) == ("QH-1006", 4700, OrderStatus.CANCELLED)
+    assert done.confirmed_by == "alice" and done.answer is not None and receipt.receipt_id in done.answer
+    assert _order_status(shop) is OrderStatus.CANCELLED
+    assert len(shop._rows(ActionExecutionRow)) == 1
+    events = await shop.events(view.case_id)
+    kinds = [event.split(":", 1)[0] for event in events]
+    assert kinds.index("action_proposed") < kinds.index("confirmation_accepted") < kinds.index("action_executed")
+    assert any("rule {" in event and "reviewers: 0" in event for event in events if event.startswith("action_proposed"))
+
+    sent = await _execution_input(handle.workflow)
+    execution = ActionExecution(
+        proposal_id=action.proposal_id,
+        digest=action.digest,
+        idempotency_key=sent.idempotency_key,
+        confirmation_token=sent.confirmation_token,
+        approval_tokens=tuple(sent.approval_tokens),
+    )
+    async with open_stdio_client("alice", shop.state_dir) as commerce:
+        again = ActionReceipt.model_validate(
+            await commerce.call(ToolName.EXECUTE_ACTION, {"execution": execution.model_dump(mode="json")})
+        )
+        other = execution.model_copy(update={"confirmation_token": None})
+        try:
+            await commerce.call(ToolName.EXECUTE_ACTION, {"execution": other.model_dump(mode="json")})
+        except SupportError as refused:
+            conflict = refused.code
+        else:
+            raise AssertionError("another body under the same key executed")
+    assert again.replay and again.receipt_id == receipt.receipt_id
+    assert conflict == "idempotency_conflict"
+    assert len(shop._rows(ActionExecutionRow)) == 1 and _order_status(shop) is OrderStatus.CANCELLED
+
+
+async def test_a_cancellation_the_rule_sends_to_a_reviewer_waits_for_both(merchant: Merchant) -> None:
+    shop = merchant
+    _allow(shop, "--reviewers", "1")
+    view = await _waiting(shop)
+    assert view.action is not None and view.action.requires.reviewers == 1
+    early = await shop.review("chen", view)  # a reviewer may approve first: the customer must still say yes
+    assert early.returncode == 0, early.stderr
+    half = await shop.view(view.case_id)
+    assert half.status is CaseStatus.WAITING_APPROVAL and half.approved_by == ["chen"] and half.confirmed_by is None
+    assert _order_status(shop) is OrderStatus.PROCESSING
+    said = await asyncio.to_thread(shop.run, "--profile", "alice", "say", view.case_id, "yes", check=False)
+    assert said.returncode == 0, (said.stdout[-800:], said.stderr[-800:])
+    done = await shop.view(view.case_id)
+    assert done.status is CaseStatus.COMPLETED, (done.status, done.reason)
+    assert done.action_receipt is not None and set(done.action_receipt.agreed_by) == {"alice", "chen"}
+    assert _order_status(shop) is OrderStatus.CANCELLED
+
+
+async def test_a_confirmation_of_another_proposal_is_refused_and_changes_nothing(merchant: Merchant) -> None:
+    shop = merchant
+    _allow(shop, "--reviewers", "0", "--max-per-day", "3")
+    view = await _waiting(shop)
+    signer = KeyFileSigner(shop.state_dir)
+    alice = shop.identity("alice")
+    wrong = signer.confirmation_token(alice, case_id=view.case_id, digest="0" * 64)
+    message = CustomerMessage(
+        text="yes",
+        token=signer.applicant_token(alice, view.case_id),
+        message_id=new_message_id(),
+        confirmation=wrong,
+    )
+    handle = shop.cases().open(f"case-{view.case_id}")
+    try:
+        await send_message(handle.workflow, message)
+    except MessageRefused as refused:
+        assert refused.refusal is MessageRefusal.CONFIRMATION_INVALID, refused
+    else:
+        raise AssertionError("a confirmation of another proposal was taken")
+    after = await handle.status()
+    assert after.status is CaseStatus.WAITING_APPROVAL and after.confirmed_by is None
+    assert any(event.startswith("confirmation_refused") for event in await shop.events(view.case_id))
+    assert _order_status(shop) is OrderStatus.PROCESSING
+
+
+async def test_a_tenant_that_allows_no_cancellation_is_never_asked_for_one(merchant: Merchant) -> None:
+    shop = merchant
+    view = await shop.ask("alice", QUESTION)
+    assert view.status is CaseStatus.NEEDS_HUMAN, (view.status, view.reason)
+    assert view.reason == f"{StopCode.ACTION_NOT_ALLOWED.value}:cancel_order" and view.action is None
+    assert view.answer is not None and "cancel" not in view.answer.lower()  # the draft that offered it is not shown
+    assert shop._rows(ActionProposalRow) == []  # default deny at the workflow: nothing was previewed
+    assert _order_status(shop) is OrderStatus.PROCESSING
+
+
+async def test_a_cancellation_nobody_confirms_in_time_executes_nothing(merchant: Merchant) -> None:
+    shop = merchant
+    _allow(shop, "--reviewers", "0", "--max-per-day", "3")
+    handle = await shop.cases().start(shop.identity("alice"), QUESTION, ttl_seconds=15)
+    view = await handle.wait_for(lambda v: v.status not in OPEN, timeout=120, poll_seconds=0.5)
+    assert view.status is CaseStatus.EXPIRED, (view.status, view.reason)
+    assert view.reason == StopCode.ACTION_EXPIRED_WITHOUT_AGREEMENT.value and view.action is not None
+    assert view.answer is not None and "nothing has been changed" in view.answer
+    assert shop._rows(ActionExecutionRow) == [] and _order_status(shop) is OrderStatus.PROCESSING

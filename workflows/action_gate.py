@@ -1,0 +1,106 @@
+"""The action gate: what a case may ask the commerce server to propose, and which proposal it keeps.
+
+Pure and deterministic (the workflow passes in ``workflow.now()``). The model chooses an intent and
+says it wants to propose; code decides everything else. Before anything is asked, the tenant's policy as
+the case's directory records it must name a rule for the action (default deny, the same rule the
+commerce server applies). The proposal that comes back is kept only if it is the one asked for: this
+case, this customer and tenant, the plan's order, the rule the directory names, the agreement that rule
+asks for the computed amount, a digest over its own fields, an expiry within the rule's, and a draft
+that cites every policy page the effect rests on. A refusal is a :class:`StopCode` and a detail.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from contracts.action_credentials import verify_confirmation
+from contracts.action_policy import ActionKind, ActionRule
+from contracts.actions import ActionProposal, ActionRequest, Agreement
+from contracts.approval_claims import CredentialRefused
+from contracts.case import AcceptedConfirmation
+from contracts.case_input import CaseState
+from contracts.identity import Identity
+from contracts.model_io import ComposedAnswer, Intent, Plan
+from contracts.names import StopCode
+from workflows.deliver_gate import cited_pages
+
+ACTION_OF_INTENT: dict[Intent, ActionKind] = {Intent.CANCELLATION: ActionKind.CANCEL_ORDER}
+"""The actions a case proposes today, by the plan's intent (an address change needs the new address
+from the customer first: not yet asked for by a case)."""
+
+
+@dataclass(frozen=True)
+class ActionRefusal:
+    code: StopCode
+    detail: str | None = None
+
+
+def action_request(plan: Plan, s: CaseState) -> ActionRequest | ActionRefusal:
+    """The request to send ``preview_action``, or why none may be sent (nothing is then asked)."""
+    kind = ACTION_OF_INTENT.get(plan.intent)
+    if kind is None or not plan.action_requested or plan.order_id is None:
+        return ActionRefusal(StopCode.ACTION_WITHOUT_REQUEST, plan.intent.value)
+    if rule_of(s, kind) is None:
+        return ActionRefusal(StopCode.ACTION_NOT_ALLOWED, kind.value)
+    return ActionRequest(kind=kind, case_id=s.case.case_id, order_id=plan.order_id)
+
+
+def rule_of(s: CaseState, kind: ActionKind) -> ActionRule | None:
+    """The tenant's rule for ``kind`` as the case's recorded directory says it (None: denied)."""
+    if s.directory is None:
+        return None
+    return s.directory.action_rule(s.case.applicant.tenant, kind)
+
+
+def admit_proposal(
+    proposal: ActionProposal, request: ActionRequest, s: CaseState, answer: ComposedAnswer, *, now: datetime
+) -> ActionRefusal | None:
+    """None when ``proposal`` is exactly the one the case asked for and may show its customer."""
+    applicant = s.case.applicant
+    asked = (request.kind, request.case_id, request.order_id, applicant.tenant, applicant.subject)
+    got = (proposal.kind, proposal.case_id, proposal.effect.order_id, proposal.tenant, proposal.customer)
+    if asked != got:
+        return ActionRefusal(StopCode.ACTION_PROPOSAL_INVALID, "not_the_request")
+    if proposal.digest != proposal.computed_digest():
+        return ActionRefusal(StopCode.ACTION_PROPOSAL_INVALID, "digest")
+    rule = rule_of(s, proposal.kind)
+    if rule is None or rule != proposal.rule:
+        return ActionRefusal(StopCode.ACTION_PROPOSAL_INVALID, "rule")
+    reviewers = rule.reviewers_required(proposal.effect.refund_cents)
+    expected = Agreement(customer=rule.customer_confirms, reviewers=reviewers)
+    if proposal.requires != expected:
+        return ActionRefusal(StopCode.ACTION_PROPOSAL_INVALID, "agreement")
+    latest = proposal.created_at + timedelta(minutes=rule.expires_minutes)
+    if not now < proposal.expires_at <= latest:
+        return ActionRefusal(StopCode.ACTION_PROPOSAL_INVALID, "expiry")
+    missing = set(proposal.effect.policy_pages) - cited_pages(answer.citations)
+    if missing:
+        return ActionRefusal(StopCode.MISSING_POLICY_CITATIONS, ",".join(sorted(missing)))
+    return None
+
+
+def judge_confirmation(
+    token: str, s: CaseState, customer: Identity, *, now: datetime, message: int
+) -> AcceptedConfirmation | str:
+    """The customer's confirmation of the waiting action, or the code of the check it failed: signed by
+    the directory's issuer for this case's customer, over this proposal's digest, before it expires."""
+    action = s.action
+    waiting = action is not None and s.digest is not None and s.lifecycle.outcome is None and s.withdrawn_at is None
+    if not waiting or action is None or not action.requires.customer or s.confirmation is not None:
+        return "no_confirmation_waiting"
+    if customer != s.case.applicant:
+        return "another_customer"
+    if now >= action.expires_at:
+        return "proposal_expired"
+    if s.directory is None:
+        return "unknown_signer"
+    try:
+        claims = verify_confirmation(
+            token, s.directory, customer=customer, case_id=s.case.case_id, digest=action.digest, now=now
+        )
+    except CredentialRefused as refused:
+        return str(refused.code)
+    return AcceptedConfirmation(
+        subject=claims.sub, confirmation_token=token, token_id=claims.jti, at=now, message=message
+    )

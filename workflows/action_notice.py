@@ -1,0 +1,153 @@
+"""What the customer is told about an action (cancel an order, ...), by code, in the case language.
+
+The effect is stated from the commerce server's proposal (status, money, destination, invoice, address)
+and the outcome from its receipt; no model text states either. A customer agrees by answering "yes",
+which their sign-in turns into a confirmation signed over the proposal's digest
+(:mod:`contracts.action_credentials`): the words alone agree to nothing.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from contracts.action_policy import ActionKind
+from contracts.actions import ActionEffect, ActionProposal, ActionReceipt, Address
+from contracts.case import CaseStatus
+from contracts.commerce import OrderStatus
+from contracts.knowledge import Language
+
+_STATUS_ZH = {
+    OrderStatus.PROCESSING: "处理中",
+    OrderStatus.SHIPPED: "已发货",
+    OrderStatus.DELIVERED: "已签收",
+    OrderStatus.CANCELLED: "已取消",
+}
+
+
+def _zh(language: Language) -> bool:
+    return language is Language.ZH
+
+
+def _money(cents: int, currency: str) -> str:
+    return f"{currency} {cents / 100:.2f}"
+
+
+def _address(address: Address | None) -> str:
+    if address is None:
+        return "-"
+    return f"{address.recipient}, {address.line1}, {address.city} {address.postcode}, {address.country}"
+
+
+def effect_sentences(kind: ActionKind, effect: ActionEffect, language: Language) -> str:
+    """The exact change, from the commerce server's computed effect."""
+    order = effect.order_id
+    if kind is ActionKind.CHANGE_ORDER_ADDRESS:
+        if _zh(language):
+            after, before = _address(effect.address_after), _address(effect.address_before)
+            return f"订单 {order} 将改寄到：{after}（原地址：{before}），不收取费用。"
+        return (
+            f"Order {order} will be sent to {_address(effect.address_after)} instead of "
+            f"{_address(effect.address_before)}, free of charge."
+        )
+    money = _money(effect.refund_cents, effect.currency)
+    if _zh(language):
+        before = _STATUS_ZH.get(effect.status_before, effect.status_before)
+        after = _STATUS_ZH.get(effect.status_after, effect.status_after)
+        text = (
+            f"订单 {order} 将被取消（状态由“{before}”变为“{after}”），"
+            f"{money}（{effect.refund_cents} 分）将退回您的原支付方式"
+        )
+        return text + ("，发票作废。" if effect.invoice_void else "。")
+    text = (
+        f"Order {order} will be cancelled (its status goes from {effect.status_before} to {effect.status_after}), "
+        f"and {money} ({effect.refund_cents} cents) goes back to your original payment method"
+    )
+    return text + ("; its invoice is voided." if effect.invoice_void else ".")
+
+
+def proposal_notice(action: ActionProposal, language: Language) -> str:
+    """The proposal as the customer reads it: the effect, who must agree, how to confirm, when it expires."""
+    effect = effect_sentences(action.kind, action.effect, language)
+    until = action.expires_at.strftime("%Y-%m-%d %H:%M")
+    reviewers = action.requires.reviewers
+    if _zh(language):
+        who = f"确认后还需 {reviewers} 位审核人员批准。" if reviewers else ""
+        ask = "如同意，请回复“确认”" if action.requires.customer else "审核人员批准后即执行"
+        return (
+            f"{effect}{who}{ask}；该方案将于 UTC {until} 过期，过期前未获同意则不做任何更改。"
+            "如不需要，请回复“撤回”。目前尚未做任何更改。"
+        )
+    who = f" After you confirm, {reviewers} reviewer(s) must approve it as well." if reviewers else ""
+    ask = 'If you agree, reply "yes"' if action.requires.customer else "It is carried out once a reviewer approves it"
+    return (
+        f"{effect}{who} {ask}; the proposal expires at {until} UTC, and nothing changes unless it is agreed "
+        'before then. If you do not want it, write "withdraw". Nothing has been changed yet.'
+    )
+
+
+def waiting_notice(action: ActionProposal, confirmed: bool, language: Language, now: datetime) -> str:
+    """The answer to a message while the action waits for agreement."""
+    minutes = max(0, int((action.expires_at - now).total_seconds() // 60))
+    if not confirmed and action.requires.customer:
+        if _zh(language):
+            return f"此方案仍在等待您的确认（约 {minutes} 分钟后过期）。" + proposal_notice(action, language)
+        return f"This proposal still waits for your confirmation (about {minutes} minutes left). " + proposal_notice(
+            action, language
+        )
+    if _zh(language):
+        return (
+            f"已收到您的确认。订单 {action.effect.order_id} 的变更正在等待审核人员批准（约 {minutes} 分钟后过期），"
+            "批准前不会做任何更改。"
+        )
+    return (
+        f"Thank you, your confirmation is recorded. The change to order {action.effect.order_id} waits for a "
+        f"reviewer's approval (about {minutes} minutes left); nothing changes before it is approved."
+    )
+
+
+def receipt_notice(receipt: ActionReceipt, language: Language) -> str:
+    """The outcome, stated from the commerce server's signed receipt alone."""
+    money = _money(receipt.refund_cents, receipt.currency)
+    if receipt.kind is ActionKind.CHANGE_ORDER_ADDRESS:
+        if _zh(language):
+            return f"订单 {receipt.order_id} 的收货地址已更改，回执号 {receipt.receipt_id}。所有数据均为虚构。"
+        return (
+            f"The delivery address of order {receipt.order_id} was changed, receipt {receipt.receipt_id}. "
+            "All data here is fictional."
+        )
+    if _zh(language):
+        return (
+            f"订单 {receipt.order_id} 已取消，{money}（{receipt.refund_cents} 分）退回您的原支付方式，回执号 "
+            f"{receipt.receipt_id}。这是模拟操作（SIMULATED），所有数据均为虚构，没有真实资金流动。"
+        )
+    return (
+        f"Order {receipt.order_id} was cancelled and {money} ({receipt.refund_cents} cents) goes back to your "
+        f"original payment method, receipt {receipt.receipt_id}. This is SIMULATED on fictional data; no real "
+        "money moved."
+    )
+
+
+_ENDS: dict[CaseStatus, tuple[str, str]] = {
+    CaseStatus.REJECTED: (
+        "A reviewer did not approve the proposed change, so nothing has been changed on your order. Our "
+        "support team will contact you about the next steps.",
+        "审核人员未批准该变更方案，因此您的订单未作任何更改。客服人员将与您联系后续事宜。",
+    ),
+    CaseStatus.EXPIRED: (
+        "The proposed change expired before everyone needed agreed to it, so nothing has been changed on "
+        "your order. Please ask again if you still want it.",
+        "该变更方案在获得所需同意前已过期，因此您的订单未作任何更改。如仍需要，请重新提出。",
+    ),
+    CaseStatus.WITHDRAWN: (
+        "You withdrew your request, so nothing has been changed on your order.",
+        "您已撤回申请，因此您的订单未作任何更改。",
+    ),
+}
+
+
+def end_notice(status: CaseStatus, language: Language) -> str | None:
+    """The fixed message for an action case that ended unagreed; None for every other status."""
+    notice = _ENDS.get(status)
+    if notice is None:
+        return None
+    return notice[1] if _zh(language) else notice[0]
