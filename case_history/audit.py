@@ -15,6 +15,7 @@ from temporalio.api.history.v1 import HistoryEvent
 from temporalio.client import WorkflowHistory
 from temporalio.exceptions import ApplicationError
 
+from case_history.action_trail import action_trail
 from case_history.audit_reviews import ReviewAttempt, paired, review_attempt, update_answer
 from case_history.audit_shapes import (
     MODEL_KINDS,
@@ -156,6 +157,7 @@ def audit_from_history(history: WorkflowHistory) -> CaseAudit:
         continued=carried.continued if carried else 0,
         problems=problems,
         conversation=conversation_of(history),
+        action=action_trail([history]),
     )
 
 

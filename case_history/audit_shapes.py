@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from case_history.action_trail import ActionTrail
 from case_history.audit_reviews import ReviewAttempt
 from case_history.conversation import Conversation
 from case_history.trail import CaseTrail, End
@@ -108,6 +109,8 @@ class CaseAudit:
     conversation: Conversation = field(default_factory=Conversation)
     """The customer's messages (the ``message`` updates) and the transcript: this run's, or the whole
     case's when every run was read (``starter.py audit`` from Temporal)."""
+    action: ActionTrail = field(default_factory=ActionTrail)
+    """The action the case proposed, the confirmations sent, the execution and its receipt (release 0.12)."""
 
     @property
     def case_id(self) -> str:

@@ -1,6 +1,7 @@
 """``starter.py directory allow-action`` and ``deny-action``: which writes a tenant allows, and who must
-agree to each. Policy is data: the edit goes into the directory, which the commerce server reads again
-before every preview and execution. An action no rule names is denied (default deny)."""
+agree to each; ``escalate``: who is asked when a proposal nears its expiry undecided. Policy is data: the
+edit goes into the directory, which the commerce server reads again before every preview and execution.
+An action no rule names is denied (default deny)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from pydantic import ValidationError
 
 from cli.directory_commands import directory_app, editable, edited_or_refused, refuse, rule_sentence
 from contracts.action_policy import MAX_PROPOSAL_MINUTES, ActionKind, ActionRule
-from keystore.directory_edit import set_action
+from keystore.directory_edit import set_action, set_escalation
 from keystore.directory_file import first_problem, write_directory
 
 
@@ -65,3 +66,22 @@ def deny_action_command(
     path, directory = editable(ctx)
     write_directory(path, edited_or_refused(lambda: set_action(directory, tenant, kind, None)))
     typer.echo(f"tenant {tenant}: {kind.value} denied (directory {path})")
+
+
+@directory_app.command("escalate")
+def escalate_command(
+    ctx: typer.Context,
+    tenant: Annotated[str, typer.Argument(help="Tenant id.")],
+    reviewer: Annotated[
+        str | None, typer.Argument(help="A reviewer of the tenant; leave out with --nobody.", show_default=False)
+    ] = None,
+    nobody: Annotated[bool, typer.Option("--nobody", help="Ask nobody as proposals near their expiry.")] = False,
+) -> None:
+    """Name the reviewer a case asks to decide a proposal nobody has agreed to as it nears its expiry (when 5
+    minutes, or a third of its time, are left), or --nobody."""
+    if (reviewer is None) == (not nobody):
+        refuse("name one reviewer of the tenant, or --nobody")
+    path, directory = editable(ctx)
+    write_directory(path, edited_or_refused(lambda: set_escalation(directory, tenant, reviewer)))
+    asked = f"{reviewer} is asked to decide proposals nearing their expiry" if reviewer else "nobody is asked"
+    typer.echo(f"tenant {tenant}: {asked} (directory {path})")

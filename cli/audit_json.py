@@ -61,6 +61,7 @@ def audit_json(audit: CaseAudit, source: str | None = None) -> dict[str, Any]:
             "receipt": audit.receipt.model_dump(mode="json", exclude={"signature"}) if audit.receipt else None,
             "receipt_signed": bool(audit.receipt and audit.receipt.signature),
         },
+        "action": _action(audit),
         "conversation": _conversation(audit),
         "answer": {"text": view.answer, "source": _plain(view.answer_source)} if view else None,
         "final": {
@@ -124,3 +125,32 @@ def _plain(value: Any) -> Any:
     if isinstance(value, dict):
         return {str(key): _plain(item) for key, item in value.items()}
     return value
+
+
+def _action(audit: CaseAudit) -> dict[str, Any] | None:
+    """The action the case proposed: the proposal, the confirmations (their claims), the execution (its
+    request without tokens, their claims beside it) and the receipt; None for a case that proposed none."""
+    action = audit.action
+    if not action.proposes:
+        return None
+    execution = action.execution
+    request = execution.request.value if execution is not None else None
+    proposal = request.proposal if request is not None else action.proposal
+    return {
+        "proposal": _plain(proposal),
+        "digest_recomputed": proposal.computed_digest() if proposal else None,
+        "confirmation_claims": [unverified_claims(token) for token in action.confirmations],
+        "execution": None
+        if execution is None
+        else {
+            "outcome": execution.outcome,
+            "request": request.model_dump(mode="json", exclude={"confirmation_token", "approval_tokens", "proposal"})
+            if request
+            else None,
+            "confirmation_claims": unverified_claims(request.confirmation_token) if request else None,
+            "approval_claims": [unverified_claims(token) for token in request.approval_tokens] if request else [],
+            "receipt": execution.receipt.value.model_dump(mode="json", exclude={"signature"})
+            if execution.receipt.value
+            else None,
+        },
+    }

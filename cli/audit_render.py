@@ -15,6 +15,7 @@ from case_history.audit import NOT_VERIFIED, PROPOSED_ARGUMENTS, ActivityCall, C
 from case_history.audit_reviews import CLAIMED, ReviewAttempt
 from case_history.conversation import REPLY_AUTHORS, MessageOutcome, MessageUpdate
 from case_history.trail import End, unverified_claims
+from cli.audit_action import action_lines
 from cli.render import ANSWER_AUTHORS
 from cli.text_layout import INDENT, WIDTH, at, brief, brief_value, clean, collapsed, stamp, wrap
 from contracts.case import CaseEvent
@@ -32,7 +33,8 @@ def audit_lines(audit: CaseAudit, source: str | None = None) -> list[str]:
     lines = wrap(f"case {audit.case_id}: audit of {source or 'its workflow history'}", "")
     lines += [NOT_VERIFIED, "(`starter.py verify` checks the signatures); fictional data."]
     lines += ["", *_asked(audit), *_conversation(audit)]
-    for section in (_timeline, _evidence, _proposal, _reviews, _settlement, _told, _outcome):
+    decided = (action_lines, _reviews) if audit.action.proposes else (_proposal, _reviews, _settlement)
+    for section in (_timeline, _evidence, *decided, _told, _outcome):
         lines += ["", *section(audit)]
     if audit.problems:
         lines += ["", "problems reading the history"]

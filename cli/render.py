@@ -23,7 +23,7 @@ from rich.text import Text
 
 from case_client import CaseSummary, TemporalTarget, workflow_id
 from case_client._conversation import awaited_confirmation
-from case_history.verify import LINK_NAMES, SIGNED_DECISION, ChainReport
+from case_history.verify import SIGNED_DECISION, ChainReport
 from cli.conversation_render import (
     chat_command,
     display_width,
@@ -120,7 +120,7 @@ def signed_review_forms(
 def chain_lines(report: ChainReport, source: str, keys_location: str) -> list[str]:
     """``verify``'s report: where the history and the keys came from, then one line per link."""
     lines = [f"case {report.case_id}: chain of proof from {source}, checked with the public keys at {keys_location}"]
-    width = max(len(name) for name in LINK_NAMES)
+    width = max(len(link.name) for link in report.links)
     for link in report.links:
         lines.append(f"  {link.name:<{width}}  {link.state.value:<6}  {link.detail}")
     return lines
@@ -180,6 +180,8 @@ def case_card_lines(view: CaseView, *, now: str | None = None) -> list[str]:
     if view.receipt:
         lines += card_line("receipt", f"{view.receipt.receipt_id}: {view.receipt.amount_cents} cents (SIMULATED)")
     lines += action_card_lines(view)
+    if view.escalated_to:
+        lines += card_line("escalated", f"to {view.escalated_to}: the proposal neared its expiry undecided")
     budgets = view.budgets
     lines += card_line(
         "budgets",

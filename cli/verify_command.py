@@ -20,9 +20,11 @@ from temporalio.client import Client, WorkflowHistory
 from temporalio.service import RPCError, RPCStatusCode
 
 from case_client import CASE_NOT_ACCESSIBLE, CaseClient, ClientErrorCode, TemporalTarget, workflow_id
+from case_history.action_trail import action_trail
 from case_history.conversation import Conversation, run_conversation, whole_conversation
 from case_history.trail import MAX_CHAIN_RUNS, CaseTrail, history_from_file, run_chain, trail_from_history
 from case_history.verify import ChainReport, OtherStart, verify_chain
+from case_history.verify_action import verify_action_chain
 from case_history.verify_conversation import ConversationReport, MessageCheck, verify_conversation
 from cli.app import app, settings_of
 from cli.exit_codes import ExitCode
@@ -104,8 +106,9 @@ def verify(
         ),
     ] = None,
 ) -> None:
-    """Check the case's chain offline: applicant token -> proposal digest -> approval token -> receipt
-    (exit 0: all hold; 7: a link is broken; 8: the case has not reached a signed receipt)."""
+    """Check the case's chain offline: applicant token -> proposal digest -> approval token -> receipt, or for
+    an action applicant token -> action proposal -> confirmation -> approvals -> action receipt (exit 0: all
+    hold; 7: a link is broken; 8: the case has not reached a signed receipt)."""
     settings = settings_of(ctx)
     plain_id = case_id_of(workflow_id(case_id))
     location = directory_location(settings.state_dir)
@@ -122,7 +125,11 @@ def verify(
             raise AuthorizationError(ClientErrorCode.CASE_NOT_ACCESSIBLE, CASE_NOT_ACCESSIBLE)
         runs_read = f"{len(runs)} runs" if len(runs) > 1 else "1 run"
         source = f"the workflow history on {target.address} (namespace {target.namespace}; {runs_read})"
-    report = verify_chain(runs, keys, case_id=plain_id, other_starts=others)
+    action = action_trail(histories)
+    if action.proposes:
+        report = verify_action_chain(runs, action, keys, case_id=plain_id, other_starts=others)
+    else:
+        report = verify_chain(runs, keys, case_id=plain_id, other_starts=others)
     talk = verify_conversation(chain_conversation(histories, runs), runs[0].case.value, keys)
     for line in [*chain_lines(report, source, location), *conversation_lines(talk)]:
         print(line)  # plain print: nothing from the history is read as markup
@@ -132,7 +139,7 @@ def verify(
     elif spoken is not None:
         errors.print(f"error: conversation_broken: {_which(spoken)} does not hold: {spoken.detail}")
     elif report.verified:
-        print("chain verified: applicant token -> proposal digest -> approval token -> receipt")
+        print(f"chain verified: {' -> '.join(link.name for link in report.links)}")
     else:
         print(f"chain incomplete: {', '.join(link.name for link in report.absent)} absent; what is there holds")
     raise typer.Exit(exit_code_of(report, talk))

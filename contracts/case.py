@@ -5,7 +5,7 @@ Everything here is a pydantic model so that Temporal's pydantic data converter c
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import datetime, timedelta
 from enum import StrEnum
 
 from pydantic import Field
@@ -31,6 +31,11 @@ REHEARSAL_LABEL = "rehearsal"
 # Limits of a case's input, checked by starter.py before anything starts and again by CaseInput.
 MAX_QUESTION_CHARS = 2000
 MIN_APPROVAL_TTL_SECONDS, MAX_APPROVAL_TTL_SECONDS = 1, 7 * 24 * 3600
+
+
+NEAR_EXPIRY = timedelta(minutes=5)
+"""A proposal with this little time left, or less, is near its expiry: the console marks it "expires soon",
+and a tenant's escalation reviewer is asked by then (or when a third of a shorter proposal's time is left)."""
 
 
 class Budgets(FrozenModel):
@@ -189,6 +194,8 @@ class CaseView(FrozenModel):
     approved_by: list[str] = Field(default_factory=list)
     """The reviewers whose signed approvals of :attr:`action` the case holds."""
     action_receipt: ActionReceipt | None = None
+    escalated_to: str | None = None
+    """The reviewer the case asked to decide its proposal as it neared its expiry undecided."""
     reason: str | None = None
     record_path: str | None = None
     record_error: str | None = None

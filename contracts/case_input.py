@@ -152,7 +152,7 @@ class ModelTally(_State):
         return f"{self.tokens_known}{suffix}"
 
 
-_ACTION_FIELDS = ("action", "confirmation", "action_receipt")
+_ACTION_FIELDS = ("action", "confirmation", "action_receipt", "escalated_to")
 
 
 class CaseState(_State):
@@ -183,6 +183,9 @@ class CaseState(_State):
     confirmation: AcceptedConfirmation | None = None
     """The customer's verified, signed "yes" to :attr:`action`, presented with it at execution."""
     action_receipt: ActionReceipt | None = None
+    escalated_to: str | None = None
+    """The tenant's escalation reviewer, once the pending proposal neared its expiry undecided and they
+    were asked to decide it."""
     decision: ReviewDecision | None = None
     decided_at: datetime | None = None
     directory: Directory | None = None
@@ -218,8 +221,8 @@ class CaseState(_State):
 
     @model_serializer(mode="wrap")
     def _without_unset_actions(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        """A case that proposes no action carries the state it carried before actions existed (release
-        0.11's, byte for byte): the action fields are written only when set."""
+        """A case that proposes no action and was never escalated carries the state it carried before
+        either existed (release 0.11's, byte for byte): those fields are written only when set."""
         data: dict[str, Any] = handler(self)
         for name in _ACTION_FIELDS:
             if data.get(name, ...) is None:

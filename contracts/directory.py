@@ -90,14 +90,19 @@ class Tenant(BaseModel):
     merchant can adopt the packaged ``qinghe`` policies until it brings its own."""
     actions: dict[ActionKind, ActionRule] = Field(default_factory=dict)
     """The actions this tenant allows and who must agree to each; an action not named is denied."""
+    escalation_reviewer: str | None = Field(default=None, pattern=NAME_PATTERN)
+    """A reviewer of this tenant asked to decide a proposal nobody has agreed to as it nears its expiry
+    (release 0.12 on; None: nobody is asked)."""
 
     @model_serializer(mode="wrap")
     def _without_empty_actions(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        """A tenant that allows no action is written as release 0.11 wrote it: its model forbids unknown
-        fields, so its workers, and the cases they recorded, read this tenant unchanged."""
+        """A tenant that allows no action and names no escalation reviewer is written as release 0.11 wrote
+        it: its model forbids unknown fields, so its workers, and the cases they recorded, read it unchanged."""
         data: dict[str, Any] = handler(self)
         if not self.actions:
             data.pop("actions", None)
+        if self.escalation_reviewer is None:
+            data.pop("escalation_reviewer", None)
         return data
 
 
@@ -229,6 +234,11 @@ class Directory(BaseModel):
         entry = self.tenant(tenant)
         return entry.actions.get(kind) if entry is not None else None
 
+    def escalation_reviewer(self, tenant: str) -> str | None:
+        """The reviewer ``tenant`` asks to decide a proposal that nears its expiry undecided (None: nobody)."""
+        entry = self.tenant(tenant)
+        return entry.escalation_reviewer if entry is not None else None
+
     def conversation_policy(self, tenant: str) -> ConversationPolicy:
         entry = self.tenant(tenant)
         return entry.conversation if entry is not None else ConversationPolicy()
@@ -271,6 +281,11 @@ def _first_problem(directory: Directory) -> str | None:
             if kid in owned or kid in SERVICE_KIDS:
                 return f"key {kid!r} is listed for {owned.get(kid, 'a service')!r} and {person.subject!r}"
             owned[kid] = person.subject
+    reviewers = {(person.subject, person.tenant) for person in directory.people if person.role is Role.REVIEWER}
+    for tenant in directory.tenants:
+        asked = tenant.escalation_reviewer
+        if asked is not None and (asked, tenant.tenant) not in reviewers:
+            return f"tenant {tenant.tenant!r} escalates to {asked!r}, who is not one of its reviewers"
     problem = _passkey_problem(directory.people)
     if problem is not None:
         return problem

@@ -43,6 +43,9 @@ class WorkerMetric(StrEnum):
     """Further customer messages a case took (the first is the case's start), by tenant."""
     CUSTOMER_MESSAGES_REFUSED = "support_customer_messages_refused"
     """Customer messages a case refused, by tenant and refusal code (``another_customers_case``...)."""
+    PROPOSALS_ESCALATED = "support_proposals_escalated"
+    """Proposals that neared their expiry undecided and were escalated to the tenant's escalation
+    reviewer, by tenant (a tenant that names none escalates nothing)."""
     CUSTOMER_REPLIES = "support_customer_replies"
     """Replies the case sent its customer, by tenant and ``kind`` (who wrote it: ``model_draft``,
     ``case_records``, ``receipt``...)."""

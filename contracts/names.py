@@ -79,6 +79,8 @@ class EventKind(StrEnum):
     DIRECTORY_READ = "directory_read"
     REVIEW_REFUSED = "review_refused"
     REVIEW_ACCEPTED = "review_accepted"
+    ESCALATED = "escalated"
+    """The pending proposal neared its expiry undecided: the tenant's escalation reviewer was asked."""
     CONTINUED_AS_NEW = "continued_as_new"
     PROPOSAL_CLOSED = "proposal_closed"
     PROPOSAL_CLOSE_FAILED = "proposal_close_failed"

@@ -94,6 +94,18 @@ def set_action(directory: Directory, tenant: str, kind: ActionKind, rule: Action
     return _rebuilt(directory, tenants=tenants)
 
 
+def set_escalation(directory: Directory, tenant: str, reviewer: str | None) -> Directory:
+    """``directory`` with ``tenant`` asking ``reviewer`` (one of its reviewers) to decide a proposal that nears
+    its expiry undecided, or (None) asking nobody."""
+    if directory.tenant(tenant) is None:
+        raise DirectoryEditError(f"unknown tenant {tenant!r}")
+    tenants = [
+        current.model_copy(update={"escalation_reviewer": reviewer}) if current.tenant == tenant else current
+        for current in directory.tenants
+    ]
+    return _rebuilt(directory, tenants=tenants)
+
+
 def keyed_person(directory: Directory, subject: str) -> Person:
     """The person ``subject``, who must hold at least one key (so a customer is refused)."""
     person = _listed(directory, subject)

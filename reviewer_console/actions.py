@@ -6,6 +6,7 @@ trace.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 from datetime import UTC, datetime
@@ -246,7 +247,9 @@ async def review_options_endpoint(request: Request) -> Response:
         return _answer(words(Text.SERVICE_UNAVAILABLE), status_code=503, code=error.code)
     if view.digest is None or view.status is not CaseStatus.WAITING_APPROVAL:
         return _answer(words(Text.NOT_WAITING), status_code=409, code=ReviewRefusal.CASE_NOT_WAITING_FOR_REVIEW.value)
-    if view.effect is not None and person.subject in view.effect.approved_by:
+    if person.subject in (
+        view.approved_by if view.action is not None else view.effect.approved_by if view.effect else []
+    ):
         code = ReviewRefusal.REVIEWER_ALREADY_APPROVED.value
         return _answer(words(Text.YOU_APPROVED_WAITING), status_code=409, code=code)
     if not person.passkeys:
@@ -301,5 +304,12 @@ async def review_finish_endpoint(request: Request) -> Response:
         return _answer(error.message, status_code=409, code=error.code)
     if outcome.awaits_another_reviewer:
         return _answer(words(Text.YOU_APPROVED_WAITING), ok=True, waiting=True)
-    accepted = Text.ACCEPTED_APPROVE if statement.decision == Decision.APPROVE else Text.ACCEPTED_REJECT
+    approved = statement.decision == Decision.APPROVE
+    accepted = Text.ACCEPTED_APPROVE if approved else Text.ACCEPTED_REJECT
+    with contextlib.suppress(SupportError):  # an action's approval is worded as one; the refund's is the default
+        after = await console.cases.open(statement.case_id).read(
+            person.identity(), start_hint=console.config.start_hint
+        )
+        if after.action is not None:
+            accepted = Text.ACCEPTED_ACTION_APPROVE if approved else Text.ACCEPTED_ACTION_REJECT
     return _answer(words(accepted), ok=True)

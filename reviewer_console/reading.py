@@ -8,11 +8,11 @@ from __future__ import annotations
 import contextlib
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from typing import Protocol
 
 from case_client import CaseSummary
-from contracts.case import CaseEvent, CaseStatus, CaseView, ReviewOutcome
+from contracts.case import NEAR_EXPIRY, CaseEvent, CaseStatus, CaseView, ReviewOutcome
 from contracts.credentials import SignedReview
 from contracts.effect_card import CardRow, EffectCard, effect_rows
 from contracts.errors import SupportError, TransientError
@@ -66,6 +66,8 @@ class InboxRow:
     confirmed: bool
     near_expiry: bool = False
     """The proposal closes, unpaid, within :data:`NEAR_EXPIRY`: the row is marked so that it is not missed."""
+    escalated_to: str | None = None
+    """The tenant's escalation reviewer, once the case asked them to decide it."""
 
 
 @dataclass(frozen=True)
@@ -73,10 +75,6 @@ class Inbox:
     rows: list[InboxRow]
     serving: bool
     """Whether a worker polls the case task queue, so that a decision taken now is recorded."""
-
-
-NEAR_EXPIRY = timedelta(minutes=5)
-"""A proposal with this little time left, or less, is marked "expires soon" in the inbox and on its page."""
 
 
 def near_expiry(seconds_left: float) -> bool:
@@ -91,8 +89,12 @@ def duration_text(seconds: float, *, expired: str = "expired") -> str:
 
 
 def inbox_row(summary: CaseSummary, view: CaseView, *, now: datetime, words: Words) -> InboxRow | None:
-    """The row of a waiting case, or None if it no longer waits with a proposal."""
-    if view.status is not CaseStatus.WAITING_APPROVAL or view.proposal is None:
+    """The row of a waiting case, or None if it no longer waits with a proposal a reviewer decides."""
+    if view.status is not CaseStatus.WAITING_APPROVAL:
+        return None
+    if view.action is not None:
+        return action_row(summary, view, now=now, words=words)
+    if view.proposal is None:
         return None
     proposal = view.proposal
     required = view.effect.approvals_required if view.effect else 1
@@ -110,7 +112,59 @@ def inbox_row(summary: CaseSummary, view: CaseView, *, now: datetime, words: Wor
         approvals=f"{approved} / {required}",
         confirmed=True,
         near_expiry=near_expiry(left),
+        escalated_to=view.escalated_to,
     )
+
+
+def action_row(summary: CaseSummary, view: CaseView, *, now: datetime, words: Words) -> InboxRow | None:
+    """The row of an action waiting for agreement, when its rule asks reviewers (else none decides here)."""
+    action = view.action
+    assert action is not None
+    if action.requires.reviewers == 0:
+        return None
+    effect = action.effect
+    left = (action.expires_at - now).total_seconds()
+    return InboxRow(
+        case_id=view.case_id,
+        amount_text=words.money(effect.refund_cents, effect.currency),
+        amount_detail=f"{action.kind.value} · {words.label('customer confirmed' if view.confirmed_by else 'customer')}",
+        order_id=effect.order_id,
+        customer=view.applicant,
+        age=_age(summary, now, words),
+        time_left=words.time_left(left),
+        expires_at=action.expires_at,
+        approvals=f"{len(view.approved_by)} / {action.requires.reviewers}",
+        confirmed=True,
+        near_expiry=near_expiry(left),
+        escalated_to=view.escalated_to,
+    )
+
+
+def action_rows(view: CaseView, words: Words) -> list[CardRow]:
+    """What executing the action does, from the commerce server's proposal: the change, the money, who must
+    agree and who has, the digest a reviewer signs."""
+    action = view.action
+    assert action is not None
+    effect, requires = action.effect, action.requires
+    money = f"{words.money(effect.refund_cents, effect.currency)} ({words.cents(effect.refund_cents)})"
+    customer = view.confirmed_by or "-"
+    rows = [
+        CardRow(words.label("action"), f"{action.kind.value} · {effect.order_id} · {words(Text.SIMULATED)}"),
+        CardRow(
+            words.label("order"), f"{effect.status_before} → {effect.status_after} (version {effect.order_version})"
+        ),
+        CardRow(words.label("money back"), f"{money} → {effect.refund_to or '-'}"),
+        CardRow(words.label("policy"), ", ".join(effect.policy_pages)),
+        CardRow(words.label("customer confirmed"), customer if requires.customer else words.label("not asked")),
+        CardRow(
+            words.label("approvals"),
+            f"{len(view.approved_by)} / {requires.reviewers}: {', '.join(view.approved_by) or '-'}",
+        ),
+        CardRow(words.label("digest"), action.digest),
+    ]
+    if effect.invoice_void:
+        rows.insert(3, CardRow(words.label("invoice"), "void"))
+    return rows
 
 
 def listed_row(summary: CaseSummary, *, now: datetime, words: Words) -> InboxRow:
@@ -267,18 +321,23 @@ def case_page(
     now: datetime,
     words: Words,
 ) -> CasePage:
-    waiting = view.status is CaseStatus.WAITING_APPROVAL and view.digest is not None
-    expires_at = view.proposal.expires_at if waiting and view.proposal is not None else None
+    action = view.action
+    reviewed = action is None or action.requires.reviewers > 0
+    waiting = view.status is CaseStatus.WAITING_APPROVAL and view.digest is not None and reviewed
+    pending = action or view.proposal
+    expires_at = pending.expires_at if waiting and pending is not None else None
     left = (expires_at - now).total_seconds() if expires_at is not None else 0.0
+    approved_by = view.approved_by if action is not None else view.effect.approved_by if view.effect else []
+    rows = action_rows(view, words) if action is not None else card_rows(view.effect, words) if view.effect else []
     return CasePage(
         view=view,
-        rows=card_rows(view.effect, words) if view.effect else [],
+        rows=rows,
         passages=cited_passages(view, knowledge, policy_tenant),
         facts=rule_facts(view, words),
         refusals=[event for event in events if event.kind == EventKind.REVIEW_REFUSED],
         approvals=[event for event in events if event.kind in (EventKind.REVIEW_ACCEPTED, EventKind.SETTLED)],
         waiting=waiting,
-        approved_by_viewer=waiting and view.effect is not None and viewer in view.effect.approved_by,
+        approved_by_viewer=waiting and viewer in approved_by,
         expires_at=expires_at if left > 0 else None,
         time_left=words.time_left(left),
         conversation=conversation_lines(view, words),

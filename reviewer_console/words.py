@@ -59,6 +59,8 @@ class Text(StrEnum):
     PAGE_FOLLOWS = "page_follows"
     CASE_CHANGED = "case_changed"
     SETTLED = "settled"
+    EXECUTED = "executed"
+    ESCALATED_TO = "escalated_to"
     RECEIPT = "receipt"
     REFUNDED = "refunded"
     APPROVAL = "approval"
@@ -88,6 +90,8 @@ class Text(StrEnum):
     TOUCH_TO_ENROLL = "touch_to_enroll"
     ACCEPTED_APPROVE = "accepted_approve"
     ACCEPTED_REJECT = "accepted_reject"
+    ACCEPTED_ACTION_APPROVE = "accepted_action_approve"
+    ACCEPTED_ACTION_REJECT = "accepted_action_reject"
     REFUSED = "refused"
     NOT_WAITING = "not_waiting"
     NO_PASSKEY = "no_passkey"
@@ -176,6 +180,8 @@ _TEXTS: dict[Text, tuple[str, str]] = {
     Text.PAGE_FOLLOWS: ("This page updates itself when the case changes.", "案件变化时本页会自动更新。"),
     Text.CASE_CHANGED: ("The case has changed; showing it as it is now.", "案件已变化；现显示其最新状态。"),
     Text.SETTLED: ("Settled", "已结算"),
+    Text.EXECUTED: ("Executed", "已执行"),
+    Text.ESCALATED_TO: ("escalated to {reviewer}", "已升级给 {reviewer}"),
     Text.RECEIPT: ("receipt", "收据"),
     Text.REFUNDED: ("refunded", "已退款"),
     Text.APPROVAL: ("approval", "批准"),
@@ -216,6 +222,14 @@ _TEXTS: dict[Text, tuple[str, str]] = {
     Text.TOUCH_TO_ENROLL: ("Touch your authenticator to create the passkey.", "请触摸验证器以创建通行密钥。"),
     Text.ACCEPTED_APPROVE: ("You approved this refund; it is being paid.", "您已批准这笔退款；正在付款。"),
     Text.ACCEPTED_REJECT: ("You rejected this refund; nothing will be paid.", "您已拒绝这笔退款；不会付款。"),
+    Text.ACCEPTED_ACTION_APPROVE: (
+        "You approved this change; it is carried out once everyone the merchant's policy names has agreed.",
+        "您已批准这项变更；商家政策要求的各方都同意后即执行。",
+    ),
+    Text.ACCEPTED_ACTION_REJECT: (
+        "You rejected this change; nothing will be changed.",
+        "您已拒绝这项变更；不会做任何更改。",
+    ),
     Text.REFUSED: ("Your review was refused: {sentence}.", "您的审批被拒绝：{sentence}。"),
     Text.NOT_WAITING: ("The case is not waiting for a review.", "此案件没有在等待审批。"),
     Text.NO_PASSKEY: (

@@ -54,4 +54,10 @@ LABELS_ZH: dict[str, str] = {
     "already refunded": "已退款",
     "freight (not refunded)": "运费（不退）",
     "invoice total": "发票总额",
+    "action": "操作",
+    "money back": "退回金额",
+    "customer": "待客户确认",
+    "customer confirmed": "客户已确认",
+    "not asked": "无需确认",
+    "agreed by": "同意方",
 }

@@ -49,7 +49,7 @@ from keystore import (
     reviewer_kid,
     write_directory,
 )
-from keystore.directory_edit import add_passkey, set_action
+from keystore.directory_edit import add_passkey, set_action, set_escalation
 from keystore.signers import KeyFileSigner
 
 PASSKEY_RP_ID, PASSKEY_ORIGIN = "localhost", "http://localhost:8090"
@@ -259,13 +259,15 @@ async def confirmed_and_approved(case: CaseHandle, view: CaseView, signer: KeyFi
     await case.review(signed(signer, case, view, Decision.APPROVE))
 
 
-def allow_cancellations(reviewers: int) -> Callable[[Path], None]:
-    """qinghe allows cancellations with the customer's confirmation and ``reviewers`` reviewers' approvals."""
+def allow_cancellations(reviewers: int, *, escalation: str | None = None) -> Callable[[Path], None]:
+    """qinghe allows cancellations with the customer's confirmation and ``reviewers`` reviewers' approvals,
+    and asks ``escalation`` (a reviewer) when a proposal nears its expiry undecided."""
 
     def allow(state_dir: Path) -> None:
         path = Path(directory_location(state_dir, {}))
         rule = ActionRule(reviewers=reviewers, max_per_customer_per_day=2)
-        write_directory(path, set_action(load_directory(str(path)), "qinghe", ActionKind.CANCEL_ORDER, rule))
+        directory = set_action(load_directory(str(path)), "qinghe", ActionKind.CANCEL_ORDER, rule)
+        write_directory(path, set_escalation(directory, "qinghe", escalation))
 
     return allow
 
@@ -319,8 +321,13 @@ ACTION_SCENARIOS: list[tuple[str, str, str, Language, Action | None, int]] = [
 REVIEWED_ACTION_SCENARIOS: list[tuple[str, str, str, Language, Action | None, int]] = [
     ("action_cancel_approved", "alice", "Please cancel my order QH-1006", Language.EN, confirmed_and_approved, 900),
 ]
+ESCALATED_SCENARIOS: list[tuple[str, str, str, Language, Action | None, int]] = [
+    ("action_escalated_then_expired", "bob", "Please cancel my order QH-2006", Language.EN, None, 9),
+    ("refund_escalated_then_expired", "alice", "Please refund QH-1009", Language.EN, None, 9),
+]
 """Each list recorded on a stack of its own whose directory allows qinghe's cancellations (release 0.12 on):
-with the customer's confirmation alone, then with a reviewer's approval too. The main stack's directory
+with the customer's confirmation alone, then with a reviewer's approval too, then with chen asked as a
+proposal nears its expiry (each escalated at 6 s, closed undecided at 9 s). The main stack's directory
 allows none: there ``action_not_allowed`` asks nothing of the commerce server."""
 UNVERIFIED = ("applicant_unverified", "alice", "Please refund QH-1001")
 """A case started without an applicant token: it must read nothing and end with the reason."""
@@ -378,8 +385,14 @@ async def record(
             print(f"{path.name}: {result.status.value} ({result.reason}), {len(history.events)} events")
 
 
-async def main(tag: str, out: Path) -> None:
+async def main(tag: str, out: Path, only: str | None = None) -> None:
     limits = {"limit.historyCount.suggestContinueAsNew": str(SUGGEST_CONTINUE_AS_NEW_AFTER_EVENTS)}
+    if only == "escalations":  # a generation of the escalation shapes alone (added after 2026-12-issue48)
+        with tempfile.TemporaryDirectory() as tmp:
+            async with rehearsal_stack(Path(tmp) / "escalations", dynamic_config=limits) as stack:
+                allow_cancellations(1, escalation="chen")(stack.state_dir)
+                await record(stack, tag, out, ESCALATED_SCENARIOS)
+        return
     with tempfile.TemporaryDirectory() as tmp:
         async with rehearsal_stack(Path(tmp) / "main", dynamic_config=limits) as stack:
             await record(stack, tag, out, [*SCENARIOS, (*UNVERIFIED, Language.EN, None, 900)])
@@ -396,12 +409,16 @@ async def main(tag: str, out: Path) -> None:
             async with rehearsal_stack(Path(tmp) / name, dynamic_config=limits) as stack:
                 allow_cancellations(reviewers)(stack.state_dir)
                 await record(stack, tag, out, scenarios)
+        async with rehearsal_stack(Path(tmp) / "escalations", dynamic_config=limits) as stack:
+            allow_cancellations(1, escalation="chen")(stack.state_dir)
+            await record(stack, tag, out, ESCALATED_SCENARIOS)
 
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tag", required=True, help="a new generation name, e.g. 2027-01")
     parser.add_argument("--release", help="a release of tests/histories/releases.json (default: the current code's)")
+    parser.add_argument("--only", choices=["escalations"], help="record only these scenarios (a partial generation)")
     args = parser.parse_args()
     folder = release_folder(args.release)
     taken = sorted(path.name for path in folder.glob(f"*-{args.tag}.json"))
@@ -410,4 +427,4 @@ if __name__ == "__main__":
             f"{folder} already holds {len(taken)} history(ies) tagged {args.tag} ({taken[0]}): choose another --tag"
         )
     folder.mkdir(parents=True, exist_ok=True)
-    asyncio.run(main(args.tag, folder))
+    asyncio.run(main(args.tag, folder, args.only))

@@ -28,6 +28,7 @@ with workflow.unsafe.imports_passed_through():
     from workflows.action_notice import proposal_notice, waiting_notice
     from workflows.case_run import CaseRun
     from workflows.customer_messages import asks_to_withdraw
+    from workflows.escalation import ESCALATION_TIMER_SUMMARY, escalate, next_wake
     from workflows.outcomes import CaseStopped, settlement_failure
 
 
@@ -99,14 +100,18 @@ class ActionSteps(CaseRun):
             if s.conversation.inbox:
                 self._answer_while_agreeing()
                 continue
-            remaining = (action.expires_at - workflow.now()).total_seconds()
+            wake, escalating = next_wake(s, action.created_at, action.expires_at)
             try:
                 await workflow.wait_condition(
                     lambda: s.agreed or rejected() or bool(s.conversation.inbox) or self._run_is_long(),
-                    timeout=timedelta(seconds=max(remaining, 0.001)),
-                    timeout_summary=f"{action.kind.value} proposal expires",
+                    timeout=timedelta(seconds=max((wake - workflow.now()).total_seconds(), 0.001)),
+                    timeout_summary=ESCALATION_TIMER_SUMMARY if escalating else f"{action.kind.value} proposal expires",
                 )
             except TimeoutError:
+                if escalating:
+                    escalate(s, self._event, workflow.now(), action.expires_at)
+                    self._show()
+                    continue
                 self._event(EventKind.PROPOSAL_CLOSED, "expired without agreement: nothing was executed")
                 raise CaseStopped(CaseStatus.EXPIRED, StopCode.ACTION_EXPIRED_WITHOUT_AGREEMENT) from None
             if not s.agreed and not rejected() and not s.conversation.inbox:

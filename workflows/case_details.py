@@ -58,6 +58,11 @@ def current_details(s: CaseState, now: datetime) -> str:
         lines += ["", *receipt_markdown(s.receipt)]
     if s.action is not None:
         lines += ["", *action_markdown(s)]
+    if s.escalated_to is not None:
+        lines += [
+            "",
+            f"**Escalated** to {markdown_text(s.escalated_to, limit=40)}: the proposal neared its expiry undecided",
+        ]
     if s.lifecycle.outcome is not None:
         lines += ["", f"**Ended:** {status.value} ({markdown_text(s.reason or '', limit=200)})"]
     return "\n".join(lines)

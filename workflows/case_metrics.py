@@ -77,6 +77,14 @@ def approval_decided(s: CaseState, approval_token: str | None, decision: Decisio
         histogram.record(waited, {MetricLabel.TENANT.value: tenant, MetricLabel.DECISION.value: decision.value})
 
 
+def proposal_escalated(s: CaseState) -> None:
+    _count(
+        WorkerMetric.PROPOSALS_ESCALATED,
+        "Proposals escalated to the tenant's escalation reviewer as they neared their expiry undecided",
+        tenant=tenant_label(s),
+    )
+
+
 def approval_refused(s: CaseState, code: str) -> None:
     _count(
         WorkerMetric.APPROVALS_REFUSED,

@@ -155,6 +155,7 @@ def case_view(s: CaseState) -> CaseView:
         confirmed_by=s.confirmation.subject if s.confirmation else None,
         approved_by=[approval.reviewer for approval in s.approvals] if s.action else [],
         action_receipt=s.action_receipt,
+        escalated_to=s.escalated_to,
         reason=s.reason,
         record_path=s.record_path,
         record_error=s.record_error,

@@ -68,6 +68,7 @@ with workflow.unsafe.imports_passed_through():
     from workflows.conversation_handlers import ConversationHandlers
     from workflows.deliver_gate import decide_delivery
     from workflows.drafting import draft_and_review
+    from workflows.escalation import ESCALATION_TIMER_SUMMARY, escalate, next_wake
     from workflows.evidence import transcript_content
     from workflows.model_calls import ModelCalls
     from workflows.outcomes import CaseStopped
@@ -263,14 +264,20 @@ class SupportCaseWorkflow(ActionSteps, ConversationHandlers):
             if s.conversation.inbox:
                 await self._answer_while_waiting()
                 continue
-            remaining = (s.proposal.expires_at - workflow.now()).total_seconds()
+            wake, escalating = next_wake(s, s.proposal.created_at, s.proposal.expires_at)
             try:
                 await workflow.wait_condition(
                     lambda: s.decision is not None or bool(s.conversation.inbox) or self._run_is_long(),
-                    timeout=timedelta(seconds=max(remaining, 0.001)),
-                    timeout_summary=case_details.approval_timer_summary(card),
+                    timeout=timedelta(seconds=max((wake - workflow.now()).total_seconds(), 0.001)),
+                    timeout_summary=ESCALATION_TIMER_SUMMARY
+                    if escalating
+                    else case_details.approval_timer_summary(card),
                 )
             except TimeoutError:
+                if escalating:
+                    escalate(s, self._event, workflow.now(), s.proposal.expires_at)
+                    self._show()
+                    continue
                 await close_proposal(self._s, self._event, ProposalOutcome.EXPIRED)
                 raise CaseStopped(CaseStatus.EXPIRED, StopCode.PROPOSAL_EXPIRED_WITHOUT_DECISION) from None
             if s.decision is None and not s.conversation.inbox:

@@ -69,7 +69,12 @@ def initial_series(known: KnownLabels) -> Iterator[Series]:
     ended = sorted({*TERMINAL_STATUSES, CaseStatus.FAILED})
     for tenant in known.tenants:
         t = (MetricLabel.TENANT.value, tenant)
-        for metric in (WorkerMetric.CASES_STARTED, WorkerMetric.REFUNDS_PAID, WorkerMetric.REFUNDED_CENTS):
+        for metric in (
+            WorkerMetric.CASES_STARTED,
+            WorkerMetric.REFUNDS_PAID,
+            WorkerMetric.REFUNDED_CENTS,
+            WorkerMetric.PROPOSALS_ESCALATED,
+        ):
             yield Series(metric, case, (t,))
         for status in ended:
             yield Series(WorkerMetric.CASES_ENDED, case, (t, (MetricLabel.STATUS.value, status.value)))

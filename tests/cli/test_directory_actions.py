@@ -89,3 +89,24 @@ def test_an_unknown_action_is_refused_by_name(state_dir: Path) -> None:
 
     assert result.exit_code == 2
     assert "'refund_everything' is not one of 'cancel_order'" in result.stderr
+
+
+def test_an_escalation_reviewer_is_one_of_the_tenants_reviewers_or_nobody(state_dir: Path) -> None:
+    before = _file(state_dir).read_bytes()
+    customer = _run(state_dir, "escalate", "qinghe", "alice")
+    foreign = _run(state_dir, "escalate", "qinghe", "mei")
+    neither = _run(state_dir, "escalate", "qinghe")
+    both = _run(state_dir, "escalate", "qinghe", "chen", "--nobody")
+    refused_bytes = _file(state_dir).read_bytes()
+    named = _run(state_dir, "escalate", "qinghe", "chen")
+    asked = load_directory(str(_file(state_dir))).escalation_reviewer("qinghe")
+    cleared = _run(state_dir, "escalate", "qinghe", "--nobody")
+
+    for refused in (customer, foreign, neither, both):
+        assert refused.exit_code == ExitCode.REFUSED and len(refused.stderr.strip().splitlines()) == 1, refused.stderr
+    assert "'alice', who is not one of its reviewers" in customer.stderr and "'mei'" in foreign.stderr
+    assert refused_bytes == before
+    assert named.exit_code == 0 and named.stdout.startswith("tenant qinghe: chen is asked to decide proposals")
+    assert asked == "chen"
+    assert cleared.exit_code == 0 and load_directory(str(_file(state_dir))).escalation_reviewer("qinghe") is None
+    assert _file(state_dir).read_bytes() == before  # nobody asked again: written as release 0.11 wrote it

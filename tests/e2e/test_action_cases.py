@@ -11,12 +11,17 @@ no cancellation is never even asked, and a proposal nobody agrees to in time exe
 from __future__ import annotations
 
 import asyncio
+import json
+from dataclasses import replace
 
 from temporalio.client import WorkflowHandle
 
 from activities.commerce.commerce_client import open_stdio_client
 from case_client import MessageRefused
 from case_client._conversation import new_message_id, send_message
+from case_history.action_trail import action_trail
+from case_history.trail import Decoded, trail_from_history
+from case_history.verify_action import verify_action_chain
 from commerce_server.db import ActionExecutionRow, ActionProposalRow, OrderRow
 from contracts.action_policy import ActionKind
 from contracts.actions import ActionExecution, ActionReceipt
@@ -27,6 +32,7 @@ from contracts.errors import SupportError
 from contracts.names import ActivityName, StopCode
 from contracts.payload_codec import CASE_DATA_CONVERTER
 from contracts.tools import ToolName
+from keystore import directory_location, load_directory
 from keystore.signers import KeyFileSigner
 from tests.e2e.merchant_world import Merchant
 
@@ -99,6 +105,17 @@ async def test_a_cancellation_the_customer_confirms_executes_once_and_replays(me
     assert kinds.index("action_proposed") < kinds.index("confirmation_accepted") < kinds.index("action_executed")
     assert any("rule {" in event and "reviewers: 0" in event for event in events if event.startswith("action_proposed"))
 
+    audited = await asyncio.to_thread(shop.run, "--profile", "alice", "audit", view.case_id)
+    text = audited.stdout
+    assert "action proposal" in text and "recomputed here: the same" in text and action.digest in text
+    assert "confirmations: 1 sent" in text and "execution: completed" in text and receipt.receipt_id in text
+    as_json = json.loads(
+        (await asyncio.to_thread(shop.run, "--profile", "alice", "audit", view.case_id, "--json")).stdout
+    )
+    assert as_json["action"]["digest_recomputed"] == action.digest
+    assert as_json["action"]["execution"]["confirmation_claims"]["sub"] == "alice"
+    assert "eyJ" not in json.dumps(as_json["action"])  # tokens appear as their claims, never as tokens
+
     sent = await _execution_input(handle.workflow)
     execution = ActionExecution(
         proposal_id=action.proposal_id,
@@ -139,6 +156,30 @@ async def test_a_cancellation_the_rule_sends_to_a_reviewer_waits_for_both(mercha
     assert done.status is CaseStatus.COMPLETED, (done.status, done.reason)
     assert done.action_receipt is not None and set(done.action_receipt.agreed_by) == {"alice", "chen"}
     assert _order_status(shop) is OrderStatus.CANCELLED
+
+    verified = await asyncio.to_thread(shop.run, "--profile", "alice", "verify", view.case_id, check=False)
+    assert verified.returncode == 0, (verified.stdout[-1500:], verified.stderr[-800:])
+    assert "chain verified: applicant token -> action proposal -> confirmation -> approvals -> action receipt" in (
+        verified.stdout
+    )
+    assert "1 of 1 distinct reviewer(s) of qinghe approved this digest: chen" in verified.stdout
+
+    histories = [await shop.cases().open(f"case-{view.case_id}").workflow.fetch_history()]
+    runs = [trail_from_history(history) for history in histories]
+    keys = load_directory(directory_location(shop.state_dir, {}))
+    trail = action_trail(histories)
+    assert verify_action_chain(runs, trail, keys, case_id=view.case_id).verified
+    execution = trail.execution
+    assert execution is not None and execution.request.value is not None and execution.receipt.value is not None
+    request, receipt = execution.request.value, execution.receipt.value
+    tampered = {
+        "confirmation": replace(execution, request=Decoded(request.model_copy(update={"confirmation_token": None}))),
+        "approvals": replace(execution, request=Decoded(request.model_copy(update={"approval_tokens": []}))),
+        "action receipt": replace(execution, receipt=Decoded(receipt.model_copy(update={"refund_cents": 1}))),
+    }
+    for link, forged in tampered.items():
+        report = verify_action_chain(runs, replace(trail, execution=forged), keys, case_id=view.case_id)
+        assert report.first_broken is not None and report.first_broken.name == link, (link, report.links)
 
 
 async def test_a_confirmation_of_another_proposal_is_refused_and_changes_nothing(merchant: Merchant) -> None:
@@ -186,3 +227,21 @@ async def test_a_cancellation_nobody_confirms_in_time_executes_nothing(merchant:
     assert view.reason == StopCode.ACTION_EXPIRED_WITHOUT_AGREEMENT.value and view.action is not None
     assert view.answer is not None and "nothing has been changed" in view.answer
     assert shop._rows(ActionExecutionRow) == [] and _order_status(shop) is OrderStatus.PROCESSING
+
+
+async def test_a_proposal_nearing_its_expiry_undecided_is_escalated_then_closes(merchant: Merchant) -> None:
+    """qinghe names chen its escalation reviewer: a cancellation and a refund, each given 9 s, ask chen when a
+    third of their time is left, and still close undecided at their expiry, nothing executed or paid."""
+    shop = merchant
+    _allow(shop, "--reviewers", "1")
+    shop.run("directory", "escalate", "qinghe", "chen")
+    for question in (QUESTION, "Please refund QH-1002"):
+        handle = await shop.cases().start(shop.identity("alice"), question, ttl_seconds=9)
+        view = await handle.wait_for(lambda v: v.status not in OPEN, timeout=120, poll_seconds=0.5)
+        assert view.status is CaseStatus.EXPIRED and view.escalated_to == "chen", (question, view.status, view.reason)
+        events = await shop.events(view.case_id)
+        kinds = [event.split(":", 1)[0] for event in events]
+        assert kinds.count("escalated") == 1 and kinds.index("escalated") < kinds.index("case_finished"), events
+        assert any("chen asked to decide" in event for event in events)
+    assert shop._rows(ActionExecutionRow) == [] and _order_status(shop) is OrderStatus.PROCESSING
+    assert shop.refunds() == []

@@ -281,3 +281,23 @@ async def test_current_release_history_replays_in_process_without_nondeterminism
     )
     result = await replayer.replay_workflow(history, raise_on_replay_failure=True)
     assert result.replay_failure is None
+
+
+ESCALATIONS = ("action_escalated_then_expired", "refund_escalated_then_expired")
+"""Recorded on 0.12 with ``--only escalations``: a cancellation and a refund whose tenant names an escalation
+reviewer, each escalated before it closed undecided."""
+
+
+@pytest.mark.parametrize("name", ESCALATIONS)
+def test_the_escalation_histories_wake_before_the_expiry_and_replay(name: str) -> None:
+    """Each escalation history holds the escalation timer (its summary) before the expiry timer, so the
+    in-process replay of the current release's histories tests that branch."""
+    [path] = sorted(releases()["v0.12"].folder.glob(f"{name}-*.json"))
+    history = WorkflowHistory.from_json(name, json.loads(path.read_text(encoding="utf-8")))
+    timers = [
+        event.user_metadata.summary.data.decode()
+        for event in history.events
+        if event.HasField("timer_started_event_attributes")
+    ]
+    escalation = [n for n, summary in enumerate(timers) if "escalation reviewer" in summary]
+    assert escalation and escalation[0] < len(timers) - 1, timers
