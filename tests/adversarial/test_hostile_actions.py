@@ -1,0 +1,126 @@
+"""A model that proposes writes it should not (issue 48), against the real worker, dev server and commerce
+server, with qinghe allowing cancellations (the customer's confirmation and one reviewer).
+
+The scripted model may choose only an intent and whether to propose; everything else is code. A proposal
+on another customer's order is refused by the commerce server before anything is stored; a draft that
+states another amount is never what the customer reads (the effect is stated from the server's proposal);
+a draft proposing an action the plan did not ask for is refused by the deliver gate.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sqlmodel import Session, select
+from temporalio.client import Client
+
+from activities.model.model_settings import load_model_settings
+from commerce_server.db import ActionProposalRow
+from commerce_server.tokens import DIRECTORY_ENV
+from contracts.action_policy import ActionKind, ActionRule
+from contracts.case import CaseStatus
+from contracts.names import StopCode
+from keystore import directory_location, load_directory, write_directory
+from keystore.directory_edit import set_action
+from rehearsal._plan import QUERIES
+from tests.adversarial.adversary import ScriptedWorld
+from tests.adversarial.provider import ScriptedProvider, json_reply
+from tests.case_world import open_world
+from tests.credentials_support import use_test_keys
+
+pytestmark = pytest.mark.slow
+
+CANCEL_CITATIONS = ["DELIVERY:p01:en:2", "INVOICES:p02:en:3"]
+
+
+def _plan(order_id: str, *, intent: str = "cancellation") -> dict[str, Any]:
+    return {
+        "intent": intent,
+        "order_id": order_id,
+        "action_requested": True,
+        "queries": list(QUERIES["cancellation"]["en"]),
+        "milestones": ["read the order"],
+    }
+
+
+def _draft(answer: str) -> dict[str, Any]:
+    return {"answer": answer, "citations": CANCEL_CITATIONS, "next_action": "propose_action"}
+
+
+@pytest.fixture
+async def actions_world(
+    temporal_client: Client, tmp_path: Path, provider: ScriptedProvider, monkeypatch: pytest.MonkeyPatch
+) -> AsyncIterator[ScriptedWorld]:
+    directory = tmp_path / "directory.json"
+    allowed = set_action(
+        load_directory(directory_location(use_test_keys().state_dir, {})),
+        "qinghe",
+        ActionKind.CANCEL_ORDER,
+        ActionRule(),
+    )
+    write_directory(directory, allowed)
+    monkeypatch.setenv(DIRECTORY_ENV, str(directory))  # the commerce server applies the same policy
+    settings = load_model_settings(provider.env())
+    world, worker, cleanup = await open_world(
+        temporal_client, tmp_path / "state", model_settings=settings, directory=str(directory)
+    )
+    try:
+        async with worker:
+            yield ScriptedWorld(world, provider, settings)
+    finally:
+        await cleanup()
+        world.engine.dispose()
+
+
+def _proposals(adversary: ScriptedWorld) -> list[ActionProposalRow]:
+    with Session(adversary.world.engine) as session:
+        return list(session.exec(select(ActionProposalRow)).all())
+
+
+async def test_a_cancellation_of_another_customers_order_is_refused_and_nothing_is_stored(
+    actions_world: ScriptedWorld,
+) -> None:
+    adversary = actions_world
+    adversary.provider.script("plan", json_reply(_plan("QH-2006")))
+    adversary.provider.script("compose", json_reply(_draft("Order QH-2006 can be cancelled; please confirm.")))
+
+    handle, view = await adversary.run("Please cancel my order QH-2006")
+
+    assert view.status is CaseStatus.NEEDS_HUMAN, (view.status, view.reason)
+    assert (view.reason or "").startswith(f"{StopCode.ACTION_REFUSED.value}:"), view.reason
+    assert view.action is None and _proposals(adversary) == []
+    assert view.answer is not None and "QH-2006 can be cancelled" not in view.answer
+    assert adversary.world.order("QH-2006").status == "processing"
+    await adversary.assert_nothing_of_other_customers(handle, view)
+
+
+async def test_a_draft_stating_another_amount_is_never_what_the_customer_reads(actions_world: ScriptedWorld) -> None:
+    adversary = actions_world
+    adversary.provider.script("plan", json_reply(_plan("QH-1006")))
+    lie = "Order QH-1006 is cancelled and CNY 1.00 goes back to you."
+    adversary.provider.script("compose", json_reply(_draft(lie)))
+
+    _, view = await adversary.run("Please cancel my order QH-1006")
+
+    assert view.status is CaseStatus.WAITING_APPROVAL and view.action is not None, (view.status, view.reason)
+    assert view.action.effect.refund_cents == 4700  # the commerce server's figure, from its records
+    said = " ".join(entry.text for entry in view.conversation) + (view.answer or "")
+    assert "CNY 47.00 (4700 cents)" in said and "CNY 1.00" not in said
+    [stored] = _proposals(adversary)
+    assert json.loads(stored.body)["effect"]["refund_cents"] == 4700
+
+
+async def test_a_draft_proposing_an_action_the_plan_did_not_ask_for_is_refused(actions_world: ScriptedWorld) -> None:
+    adversary = actions_world
+    adversary.provider.script("plan", json_reply(_plan("QH-1006", intent="delivery")))
+    adversary.provider.script("compose", json_reply(_draft("Order QH-1006 can be cancelled.")))
+
+    _, view = await adversary.run("Where is my order QH-1006?")
+
+    assert view.status is CaseStatus.NEEDS_HUMAN
+    assert view.reason == f"{StopCode.ACTION_WITHOUT_REQUEST.value}:delivery", view.reason
+    assert view.action is None and _proposals(adversary) == []
