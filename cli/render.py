@@ -205,6 +205,9 @@ def action_card_lines(view: CaseView) -> list[str]:
     change = f"{action.kind.value} of {effect.order_id}: {effect.status_before} -> {effect.status_after}"
     if effect.refund_cents:
         change += f", {effect.refund_cents} cents back to the original payment method"
+    if effect.address_after is not None:
+        new = effect.address_after
+        change += f", sent to {new.recipient}, {new.line1}, {new.city} {new.postcode}, {new.country}"
     needs = ["the customer's signed yes"] if requires.customer else []
     needs += [f"{requires.reviewers} reviewer(s)"] if requires.reviewers else []
     agreed = [f"{view.confirmed_by} (customer)"] if view.confirmed_by else []

@@ -16,10 +16,11 @@ request may follow under the same key. Pure: no files, no clock.
 
 from __future__ import annotations
 
+import re
 from datetime import datetime
 from enum import StrEnum
 
-from pydantic import Field
+from pydantic import Field, ValidationError
 
 from contracts.action_policy import ActionKind, ActionRule
 from contracts.approval_claims import MAX_TOKEN_CHARS
@@ -51,6 +52,30 @@ class Address(FrozenModel):
     postcode: str = Field(pattern=r"^[0-9A-Za-z][0-9A-Za-z -]{1,9}$")
     country: str = Field(pattern=r"^[A-Z]{2}$")
     """ISO 3166-1 alpha-2 (``CN``)."""
+
+
+ADDRESS_IN_TEXT = re.compile(r"\bto[:：]\s*([^\n]+?)\s*[.!。！]?\s*$", re.IGNORECASE | re.MULTILINE)
+"""A new delivery address as a customer writes it: ``to: recipient, phone, street, city, postcode, country``."""
+ADDRESS_FORMAT = "to: recipient, phone, street, city, postcode, country"
+
+
+def address_in(text: str) -> Address | None:
+    """The one new address a customer's message states in :data:`ADDRESS_IN_TEXT`'s form, read by code (a
+    host fact, like the order id: the model never writes it), or None when there is none or it does not
+    read as an address. The customer confirms it, shown back in the proposal, before anything changes."""
+    found = ADDRESS_IN_TEXT.findall(text)
+    if len(found) != 1:
+        return None
+    parts = [part.strip() for part in re.split(r"[,，]", found[0])]
+    if len(parts) != 6:
+        return None
+    recipient, phone, line1, city, postcode, country = parts
+    try:
+        return Address(
+            recipient=recipient, phone=phone, line1=line1, city=city, postcode=postcode, country=country.upper()
+        )
+    except ValidationError:
+        return None
 
 
 class ActionRequest(FrozenModel):

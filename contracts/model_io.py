@@ -35,6 +35,9 @@ class Intent(StrEnum):
     REFUND = "refund"
     CANCELLATION = "cancellation"
     """The customer asks to cancel an order (an action the tenant's policy may allow: ``cancel_order``)."""
+    ADDRESS_CHANGE = "address_change"
+    """The customer asks to send an order to a new address (``change_order_address``); the host reads the
+    address from their message (:func:`contracts.actions.address_in`), never from the model."""
     DELIVERY = "delivery"
     INVOICE = "invoice"
     WARRANTY = "warranty"

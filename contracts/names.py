@@ -108,6 +108,8 @@ class StopCode(StrEnum):
     # the customer must say more
     ONE_ORDER_PER_CASE = "one_order_per_case"
     MORE_INPUT_NEEDED = "more_input_needed"
+    ADDRESS_NEEDED = "address_needed"
+    """An address change whose message states no new address in the form the host reads."""
     REVIEW_INSUFFICIENT_EVIDENCE = "review_insufficient_evidence"
     # a person takes over
     PLAN_NAMES_ORDER_NOT_IN_QUESTION = "plan_names_order_not_in_question"

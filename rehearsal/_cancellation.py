@@ -1,8 +1,9 @@
-"""The rehearsal model's answer to a cancellation request: propose the action when the order is still
-processing and the evidence holds the two pages the cancellation rule rests on, explain otherwise.
+"""The rehearsal model's answers to the actions a customer asks for (a cancellation, a new delivery
+address): propose the action when the order is still processing and the evidence holds the pages the
+action's rule rests on, explain otherwise.
 
-It states no amount: what the cancellation returns is computed by the commerce server and told to the
-customer by code, with the proposal the customer confirms.
+It states no amount and no address: the effect is computed by the commerce server (the new address read
+from the customer's message by the host) and told to the customer by code, with the proposal they confirm.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from typing import Any
 from rehearsal._evidence import Context, quote_citations
 
 CANCEL_PAGES = ("DELIVERY:p01", "INVOICES:p02")
+ADDRESS_PAGES = ("DELIVERY:p01", "DELIVERY:p03")
 """The pages the cancellation rule cites (knowledge/action_rules.py); the rehearsal model reads them from
 the evidence like any other page, and proposes only when both are there."""
 
@@ -47,6 +49,30 @@ def cancellation_answer(ctx: Context, order: dict[str, Any]) -> dict[str, Any]:
             "nothing has been changed yet.",
             f"订单 {order_id} 仍在处理中，可以取消：款项将全额原路退还，发票作废。"
             "具体变更见下文，请您确认；目前尚未做任何更改。",
+        ),
+        citations,
+        "propose_action",
+    )
+
+
+def address_change_answer(ctx: Context, order: dict[str, Any]) -> dict[str, Any]:
+    order_id = order["order_id"]
+    citations = quote_citations(ctx, {"citations": list(ADDRESS_PAGES)})
+    if order.get("status") != "processing" or len(citations) < len(ADDRESS_PAGES):
+        return _reply(
+            ctx.say(
+                f"The delivery address of order {order_id} can only be changed while it is still processing; "
+                "once it has shipped it can no longer be changed in our system.",
+                f"订单 {order_id} 仅在处理中时可以修改收货地址；发货后系统中无法再修改。",
+            ),
+            citations,
+            "answer" if citations else "handoff",
+        )
+    return _reply(
+        ctx.say(
+            f"Order {order_id} is still processing, so its delivery address can be changed free of charge. The "
+            "exact change follows for you to confirm; nothing has been changed yet.",
+            f"订单 {order_id} 仍在处理中，可以免费修改收货地址。具体变更见下文，请您确认；目前尚未做任何更改。",
         ),
         citations,
         "propose_action",

@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from contracts.actions import address_in
 from contracts.commerce import order_ids_in
 from rehearsal._common import case_language
 
@@ -67,6 +68,13 @@ _ACTION = re.compile(
 )
 
 QUERIES: dict[str, dict[str, tuple[str, ...]]] = {
+    "address_change": {
+        "en": (
+            "change the delivery address free of charge while the order is processing",
+            "delivery address can no longer be changed after the order has shipped",
+        ),
+        "zh": ("处理中 订单 免费 修改收货地址", "发货后 无法 修改 收货地址"),
+    },
     "cancellation": {
         "en": (
             "cancel a processing order before it ships payment returned in full",
@@ -95,6 +103,10 @@ QUERIES: dict[str, dict[str, tuple[str, ...]]] = {
     },
 }
 _MILESTONES: dict[str, dict[str, tuple[str, ...]]] = {
+    "address_change": {
+        "en": ("read the order", "cite the address change pages", "propose the new address"),
+        "zh": ("读取订单", "引用修改地址的页面", "提出改址方案"),
+    },
     "cancellation": {
         "en": ("read the order", "cite the cancellation and invoice pages", "propose the cancellation"),
         "zh": ("读取订单", "引用取消订单和发票页面", "提出取消方案"),
@@ -147,7 +159,8 @@ def plan(context: dict[str, Any]) -> dict[str, Any]:
         "intent": intent,
         "order_id": order_id,
         "action_requested": (intent == "refund" and bool(_ACTION.search(question)))
-        or (intent == "cancellation" and bool(_CANCEL_ACTION.search(question))),
+        or (intent == "cancellation" and bool(_CANCEL_ACTION.search(question)))
+        or intent == "address_change",
         "queries": queries[:3],
         "milestones": list(milestones[:4]),
     }
@@ -157,6 +170,8 @@ def _intent(question: str) -> str:
     lowered = question.lower()
     if re.sub(r"[\W_]+", " ", lowered).strip() in _GREETINGS:
         return "greeting"
+    if address_in(question) is not None:
+        return "address_change"  # a new address in the host's form: the customer asks to send the order there
     if _CANCEL.search(question):
         return "cancellation"
     if _ACTION.search(question):

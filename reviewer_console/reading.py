@@ -164,6 +164,10 @@ def action_rows(view: CaseView, words: Words) -> list[CardRow]:
     ]
     if effect.invoice_void:
         rows.insert(3, CardRow(words.label("invoice"), "void"))
+    if effect.address_after is not None:
+        new = effect.address_after
+        text = f"{new.recipient}, {new.phone}, {new.line1}, {new.city} {new.postcode}, {new.country}"
+        rows.insert(3, CardRow(words.label("new address"), text, data=True))
     return rows
 
 

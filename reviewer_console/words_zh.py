@@ -60,4 +60,5 @@ LABELS_ZH: dict[str, str] = {
     "customer confirmed": "客户已确认",
     "not asked": "无需确认",
     "agreed by": "同意方",
+    "new address": "新收货地址",
 }

@@ -259,17 +259,13 @@ async def confirmed_and_approved(case: CaseHandle, view: CaseView, signer: KeyFi
     await case.review(signed(signer, case, view, Decision.APPROVE))
 
 
-def allow_cancellations(reviewers: int, *, escalation: str | None = None) -> Callable[[Path], None]:
-    """qinghe allows cancellations with the customer's confirmation and ``reviewers`` reviewers' approvals,
-    and asks ``escalation`` (a reviewer) when a proposal nears its expiry undecided."""
-
-    def allow(state_dir: Path) -> None:
-        path = Path(directory_location(state_dir, {}))
-        rule = ActionRule(reviewers=reviewers, max_per_customer_per_day=2)
-        directory = set_action(load_directory(str(path)), "qinghe", ActionKind.CANCEL_ORDER, rule)
-        write_directory(path, set_escalation(directory, "qinghe", escalation))
-
-    return allow
+def allow_action(state_dir: Path, kind: ActionKind, reviewers: int, escalation: str | None) -> None:
+    """qinghe allows ``kind`` with the customer's confirmation and ``reviewers`` reviewers' approvals, and
+    asks ``escalation`` (a reviewer) when a proposal nears its expiry undecided."""
+    path = Path(directory_location(state_dir, {}))
+    rule = ActionRule(reviewers=reviewers, max_per_customer_per_day=2)
+    directory = set_action(load_directory(str(path)), "qinghe", kind, rule)
+    write_directory(path, set_escalation(directory, "qinghe", escalation))
 
 
 SCENARIOS: list[tuple[str, str, str, Language, Action | None, int]] = [
@@ -325,6 +321,18 @@ ESCALATED_SCENARIOS: list[tuple[str, str, str, Language, Action | None, int]] = 
     ("action_escalated_then_expired", "bob", "Please cancel my order QH-2006", Language.EN, None, 9),
     ("refund_escalated_then_expired", "alice", "Please refund QH-1009", Language.EN, None, 9),
 ]
+NEW_ADDRESS = "to: Li Lei (fictional), +86 21 5555 0199, 8 River Road, Shanghai, 200000, CN"
+ADDRESS_SCENARIOS: list[tuple[str, str, str, Language, Action | None, int]] = [
+    ("action_address_confirmed", "alice", f"Please send my order QH-1006 {NEW_ADDRESS}", Language.EN, confirmed, 900),
+]
+ACTION_STACKS = {
+    "actions": (ActionKind.CANCEL_ORDER, 0, None, ACTION_SCENARIOS),
+    "reviewed-actions": (ActionKind.CANCEL_ORDER, 1, None, REVIEWED_ACTION_SCENARIOS),
+    "escalations": (ActionKind.CANCEL_ORDER, 1, "chen", ESCALATED_SCENARIOS),
+    "addresses": (ActionKind.CHANGE_ORDER_ADDRESS, 0, None, ADDRESS_SCENARIOS),
+}
+PARTIAL = ("escalations", "addresses")
+"""Stacks ``--only`` records alone: shapes added to 0.12 after its first generation (2026-12-issue48)."""
 """Each list recorded on a stack of its own whose directory allows qinghe's cancellations (release 0.12 on):
 with the customer's confirmation alone, then with a reviewer's approval too, then with chen asked as a
 proposal nears its expiry (each escalated at 6 s, closed undecided at 9 s). The main stack's directory
@@ -385,13 +393,20 @@ async def record(
             print(f"{path.name}: {result.status.value} ({result.reason}), {len(history.events)} events")
 
 
+async def record_actions(root: Path, tag: str, out: Path, names: tuple[str, ...], limits: dict[str, str]) -> None:
+    """Each of the :data:`ACTION_STACKS` ``names`` on a stack of its own, qinghe allowing its action."""
+    for name in names:
+        kind, reviewers, escalation, scenarios = ACTION_STACKS[name]
+        async with rehearsal_stack(root / name, dynamic_config=limits) as stack:
+            allow_action(stack.state_dir, kind, reviewers, escalation)
+            await record(stack, tag, out, scenarios)
+
+
 async def main(tag: str, out: Path, only: str | None = None) -> None:
     limits = {"limit.historyCount.suggestContinueAsNew": str(SUGGEST_CONTINUE_AS_NEW_AFTER_EVENTS)}
-    if only == "escalations":  # a generation of the escalation shapes alone (added after 2026-12-issue48)
+    if only is not None:
         with tempfile.TemporaryDirectory() as tmp:
-            async with rehearsal_stack(Path(tmp) / "escalations", dynamic_config=limits) as stack:
-                allow_cancellations(1, escalation="chen")(stack.state_dir)
-                await record(stack, tag, out, ESCALATED_SCENARIOS)
+            await record_actions(Path(tmp), tag, out, (only,), limits)
         return
     with tempfile.TemporaryDirectory() as tmp:
         async with rehearsal_stack(Path(tmp) / "main", dynamic_config=limits) as stack:
@@ -402,23 +417,14 @@ async def main(tag: str, out: Path, only: str | None = None) -> None:
         async with rehearsal_stack(Path(tmp) / "passkeys", dynamic_config=limits) as stack:
             enrol_chen_passkey(stack.state_dir)
             await record(stack, tag, out, PASSKEY_SCENARIOS)
-        for name, reviewers, scenarios in (
-            ("actions", 0, ACTION_SCENARIOS),
-            ("reviewed-actions", 1, REVIEWED_ACTION_SCENARIOS),
-        ):
-            async with rehearsal_stack(Path(tmp) / name, dynamic_config=limits) as stack:
-                allow_cancellations(reviewers)(stack.state_dir)
-                await record(stack, tag, out, scenarios)
-        async with rehearsal_stack(Path(tmp) / "escalations", dynamic_config=limits) as stack:
-            allow_cancellations(1, escalation="chen")(stack.state_dir)
-            await record(stack, tag, out, ESCALATED_SCENARIOS)
+        await record_actions(Path(tmp), tag, out, tuple(ACTION_STACKS), limits)
 
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tag", required=True, help="a new generation name, e.g. 2027-01")
     parser.add_argument("--release", help="a release of tests/histories/releases.json (default: the current code's)")
-    parser.add_argument("--only", choices=["escalations"], help="record only these scenarios (a partial generation)")
+    parser.add_argument("--only", choices=PARTIAL, help="record only these scenarios (a partial generation)")
     args = parser.parse_args()
     folder = release_folder(args.release)
     taken = sorted(path.name for path in folder.glob(f"*-{args.tag}.json"))

@@ -16,24 +16,28 @@ from datetime import datetime, timedelta
 
 from contracts.action_credentials import verify_confirmation
 from contracts.action_policy import ActionKind, ActionRule
-from contracts.actions import ActionProposal, ActionRequest, Agreement
+from contracts.actions import ActionProposal, ActionRequest, Agreement, address_in
 from contracts.approval_claims import CredentialRefused
-from contracts.case import AcceptedConfirmation
+from contracts.case import AcceptedConfirmation, CaseStatus
 from contracts.case_input import CaseState
 from contracts.identity import Identity
 from contracts.model_io import ComposedAnswer, Intent, Plan
 from contracts.names import StopCode
 from workflows.deliver_gate import cited_pages
 
-ACTION_OF_INTENT: dict[Intent, ActionKind] = {Intent.CANCELLATION: ActionKind.CANCEL_ORDER}
-"""The actions a case proposes today, by the plan's intent (an address change needs the new address
-from the customer first: not yet asked for by a case)."""
+ACTION_OF_INTENT: dict[Intent, ActionKind] = {
+    Intent.CANCELLATION: ActionKind.CANCEL_ORDER,
+    Intent.ADDRESS_CHANGE: ActionKind.CHANGE_ORDER_ADDRESS,
+}
+"""The actions a case proposes, by the plan's intent."""
 
 
 @dataclass(frozen=True)
 class ActionRefusal:
     code: StopCode
     detail: str | None = None
+    status: CaseStatus = CaseStatus.NEEDS_HUMAN
+    """``needs_input`` where the customer can supply what is missing (the new address)."""
 
 
 def action_request(plan: Plan, s: CaseState) -> ActionRequest | ActionRefusal:
@@ -43,7 +47,12 @@ def action_request(plan: Plan, s: CaseState) -> ActionRequest | ActionRefusal:
         return ActionRefusal(StopCode.ACTION_WITHOUT_REQUEST, plan.intent.value)
     if rule_of(s, kind) is None:
         return ActionRefusal(StopCode.ACTION_NOT_ALLOWED, kind.value)
-    return ActionRequest(kind=kind, case_id=s.case.case_id, order_id=plan.order_id)
+    address = None
+    if kind is ActionKind.CHANGE_ORDER_ADDRESS:
+        address = address_in(s.question)  # the customer's own words, read by code; they confirm it shown back
+        if address is None:
+            return ActionRefusal(StopCode.ADDRESS_NEEDED, status=CaseStatus.NEEDS_INPUT)
+    return ActionRequest(kind=kind, case_id=s.case.case_id, order_id=plan.order_id, address=address)
 
 
 def rule_of(s: CaseState, kind: ActionKind) -> ActionRule | None:
@@ -60,7 +69,7 @@ def admit_proposal(
     applicant = s.case.applicant
     asked = (request.kind, request.case_id, request.order_id, applicant.tenant, applicant.subject)
     got = (proposal.kind, proposal.case_id, proposal.effect.order_id, proposal.tenant, proposal.customer)
-    if asked != got:
+    if asked != got or proposal.effect.address_after != request.address:
         return ActionRefusal(StopCode.ACTION_PROPOSAL_INVALID, "not_the_request")
     if proposal.digest != proposal.computed_digest():
         return ActionRefusal(StopCode.ACTION_PROPOSAL_INVALID, "digest")

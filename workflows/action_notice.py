@@ -11,7 +11,7 @@ from __future__ import annotations
 from datetime import datetime
 
 from contracts.action_policy import ActionKind
-from contracts.actions import ActionEffect, ActionProposal, ActionReceipt, Address
+from contracts.actions import ADDRESS_FORMAT, ActionEffect, ActionProposal, ActionReceipt, Address
 from contracts.case import CaseStatus
 from contracts.commerce import OrderStatus
 from contracts.knowledge import Language
@@ -124,6 +124,19 @@ def receipt_notice(receipt: ActionReceipt, language: Language) -> str:
         f"Order {receipt.order_id} was cancelled and {money} ({receipt.refund_cents} cents) goes back to your "
         f"original payment method, receipt {receipt.receipt_id}. This is SIMULATED on fictional data; no real "
         "money moved."
+    )
+
+
+def address_needed_notice(language: Language) -> str:
+    """What the service asks for when an address change states no address it can read."""
+    if _zh(language):
+        return (
+            f"请按以下格式写出新的收货地址：{ADDRESS_FORMAT}"
+            "（例如 to: 李雷, +86 21 5555 0199, 河滨路8号, 上海, 200000, CN）。目前尚未做任何更改。"
+        )
+    return (
+        f"Please write the new delivery address as {ADDRESS_FORMAT} (for example: to: Li Lei, +86 21 5555 0199, "
+        "8 River Road, Shanghai, 200000, CN). Nothing has been changed yet."
     )
 
 

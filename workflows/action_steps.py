@@ -33,11 +33,13 @@ with workflow.unsafe.imports_passed_through():
 
 
 class ActionSteps(CaseRun):
-    def _refuse_action(self, code: StopCode, detail: str | None, event: str) -> CaseStopped:
+    def _refuse_action(
+        self, code: StopCode, detail: str | None, event: str, status: CaseStatus = CaseStatus.NEEDS_HUMAN
+    ) -> CaseStopped:
         """Record why no action is proposed; the draft that offered it is no longer shown."""
         self._s.answer_admitted = False
         self._event(EventKind.ACTION_REFUSED, event)
-        return CaseStopped(CaseStatus.NEEDS_HUMAN, code, detail)
+        return CaseStopped(status, code, detail)
 
     async def _propose_action(self) -> None:
         """Ask the commerce server for the plan's action and keep its proposal, or stop saying why not."""
@@ -46,7 +48,7 @@ class ActionSteps(CaseRun):
         request = action_request(s.plan, s)
         if isinstance(request, ActionRefusal):
             raise self._refuse_action(
-                request.code, request.detail, f"not asked: {stop_reason(request.code, request.detail)}"
+                request.code, request.detail, f"not asked: {stop_reason(request.code, request.detail)}", request.status
             )
         request = request.model_copy(update={"expires_in_seconds": s.case.options.approval_ttl_seconds})
         preview = ActionPreviewRequest(case_id=s.case.case_id, applicant=s.case.applicant, request=request)

@@ -80,7 +80,7 @@ def claims_payment(text: str) -> bool:
     return False
 
 
-ACTION_INTENTS = frozenset({Intent.CANCELLATION})
+ACTION_INTENTS = frozenset({Intent.CANCELLATION, Intent.ADDRESS_CHANGE})
 """Intents whose request a case may propose as an action (:mod:`workflows.action_gate` maps each to its kind)."""
 
 

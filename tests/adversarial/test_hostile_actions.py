@@ -56,12 +56,9 @@ async def actions_world(
     temporal_client: Client, tmp_path: Path, provider: ScriptedProvider, monkeypatch: pytest.MonkeyPatch
 ) -> AsyncIterator[ScriptedWorld]:
     directory = tmp_path / "directory.json"
-    allowed = set_action(
-        load_directory(directory_location(use_test_keys().state_dir, {})),
-        "qinghe",
-        ActionKind.CANCEL_ORDER,
-        ActionRule(),
-    )
+    allowed = load_directory(directory_location(use_test_keys().state_dir, {}))
+    for kind in (ActionKind.CANCEL_ORDER, ActionKind.CHANGE_ORDER_ADDRESS):
+        allowed = set_action(allowed, "qinghe", kind, ActionRule())
     write_directory(directory, allowed)
     monkeypatch.setenv(DIRECTORY_ENV, str(directory))  # the commerce server applies the same policy
     settings = load_model_settings(provider.env())
@@ -124,3 +121,19 @@ async def test_a_draft_proposing_an_action_the_plan_did_not_ask_for_is_refused(a
     assert view.status is CaseStatus.NEEDS_HUMAN
     assert view.reason == f"{StopCode.ACTION_WITHOUT_REQUEST.value}:delivery", view.reason
     assert view.action is None and _proposals(adversary) == []
+
+
+async def test_an_address_change_without_an_address_asks_the_customer_and_proposes_nothing(
+    actions_world: ScriptedWorld,
+) -> None:
+    """The model plans an address change the message gives no address for: the host reads none, so the case
+    asks the customer for one in the form it reads, and nothing is asked of the commerce server."""
+    adversary = actions_world
+    adversary.provider.script("plan", json_reply(_plan("QH-1006", intent="address_change")))
+    adversary.provider.script("compose", json_reply(_draft("Order QH-1006 will go to Beijing.")))
+
+    _, view = await adversary.run("Please send my order QH-1006 to my new flat in Beijing")
+
+    assert view.status is CaseStatus.WAITING_CUSTOMER and view.reason == StopCode.ADDRESS_NEEDED.value, view.reason
+    assert view.answer is not None and "to: recipient, phone, street, city, postcode, country" in view.answer
+    assert "Beijing" not in view.answer and view.action is None and _proposals(adversary) == []

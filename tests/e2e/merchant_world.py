@@ -28,6 +28,7 @@ from commerce_server.db import (
     CoApprovalUseRow,
     OrderRow,
     RefundRow,
+    ShippingAddressRow,
     make_engine,
 )
 from contracts.case import CaseView
@@ -39,7 +40,7 @@ from keystore import directory_location, load_directory
 from keystore.signers import KeyFileSigner
 from tests.case_world import RoutedWorker, stress_options
 
-Row = TypeVar("Row", RefundRow, CoApprovalUseRow, OrderRow, ActionProposalRow, ActionExecutionRow)
+Row = TypeVar("Row", RefundRow, CoApprovalUseRow, OrderRow, ActionProposalRow, ActionExecutionRow, ShippingAddressRow)
 ROOT = Path(__file__).resolve().parents[2]
 Completed = subprocess.CompletedProcess[str]
 ISOLATED = ("SUPPORT_DIRECTORY", "COMMERCE_DIRECTORY", "COMMERCE_SIGNING_KEY", "COMMERCE_DATABASE_URL")

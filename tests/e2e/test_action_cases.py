@@ -22,7 +22,7 @@ from case_client._conversation import new_message_id, send_message
 from case_history.action_trail import action_trail
 from case_history.trail import Decoded, trail_from_history
 from case_history.verify_action import verify_action_chain
-from commerce_server.db import ActionExecutionRow, ActionProposalRow, OrderRow
+from commerce_server.db import ActionExecutionRow, ActionProposalRow, OrderRow, ShippingAddressRow
 from contracts.action_policy import ActionKind
 from contracts.actions import ActionExecution, ActionReceipt
 from contracts.case import ActionExecuteRequest, CaseStatus, CaseView
@@ -245,3 +245,34 @@ async def test_a_proposal_nearing_its_expiry_undecided_is_escalated_then_closes(
         assert any("chen asked to decide" in event for event in events)
     assert shop._rows(ActionExecutionRow) == [] and _order_status(shop) is OrderStatus.PROCESSING
     assert shop.refunds() == []
+
+
+NEW_ADDRESS = "to: Li Lei (fictional), +86 21 5555 0199, 8 River Road, Shanghai, 200000, CN"
+
+
+async def test_an_address_change_the_customer_asks_for_is_confirmed_and_executed_once(merchant: Merchant) -> None:
+    """The customer gives the new address in the form the host reads; the proposal states it back, the
+    customer's signed yes executes it once, the ledger holds it, and verify walks the chain."""
+    shop = merchant
+    shop.run("directory", "allow-action", "qinghe", "change_order_address", "--reviewers", "0", "--max-per-day", "3")
+    view = await shop.ask("alice", f"Please send my order QH-1006 {NEW_ADDRESS}")
+    assert view.status is CaseStatus.WAITING_APPROVAL and view.action is not None, (view.status, view.reason)
+    after = view.action.effect.address_after
+    assert view.action.kind is ActionKind.CHANGE_ORDER_ADDRESS and after is not None
+    assert (after.recipient, after.line1, after.city, after.postcode) == (
+        "Li Lei (fictional)",
+        "8 River Road",
+        "Shanghai",
+        "200000",
+    )
+    assert view.answer is not None and "8 River Road" in view.answer and "free of charge" in view.answer
+
+    said = await asyncio.to_thread(shop.run, "--profile", "alice", "say", view.case_id, "yes", check=False)
+    assert said.returncode == 0, (said.stdout[-800:], said.stderr[-800:])
+    done = await shop.view(view.case_id)
+    assert done.status is CaseStatus.COMPLETED and done.action_receipt is not None, (done.status, done.reason)
+    assert done.action_receipt.kind is ActionKind.CHANGE_ORDER_ADDRESS and _order_status(shop) is OrderStatus.PROCESSING
+    [row] = [row for row in shop._rows(ShippingAddressRow) if row.order_id == "QH-1006"]
+    assert (row.recipient, row.line1, row.city) == ("Li Lei (fictional)", "8 River Road", "Shanghai")
+    verified = await asyncio.to_thread(shop.run, "--profile", "alice", "verify", view.case_id, check=False)
+    assert verified.returncode == 0, verified.stdout[-1500:]

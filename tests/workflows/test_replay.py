@@ -283,7 +283,10 @@ async def test_current_release_history_replays_in_process_without_nondeterminism
     assert result.replay_failure is None
 
 
-ESCALATIONS = ("action_escalated_then_expired", "refund_escalated_then_expired")
+ADDED_TO_0_12 = ("action_escalated_then_expired", "refund_escalated_then_expired", "action_address_confirmed")
+"""Shapes recorded on 0.12 after its first generation (``record_histories.py --only``): each is committed and
+replays with the rest of the current release's histories."""
+ESCALATIONS = ADDED_TO_0_12[:2]
 """Recorded on 0.12 with ``--only escalations``: a cancellation and a refund whose tenant names an escalation
 reviewer, each escalated before it closed undecided."""
 
@@ -301,3 +304,8 @@ def test_the_escalation_histories_wake_before_the_expiry_and_replay(name: str) -
     ]
     escalation = [n for n, summary in enumerate(timers) if "escalation reviewer" in summary]
     assert escalation and escalation[0] < len(timers) - 1, timers
+
+
+def test_the_shapes_added_to_0_12_are_committed() -> None:
+    stems = {path.stem.split("-2026-12")[0] for path in releases()["v0.12"].histories()}
+    assert set(ADDED_TO_0_12) <= stems, sorted(set(ADDED_TO_0_12) - stems)
