@@ -41,6 +41,7 @@ from contracts.conversation import (
     MAX_MESSAGE_CHARS,
     MIN_MESSAGE_INTERVAL_SECONDS,
     CustomerMessage,
+    MessageAccepted,
     MessageRefusal,
     ProgressItem,
     Speaker,
@@ -134,6 +135,20 @@ class Turns:
         return answer
 
 
+async def say_as_customer(
+    case: CaseHandle, signer: KeyFileSigner, writer: Identity, message: str, *, token: str, language: Language
+) -> MessageAccepted:
+    """Send ``message`` under ``token``; a message that only says yes to an action proposal waiting for
+    this customer goes with their confirmation, which the sign-in (here: the issuer key) signs over the
+    digest of the proposal they were shown. Any other message, or yes with nothing waiting, is sent as is."""
+    digest = awaited_confirmation(await case.status()) if says_yes(message) else None
+    if digest is None:
+        return await case.say(message, token=token, language=language)
+    confirmation = signer.confirmation_token(writer, case_id=case.case_id, digest=digest)
+    signed = CustomerMessage(text=message, token=token, message_id=new_message_id(), confirmation=confirmation)
+    return await send_message(case.workflow, signed, language=language)
+
+
 @app.command("say")
 def say_to_case(
     ctx: typer.Context,
@@ -164,13 +179,7 @@ def say_to_case(
         case = cases.open(case_key)
         language = await _case_language(case, question_language(message))
         offset = await _offset_now(case)
-        digest = awaited_confirmation(await case.status()) if says_yes(message) else None
-        if digest is None:
-            accepted = await case.say(message, token=token, language=language)
-        else:  # the customer's yes to the proposal they were shown, signed by their sign-in
-            confirmation = signer.confirmation_token(writer, case_id=case_key, digest=digest)
-            signed = CustomerMessage(text=message, token=token, message_id=new_message_id(), confirmation=confirmation)
-            accepted = await send_message(case.workflow, signed, language=language)
+        accepted = await say_as_customer(case, signer, writer, message, token=token, language=language)
         sent.append(case.case_id)
         turns = Turns(starter, language, wait=wait, in_chat=False)
         try:
@@ -339,7 +348,7 @@ class ChatSession:
         token = self.signer.applicant_token(self.writer, case.case_id)
         offset = await _offset_now(case)
         await self._paced()
-        accepted = await case.say(message, token=token, language=self.language)
+        accepted = await say_as_customer(case, self.signer, self.writer, message, token=token, language=self.language)
         self.taken_at = asyncio.get_running_loop().time()
         await self._follow(case, accepted.turn, offset)
 
