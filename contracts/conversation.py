@@ -185,6 +185,9 @@ class ConversationView(FrozenModel):
     """Entries older than the kept ones (in the case record and earlier runs, not here)."""
     waiting_until: datetime | None = None
     """While the case waits for the customer: when it closes if nobody writes."""
+    awaiting_confirmation: str | None = None
+    """The digest of the action proposal that waits for this customer's signed "yes" (release 0.12);
+    their sign-in signs a confirmation over exactly it, sent with the message that says yes."""
 
 
 class MessageCheck(FrozenModel):

@@ -121,7 +121,12 @@ async def send_message(request: Request) -> Response:
     customer = await channel.customer_for_case(request, case_id, language)
     channel.limit(channel.messages, customer, language)
     view = await own_conversation(channel, customer, language)
-    message = CustomerMessage(text=body.text, token=customer.token, message_id=body.message_id or new_message_id())
+    message = CustomerMessage(
+        text=body.text,
+        token=customer.token,
+        message_id=body.message_id or new_message_id(),
+        confirmation=body.confirmation,
+    )
     try:
         accepted = await channel.conversations.send(case_id, message, language=view.language)
     except MessageRefused as refused:

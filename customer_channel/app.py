@@ -25,6 +25,7 @@ from customer_channel import api, demo, events
 from customer_channel.backend import Conversations
 from customer_channel.bodies import (
     ConversationStarted,
+    DemoConfirmationRequest,
     DemoCustomer,
     DemoCustomers,
     DemoSignIn,
@@ -172,6 +173,15 @@ def endpoints(config: ChannelConfig) -> list[Endpoint]:
                 "Demo sign-in: an applicant token for the customer and case (a fresh case id when none).",
                 {200: Answer("A bearer credential.", DemoToken), **demo_refused},
                 body=DemoTokenRequest,
+                tag="demo sign-in",
+            ),
+            Endpoint(
+                "POST",
+                "/demo/confirmation",
+                demo.demo_confirmation,
+                "Demo sign-in: the customer's signed yes to one action proposal (its digest) of one case.",
+                {200: Answer("A confirmation for the message that says yes.", DemoToken), **demo_refused},
+                body=DemoConfirmationRequest,
                 tag="demo sign-in",
             ),
         ]

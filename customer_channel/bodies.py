@@ -11,7 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from contracts.case import MAX_QUESTION_CHARS
 from contracts.case_status import CaseStatus
-from contracts.conversation import MAX_MESSAGE_CHARS, MESSAGE_ID_PATTERN, ConversationEntry
+from contracts.conversation import MAX_MESSAGE_CHARS, MAX_TOKEN_CHARS, MESSAGE_ID_PATTERN, ConversationEntry
 from contracts.knowledge import Language
 
 SUBJECT_PATTERN = r"^[A-Za-z0-9_.@-]{1,100}$"
@@ -52,6 +52,9 @@ class SendMessage(Body):
     text: str = Field(min_length=1, max_length=MAX_MESSAGE_CHARS)
     message_id: str | None = Field(default=None, pattern=MESSAGE_ID_PATTERN)
     """The sender's key for this message: sent again, it is taken once. Default: a fresh one."""
+    confirmation: str | None = Field(default=None, min_length=1, max_length=MAX_TOKEN_CHARS)
+    """The customer's signed "yes" to the action proposal waiting for them (the conversation's
+    ``awaiting_confirmation`` names its digest), from their sign-in; the case verifies it."""
 
 
 class Refusal(BaseModel):
@@ -82,6 +85,14 @@ class DemoTokenRequest(Body):
 
     subject: str = Field(pattern=SUBJECT_PATTERN)
     case_id: str | None = Field(default=None, pattern=CASE_ID_PATTERN)
+
+
+class DemoConfirmationRequest(Body):
+    """``POST /demo/confirmation``: the customer's confirmation of one action proposal of one case."""
+
+    subject: str = Field(pattern=SUBJECT_PATTERN)
+    case_id: str = Field(pattern=CASE_ID_PATTERN)
+    digest: str = Field(pattern=r"^[0-9a-f]{64}$")
 
 
 class DemoToken(BaseModel):

@@ -39,9 +39,10 @@ STATUS_OF_REFUSAL = {
     MessageRefusal.ANOTHER_CASE: 403,
     MessageRefusal.EXPIRED: 403,
     MessageRefusal.NOT_VERIFIED: 403,
+    MessageRefusal.CONFIRMATION_INVALID: 403,
 }
-"""The HTTP status of each refused message: 403 for a credential or another's case, 409 closed, 413
-too long, 422 malformed, 429 too frequent."""
+"""The HTTP status of each refused message: 403 for a credential (a confirmation included) or another's
+case, 409 closed, 413 too long, 422 malformed, 429 too frequent."""
 
 
 class Refused(Exception):

@@ -11,11 +11,19 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from case_client import case_id_for
+from contracts.action_credentials import CONFIRMATION_TTL
 from contracts.credentials import APPLICANT_TOKEN_TTL
 from contracts.errors import SupportError
 from contracts.identity import Identity, Role
 from contracts.knowledge import Language
-from customer_channel.bodies import DemoCustomer, DemoCustomers, DemoSignIn, DemoToken, DemoTokenRequest
+from customer_channel.bodies import (
+    DemoConfirmationRequest,
+    DemoCustomer,
+    DemoCustomers,
+    DemoSignIn,
+    DemoToken,
+    DemoTokenRequest,
+)
 from customer_channel.channel import Channel, answering, channel_of, channel_refusal, language_of, unavailable
 from customer_channel.words import ChannelRefusal
 
@@ -80,4 +88,21 @@ async def demo_token(request: Request) -> Response:
     except SupportError as error:
         raise unavailable(language, error) from None
     issued = DemoToken(token=token, case_id=case_id, expires_in=int(APPLICANT_TOKEN_TTL.total_seconds()))
+    return JSONResponse(issued.model_dump(), headers={"Cache-Control": "no-store"})
+
+
+@answering
+async def demo_confirmation(request: Request) -> Response:
+    """``POST /demo/confirmation {subject, case_id, digest}``: that customer's signed "yes" to the action
+    proposal ``digest`` of ``case_id``, as their sign-in would sign it once they said yes on its page."""
+    language = language_of(request)
+    channel = _demo_channel(request, language)
+    body = await channel.body(request, DemoConfirmationRequest, language)
+    identity = _customer(channel, body.subject, language)
+    assert channel.signer is not None  # _demo_channel checked it
+    try:
+        token = channel.signer.confirmation_token(identity, case_id=body.case_id, digest=body.digest)
+    except SupportError as error:
+        raise unavailable(language, error) from None
+    issued = DemoToken(token=token, case_id=body.case_id, expires_in=int(CONFIRMATION_TTL.total_seconds()))
     return JSONResponse(issued.model_dump(), headers={"Cache-Control": "no-store"})

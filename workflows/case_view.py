@@ -183,4 +183,14 @@ def conversation_view(s: CaseState) -> ConversationView:
         entries=list(s.conversation.entries),
         dropped=s.conversation.dropped,
         waiting_until=s.conversation.waiting_until,
+        awaiting_confirmation=_awaiting_confirmation(s),
     )
+
+
+def _awaiting_confirmation(s: CaseState) -> str | None:
+    """The digest of the action proposal that waits for the customer's signed yes (None: none does)."""
+    action = s.action
+    waiting = s.lifecycle.status is CaseStatus.WAITING_APPROVAL and s.withdrawn_at is None
+    if action is None or not waiting or not action.requires.customer or s.confirmation is not None:
+        return None
+    return action.digest

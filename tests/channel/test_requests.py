@@ -14,6 +14,7 @@ import pytest
 from contracts.conversation import MAX_MESSAGE_CHARS, MessageRefusal, refusal_sentence
 from contracts.credentials import ISSUER_KID, applicant_claims, sign
 from contracts.knowledge import Language
+from customer_channel.channel import STATUS_OF_REFUSAL
 from customer_channel.words import ChannelRefusal, sentence
 from keystore import create_demo_directory, demo_identity, load_private_key, private_key_path
 from keystore.signers import KeyFileSigner
@@ -295,3 +296,9 @@ async def test_a_signed_token_whose_case_id_is_no_case_id_starts_nothing(
     answer = await client.post("/v1/conversations", json={"text": "hello"}, headers=bearer(token))
     assert (answer.status_code, answer.json()["refusal"]) == (403, MessageRefusal.NOT_VERIFIED.value)
     assert cases.calls == 0
+
+
+def test_every_refused_message_has_an_http_status() -> None:
+    """A refusal the case can answer with has its status here; one without would be a 500 (as a confirmation
+    of another proposal was, before it had one)."""
+    assert set(STATUS_OF_REFUSAL) == set(MessageRefusal)
