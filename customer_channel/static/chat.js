@@ -16,6 +16,7 @@ const W = CHAT_WORDS[LANGUAGE];  // words.js
 const $ = (id) => document.getElementById(id);
 let stream = null;
 let ended = false;
+let awaiting = null;  // the digest of the action proposal that waits for this customer's yes
 
 function store(key, value) {
   if (value === null || value === undefined) sessionStorage.removeItem(key);
@@ -65,7 +66,9 @@ function showSignedIn() {
 
 function showStatus(status) {
   ended = ENDED.has(status);
-  $("case-status").textContent = W.status[status] || status;
+  if (ended || status !== "waiting_approval") awaiting = null;
+  $("case-status").textContent = awaiting ? W.awaitingYou : W.status[status] || status;
+  $("confirm").hidden = !awaiting;
   $("case-status").dataset.status = status;
   $("send").disabled = ended;
   if (ended) $("message").placeholder = W.closedPlaceholder;
@@ -88,6 +91,7 @@ function renderTranscript(view) {
     item.append(who, text);
     list.append(item);
   }
+  awaiting = view.awaiting_confirmation || null;
   showStatus(view.status);
 }
 
@@ -216,6 +220,8 @@ function forgetConversation() {
   if (stream) stream.abort();
   stream = null;
   ended = false;
+  awaiting = null;
+  $("confirm").hidden = true;
   for (const key of [KEYS.caseId, KEYS.last, KEYS.items]) store(key, null);
   $("transcript").replaceChildren();
   $("progress").replaceChildren();
@@ -245,6 +251,22 @@ async function send(text) {
   if (!response.ok) { say(await refusalOf(response)); return false; }
   await readTranscript();
   return true;
+}
+
+// The customer's yes to the change shown above: the demo sign-in signs a confirmation over that
+// proposal's digest for the signed-in customer, sent with a message that says yes; the case checks it.
+async function confirmChange() {
+  const caseId = sessionStorage.getItem(KEYS.caseId);
+  if (!caseId || !awaiting) return;
+  const subject = sessionStorage.getItem(KEYS.subject);
+  const signed = await postJson("/demo/confirmation", { subject, case_id: caseId, digest: awaiting });
+  if (!signed.ok) { say(await refusalOf(signed)); return; }
+  const confirmation = (await signed.json()).token;
+  const { token } = await credential(caseId);
+  const url = `/v1/conversations/${encodeURIComponent(caseId)}/messages`;
+  const response = await postJson(url, { text: W.yes, confirmation }, token);
+  if (!response.ok) { say(await refusalOf(response)); return; }
+  await readTranscript();
 }
 
 async function loadCustomers() {
@@ -291,6 +313,11 @@ async function start() {
     showSignedIn();
   });
   $("new-conversation").addEventListener("click", () => { forgetConversation(); say(""); });
+  $("confirm").addEventListener("click", async () => {
+    say("");
+    $("confirm").disabled = true;
+    try { await confirmChange(); } catch (error) { say(error.message); } finally { $("confirm").disabled = false; }
+  });
   $("message-form").addEventListener("submit", async (event) => {
     event.preventDefault();
     const text = $("message").value.trim();

@@ -114,7 +114,7 @@ async def test_a_customer_chats_and_the_stream_resumes_after_a_reload(
         await send(page, "QH-1001")
         reviewer = page.locator('#progress li[data-kind="waiting_for_reviewer"]')
         await expect(reviewer).to_have_count(1, timeout=CASE_TIMEOUT_MS)
-        await expect(page.locator("#case-status")).to_have_text("A refund proposal waits for a reviewer.")
+        await expect(page.locator("#case-status")).to_have_text("A proposal waits for approval.")
         await expect(reviewer).to_have_attribute("data-until", re.compile(r"^2\d{3}-"))
         before = await offsets(page)
         assert before == list(range(len(before))), before
@@ -133,7 +133,7 @@ async def test_a_customer_chats_and_the_stream_resumes_after_a_reload(
         said = page.locator("#transcript li.customer").last
         await expect(said).to_contain_text("<b>please</b>")  # shown as written
         assert await page.locator("#transcript b, #progress b").count() == 0  # never rendered as markup
-        await expect(page.locator("#case-status")).to_have_text("A refund proposal waits for a reviewer.")
+        await expect(page.locator("#case-status")).to_have_text("A proposal waits for approval.")
         await page.screenshot(path=str(shots / "chat-resumed.png"), full_page=True)
         assert refunds_paid(stack.state_dir, "QH-1001") == 0
 
