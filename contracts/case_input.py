@@ -63,6 +63,7 @@ BOUNDED_EVENT_KINDS = frozenset(
         EventKind.CONTINUED_AS_NEW,
         EventKind.MESSAGE_ACCEPTED,
         EventKind.MESSAGE_REFUSED,
+        EventKind.CONFIRMATION_REFUSED,
         EventKind.REPLY_SENT,
     }
 )
