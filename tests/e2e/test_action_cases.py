@@ -276,3 +276,21 @@ async def test_an_address_change_the_customer_asks_for_is_confirmed_and_executed
     assert (row.recipient, row.line1, row.city) == ("Li Lei (fictional)", "8 River Road", "Shanghai")
     verified = await asyncio.to_thread(shop.run, "--profile", "alice", "verify", view.case_id, check=False)
     assert verified.returncode == 0, verified.stdout[-1500:]
+
+
+async def test_a_rule_revoked_after_the_proposal_executes_nothing_when_the_customer_says_yes(
+    merchant: Merchant,
+) -> None:
+    """The commerce server re-checks the tenant's rule as the directory says now: a cancellation proposed
+    under a rule the merchant then revokes is refused at execution, whatever the customer signed."""
+    shop = merchant
+    _allow(shop, "--reviewers", "0", "--max-per-day", "3")
+    view = await _waiting(shop)
+    shop.run("directory", "deny-action", "qinghe", "cancel_order")
+    await asyncio.to_thread(shop.run, "--profile", "alice", "say", view.case_id, "yes", check=False)
+    done = await shop.view(view.case_id)
+    assert done.status is CaseStatus.NEEDS_HUMAN, (done.status, done.reason)
+    assert done.reason == f"{StopCode.SETTLEMENT_REFUSED.value}:action_not_allowed", done.reason
+    assert done.action_receipt is None and shop._rows(ActionExecutionRow) == []
+    assert _order_status(shop) is OrderStatus.PROCESSING
+    assert done.answer is not None and "was cancelled" not in done.answer
