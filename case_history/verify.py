@@ -67,11 +67,11 @@ class ChainReport:
         return all(link.state is LinkState.OK for link in self.links)
 
 
-class _Broken(Exception):
+class LinkBroken(Exception):
     """The link is forged, altered, or missing where the history says it must exist."""
 
 
-class _Absent(Exception):
+class LinkAbsent(Exception):
     """The case has not got as far as this link."""
 
 
@@ -131,15 +131,15 @@ def verify_chain(
         (APPROVAL, lambda: _approval(trail, keys, known)),
         (RECEIPT, lambda: _receipt(trail, keys, known)),
     ]
-    return ChainReport(case_id, tuple(_link(name, check) for name, check in checks))
+    return ChainReport(case_id, tuple(checked_link(name, check) for name, check in checks))
 
 
-def _link(name: str, check: Callable[[], str]) -> Link:
+def checked_link(name: str, check: Callable[[], str]) -> Link:
     try:
         return Link(name, LinkState.OK, check())
-    except _Broken as broken:
+    except LinkBroken as broken:
         return Link(name, LinkState.BROKEN, str(broken))
-    except _Absent as absent:
+    except LinkAbsent as absent:
         return Link(name, LinkState.ABSENT, str(absent))
 
 
@@ -151,31 +151,31 @@ def _applicant(
 ) -> str:
     first = runs[0]
     if first.continued_from:
-        raise _Broken(
+        raise LinkBroken(
             f"the chain's first run is missing: run {printable(first.run_id)} continued from run "
             f"{printable(first.continued_from)}, which is not in the history read (export every run of the case)"
         )
     case = known.case
     if case is None:
-        raise _Broken(f"the workflow's start input is not a case ({first.case.problem})")
+        raise LinkBroken(f"the workflow's start input is not a case ({first.case.problem})")
     if case.case_id != case_id:
-        raise _Broken(f"the history is of case {printable(case.case_id)}, not {case_id}")
+        raise LinkBroken(f"the history is of case {printable(case.case_id)}, not {case_id}")
     if case.carried is not None:
-        raise _Broken(
+        raise LinkBroken(
             "the case's first run was started with a carried state instead of a question: no applicant was "
             "verified for it (only Temporal's continue-as-new may carry a case's state)"
         )
     _check_continuations(runs, case)
     if not case.applicant_token:
-        raise _Broken("missing: the case was started without an applicant token (no issuer signed who asks)")
+        raise LinkBroken("missing: the case was started without an applicant token (no issuer signed who asks)")
     started = first.run_started_at
     assert started is not None
     try:
         identity = verify_applicant_token(case.applicant_token, keys, case_id=case.case_id, now=started)
     except CredentialRefused as refused:
-        raise _Broken(refusal_text(refused)) from None
+        raise LinkBroken(refusal_text(refused)) from None
     if identity != case.applicant:
-        raise _Broken(f"the token proves {identity.subject}, but the case names {printable(case.applicant.subject)}")
+        raise LinkBroken(f"the token proves {identity.subject}, but the case names {printable(case.applicant.subject)}")
     _check_not_replayed(case.applicant_token, started, other_starts)
     known.applicant = identity
     continued = f"; continued by Temporal through {len(runs) - 1} more run(s)" if len(runs) > 1 else ""
@@ -190,10 +190,10 @@ def _check_continuations(runs: Sequence[CaseTrail], case: CaseInput) -> None:
     by continuing as new, and carries the first run's case unchanged."""
     for earlier, later in pairwise(runs):
         if later.continued_from != earlier.run_id or earlier.run_end != "continued as new":
-            raise _Broken(f"run {printable(later.run_id)} is not a continuation of run {printable(earlier.run_id)}")
+            raise LinkBroken(f"run {printable(later.run_id)} is not a continuation of run {printable(earlier.run_id)}")
         carried = later.case.value
         if carried is None or carried.model_copy(update={"carried": None}) != case:
-            raise _Broken(f"run {printable(later.run_id)} carries another case than the first run's")
+            raise LinkBroken(f"run {printable(later.run_id)} carries another case than the first run's")
 
 
 def _check_not_replayed(token: str, started: datetime, other_starts: Sequence[OtherStart]) -> None:
@@ -203,7 +203,7 @@ def _check_not_replayed(token: str, started: datetime, other_starts: Sequence[Ot
     for other in other_starts:
         other_id = (unverified_claims(other.applicant_token) or {}).get("jti")
         if token_id and other_id == token_id and other.started_at < started:
-            raise _Broken(
+            raise LinkBroken(
                 f"replayed: the applicant token was issued for run {printable(other.run_id)}, which started with it "
                 f"at {moment(other.started_at)}"
             )
@@ -240,25 +240,25 @@ def _proposal(trail: CaseTrail, known: _Known) -> str:
     if settlement is not None:
         request = settlement.request.value
         if request is None:
-            raise _Broken(f"the settlement request is not readable ({settlement.request.problem})")
+            raise LinkBroken(f"the settlement request is not readable ({settlement.request.problem})")
         proposal, source = request.proposal, "the settlement request"
     elif trail.proposal is not None:
         proposal, source = trail.proposal, "the last case record (not settled)"
     else:
-        raise _Absent(f"no refund proposal in the history ({where_the_case_is(trail)})")
+        raise LinkAbsent(f"no refund proposal in the history ({where_the_case_is(trail)})")
     digest = proposal.digest()
     known.proposal, known.digest = proposal, digest
     if known.case is not None and proposal.case_id != known.case.case_id:
-        raise _Broken(f"the proposal is for case {printable(proposal.case_id)}, not {known.case.case_id}")
+        raise LinkBroken(f"the proposal is for case {printable(proposal.case_id)}, not {known.case.case_id}")
     applicant = known.applicant
     if applicant is not None and (proposal.applicant, proposal.tenant) != (applicant.subject, applicant.tenant):
-        raise _Broken(f"the proposal names {printable(proposal.applicant)}, not the applicant {applicant.subject}")
+        raise LinkBroken(f"the proposal names {printable(proposal.applicant)}, not the applicant {applicant.subject}")
     if settlement is not None and settlement.request.value is not None:
         request = settlement.request.value
         if request.digest != digest:
-            raise _Broken(f"the settlement names digest {short(request.digest)}, the proposal's is {short(digest)}")
+            raise LinkBroken(f"the settlement names digest {short(request.digest)}, the proposal's is {short(digest)}")
         if request.case_id != proposal.case_id or (applicant is not None and request.applicant != applicant):
-            raise _Broken("the settlement request is for another case or applicant than its proposal")
+            raise LinkBroken("the settlement request is for another case or applicant than its proposal")
     return (
         f"{short(digest)} is the SHA-256 of the proposal in {source}: {proposal.amount_cents} {proposal.currency} "
         f"cents for {proposal.order_id} (order v{proposal.order_version}), expires {moment(proposal.expires_at)}"
@@ -271,24 +271,24 @@ def _proposal(trail: CaseTrail, known: _Known) -> str:
 def _approval(trail: CaseTrail, keys: Directory, known: _Known) -> str:
     proposal, digest, applicant = known.proposal, known.digest, known.applicant
     if proposal is None or digest is None or applicant is None:
-        raise _Absent("no proposal to approve")
+        raise LinkAbsent("no proposal to approve")
     request = trail.settlement.request.value if trail.settlement else None
     if request is None:
         return _decision_without_settlement(trail, keys, known)
     if not request.approval_token:
-        raise _Broken("missing: the settlement carries no approval token (nothing a reviewer signed)")
+        raise LinkBroken("missing: the settlement carries no approval token (nothing a reviewer signed)")
     claims = _approved(request.approval_token, keys, proposal, digest, applicant)
     known.approval = claims
     if claims.decision != Decision.APPROVE:
-        raise _Broken(f"{claims.sub} signed a rejection, yet the settlement pays it")
+        raise LinkBroken(f"{claims.sub} signed a rejection, yet the settlement pays it")
     if request.reviewer != claims.sub:
-        raise _Broken(f"the settlement names reviewer {printable(request.reviewer)}, but {claims.sub} signed")
+        raise LinkBroken(f"the settlement names reviewer {printable(request.reviewer)}, but {claims.sub} signed")
     co_signers = [_approved(token, keys, proposal, digest, applicant) for token in request.co_approval_tokens]
     if any(co.decision != Decision.APPROVE for co in co_signers):
-        raise _Broken("a co-approval the settlement carries is a rejection")
+        raise LinkBroken("a co-approval the settlement carries is a rejection")
     reviewers = [claims.sub, *(co.sub for co in co_signers)]
     if len(set(reviewers)) != len(reviewers):
-        raise _Broken(f"the settlement's approvals are not by distinct reviewers ({', '.join(reviewers)})")
+        raise LinkBroken(f"the settlement's approvals are not by distinct reviewers ({', '.join(reviewers)})")
     also = f"; co-approved by {', '.join(co.sub for co in co_signers)}" if co_signers else ""
     return _signed(claims, proposal) + also
 
@@ -299,13 +299,13 @@ def _decision_without_settlement(trail: CaseTrail, keys: Directory, known: _Know
     for token in trail.review_tokens:
         try:
             claims = _approved(token, keys, known.proposal, known.digest, known.applicant)
-        except _Broken:
+        except LinkBroken:
             continue
         known.approval = claims
         return f"{_signed(claims, known.proposal)}; not settled ({where_the_case_is(trail)})"
     attempts = len(trail.review_tokens)
     tried = f"{attempts} signed review attempt(s), none valid for this proposal; " if attempts else ""
-    raise _Absent(f"{tried}no reviewer's decision ({where_the_case_is(trail)})")
+    raise LinkAbsent(f"{tried}no reviewer's decision ({where_the_case_is(trail)})")
 
 
 def _approved(
@@ -320,7 +320,7 @@ def _approved(
         signed = signed_approval(token, keys)
         approval_meets(signed, terms, keys, now=signed.claims.issued_at, settle_window=SETTLE_WINDOW)
     except CredentialRefused as refused:
-        raise _Broken(refusal_text(refused)) from None
+        raise LinkBroken(refusal_text(refused)) from None
     return signed.claims
 
 
@@ -339,39 +339,41 @@ def _signed(claims: ApprovalClaims, proposal: RefundProposal) -> str:
 def _receipt(trail: CaseTrail, keys: Directory, known: _Known) -> str:
     settlement = trail.settlement
     if settlement is None:
-        raise _Absent(f"no settlement in the history ({where_the_case_is(trail)})")
+        raise LinkAbsent(f"no settlement in the history ({where_the_case_is(trail)})")
     if settlement.outcome != End.COMPLETED:
-        raise _Absent(f"the settlement activity {settlement.outcome}: no receipt ({where_the_case_is(trail)})")
+        raise LinkAbsent(f"the settlement activity {settlement.outcome}: no receipt ({where_the_case_is(trail)})")
     receipt = settlement.receipt.value
     if receipt is None:
-        raise _Broken(f"the settlement result is not a receipt ({settlement.receipt.problem})")
+        raise LinkBroken(f"the settlement result is not a receipt ({settlement.receipt.problem})")
     if not receipt.signature:
-        raise _Broken("missing: the receipt carries no commerce signature")
+        raise LinkBroken("missing: the receipt carries no commerce signature")
     try:
         claims = verify_receipt(receipt.signature, key_set(keys))
     except CredentialRefused as refused:
-        raise _Broken(f"the signature does not verify with the commerce key: {refusal_text(refused)}") from None
+        raise LinkBroken(f"the signature does not verify with the commerce key: {refusal_text(refused)}") from None
     for name in ("receipt_id", "approval_id", "order_id", "amount_cents", "currency", "digest", "order_version_after"):
         shown, signed = getattr(receipt, name), getattr(claims, name)
         if shown != signed:
-            raise _Broken(f"{name} is {printable(shown)} in the history but {printable(signed)} in the signed receipt")
+            raise LinkBroken(
+                f"{name} is {printable(shown)} in the history but {printable(signed)} in the signed receipt"
+            )
     proposal, request = known.proposal, settlement.request.value
     if known.case is not None and claims.case_id != known.case.case_id:
-        raise _Broken(f"the commerce server signed it for case {printable(claims.case_id)}")
+        raise LinkBroken(f"the commerce server signed it for case {printable(claims.case_id)}")
     if known.digest is not None and claims.digest != known.digest:
-        raise _Broken("the commerce server signed it for another proposal digest")
+        raise LinkBroken("the commerce server signed it for another proposal digest")
     if proposal is not None:
         paid = (claims.order_id, claims.amount_cents, claims.currency, claims.order_version_before)
         if paid != (proposal.order_id, proposal.amount_cents, proposal.currency, proposal.order_version):
-            raise _Broken("the signed order, amount or order version differs from the proposal")
+            raise LinkBroken("the signed order, amount or order version differs from the proposal")
     if request is not None and claims.approval_id != request.approval_id:
-        raise _Broken("the commerce server signed it for another approval id")
+        raise LinkBroken("the commerce server signed it for another approval id")
     approval = known.approval
     if approval is not None:
         if claims.approval_jti != approval.jti:
-            raise _Broken(f"it consumed approval token {printable(claims.approval_jti)}, not {approval.jti}")
+            raise LinkBroken(f"it consumed approval token {printable(claims.approval_jti)}, not {approval.jti}")
         if claims.issued_at - approval.issued_at > SETTLE_WINDOW:
-            raise _Broken("paid later than the settle window after the approval was signed")
+            raise LinkBroken("paid later than the settle window after the approval was signed")
     return (
         f"{claims.receipt_id}: {claims.amount_cents} {claims.currency} cents for {claims.order_id} (order "
         f"v{claims.order_version_before} -> v{claims.order_version_after}, refunded {claims.refunded_cents_after} "

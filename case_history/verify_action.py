@@ -9,13 +9,13 @@ says so.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 from case_history.action_trail import ActionTrail
 from case_history.trail import CaseTrail, End, unverified_claims
-from case_history.verify import ChainReport, Link, LinkState, OtherStart, verify_chain
+from case_history.verify import ChainReport, LinkAbsent, LinkBroken, OtherStart, checked_link, verify_chain
 from case_history.verify_wording import moment, printable, refusal_text, short, where_the_case_is
 from contracts.action_credentials import ConfirmationClaims, verify_action_receipt, verify_confirmation
 from contracts.actions import ActionProposal
@@ -31,14 +31,6 @@ ACTION_PROPOSAL, CONFIRMATION, APPROVALS, ACTION_RECEIPT = (
     "approvals",
     "action receipt",
 )
-
-
-class _Broken(Exception):
-    pass
-
-
-class _Absent(Exception):
-    pass
 
 
 @dataclass
@@ -66,41 +58,32 @@ def verify_action_chain(
     trail = runs[-1]
     links = [
         applicant_link,
-        _link(ACTION_PROPOSAL, lambda: _proposal(action, known, trail)),
-        _link(CONFIRMATION, lambda: _confirmation(action, keys, known)),
-        _link(APPROVALS, lambda: _approvals(action, runs, keys, known)),
-        _link(ACTION_RECEIPT, lambda: _receipt(action, keys, known, trail)),
+        checked_link(ACTION_PROPOSAL, lambda: _proposal(action, known, trail)),
+        checked_link(CONFIRMATION, lambda: _confirmation(action, keys, known)),
+        checked_link(APPROVALS, lambda: _approvals(action, runs, keys, known)),
+        checked_link(ACTION_RECEIPT, lambda: _receipt(action, keys, known, trail)),
     ]
     return ChainReport(case_id, tuple(links))
-
-
-def _link(name: str, check: Callable[[], str]) -> Link:
-    try:
-        return Link(name, LinkState.OK, check())
-    except _Broken as broken:
-        return Link(name, LinkState.BROKEN, str(broken))
-    except _Absent as absent:
-        return Link(name, LinkState.ABSENT, str(absent))
 
 
 def _proposal(action: ActionTrail, known: _Known, trail: CaseTrail) -> str:
     execution = action.execution
     request = execution.request.value if execution is not None else None
     if execution is not None and request is None:
-        raise _Broken(f"the execution request is not readable ({execution.request.problem})")
+        raise LinkBroken(f"the execution request is not readable ({execution.request.problem})")
     proposal = request.proposal if request is not None else action.proposal
     if proposal is None:
-        raise _Absent(f"no action proposal in the history ({where_the_case_is(trail)})")
+        raise LinkAbsent(f"no action proposal in the history ({where_the_case_is(trail)})")
     source = "the execution request" if request is not None else "the last case record (not executed)"
     if proposal.computed_digest() != proposal.digest:
-        raise _Broken(f"the proposal in {source} does not hash to its digest {short(proposal.digest)}")
+        raise LinkBroken(f"the proposal in {source} does not hash to its digest {short(proposal.digest)}")
     if proposal.case_id != known.case_id:
-        raise _Broken(f"the proposal is for case {printable(proposal.case_id)}, not {known.case_id}")
+        raise LinkBroken(f"the proposal is for case {printable(proposal.case_id)}, not {known.case_id}")
     applicant = known.applicant
     if applicant is not None and (proposal.customer, proposal.tenant) != (applicant.subject, applicant.tenant):
-        raise _Broken(f"the proposal names {printable(proposal.customer)}, not the applicant {applicant.subject}")
+        raise LinkBroken(f"the proposal names {printable(proposal.customer)}, not the applicant {applicant.subject}")
     if request is not None and (request.case_id != known.case_id or request.applicant != applicant):
-        raise _Broken("the execution request is for another case or applicant than its proposal")
+        raise LinkBroken("the execution request is for another case or applicant than its proposal")
     known.proposal, known.executed = proposal, request is not None
     effect, requires = proposal.effect, proposal.requires
     parties = ["the customer"] if requires.customer else []
@@ -117,13 +100,13 @@ def _proposal(action: ActionTrail, known: _Known, trail: CaseTrail) -> str:
 def _confirmation(action: ActionTrail, keys: Directory, known: _Known) -> str:
     proposal, applicant = known.proposal, known.applicant
     if proposal is None or applicant is None:
-        raise _Absent("no proposal to confirm")
+        raise LinkAbsent("no proposal to confirm")
     if not proposal.requires.customer:
         return "the rule asks no confirmation of the customer"
     request = action.execution.request.value if action.execution is not None else None
     if request is not None:
         if not request.confirmation_token:
-            raise _Broken("missing: the execution carries no confirmation, yet the rule asks the customer's")
+            raise LinkBroken("missing: the execution carries no confirmation, yet the rule asks the customer's")
         tokens = [request.confirmation_token]
     else:
         tokens = action.confirmations
@@ -131,7 +114,7 @@ def _confirmation(action: ActionTrail, keys: Directory, known: _Known) -> str:
     for token in tokens:
         try:
             claims = _confirmed(token, keys, proposal, applicant)
-        except _Broken as broken:
+        except LinkBroken as broken:
             problems.append(str(broken))
             continue
         known.confirmation = claims
@@ -141,15 +124,15 @@ def _confirmation(action: ActionTrail, keys: Directory, known: _Known) -> str:
             f"issuer, {margin} s before the proposal expired; token id {claims.jti}"
         )
     if request is not None:
-        raise _Broken(problems[0])
+        raise LinkBroken(problems[0])
     tried = f"{len(tokens)} confirmation(s) sent, none valid for this proposal; " if tokens else ""
-    raise _Absent(f"{tried}the customer has not confirmed")
+    raise LinkAbsent(f"{tried}the customer has not confirmed")
 
 
 def _confirmed(token: str, keys: Directory, proposal: ActionProposal, applicant: Identity) -> ConfirmationClaims:
     issued = (unverified_claims(token) or {}).get("iat")
     if not isinstance(issued, int):
-        raise _Broken("the confirmation is not a signed token with an issue time")
+        raise LinkBroken("the confirmation is not a signed token with an issue time")
     try:
         claims = verify_confirmation(
             token,
@@ -160,16 +143,16 @@ def _confirmed(token: str, keys: Directory, proposal: ActionProposal, applicant:
             now=datetime.fromtimestamp(issued, UTC),
         )
     except CredentialRefused as refused:
-        raise _Broken(refusal_text(refused)) from None
+        raise LinkBroken(refusal_text(refused)) from None
     if claims.issued_at >= proposal.expires_at:
-        raise _Broken("the confirmation was signed after the proposal expired")
+        raise LinkBroken("the confirmation was signed after the proposal expired")
     return claims
 
 
 def _approvals(action: ActionTrail, runs: Sequence[CaseTrail], keys: Directory, known: _Known) -> str:
     proposal, applicant = known.proposal, known.applicant
     if proposal is None or applicant is None:
-        raise _Absent("no proposal to approve")
+        raise LinkAbsent("no proposal to approve")
     required = proposal.requires.reviewers
     if required == 0:
         return "the rule asks no reviewer"
@@ -185,15 +168,15 @@ def _approvals(action: ActionTrail, runs: Sequence[CaseTrail], keys: Directory, 
             approval_meets(signed, terms, keys, now=signed.claims.issued_at, settle_window=SETTLE_WINDOW)
         except CredentialRefused as refused:
             if request is not None:
-                raise _Broken(refusal_text(refused)) from None
+                raise LinkBroken(refusal_text(refused)) from None
             continue
         if signed.claims.decision == Decision.APPROVE and all(a.sub != signed.claims.sub for a in approvals):
             approvals.append(signed.claims)
     known.approvals = approvals
     if len(approvals) < required:
         if request is not None:
-            raise _Broken(f"the execution carries {len(approvals)} reviewer approval(s); the rule asks {required}")
-        raise _Absent(f"{len(approvals)} of {required} reviewer approval(s)")
+            raise LinkBroken(f"the execution carries {len(approvals)} reviewer approval(s); the rule asks {required}")
+        raise LinkAbsent(f"{len(approvals)} of {required} reviewer approval(s)")
     who = ", ".join(f"{a.sub} at {moment(a.issued_at)} (token id {a.jti})" for a in approvals)
     return f"{len(approvals)} of {required} distinct reviewer(s) of {applicant.tenant} approved this digest: {who}"
 
@@ -201,28 +184,28 @@ def _approvals(action: ActionTrail, runs: Sequence[CaseTrail], keys: Directory, 
 def _receipt(action: ActionTrail, keys: Directory, known: _Known, trail: CaseTrail) -> str:
     execution = action.execution
     if execution is None:
-        raise _Absent(f"no execution in the history ({where_the_case_is(trail)})")
+        raise LinkAbsent(f"no execution in the history ({where_the_case_is(trail)})")
     if execution.outcome != End.COMPLETED:
-        raise _Absent(f"the execute_action activity {execution.outcome}: no receipt ({where_the_case_is(trail)})")
+        raise LinkAbsent(f"the execute_action activity {execution.outcome}: no receipt ({where_the_case_is(trail)})")
     receipt = execution.receipt.value
     if receipt is None:
-        raise _Broken(f"the execution result is not a receipt ({execution.receipt.problem})")
+        raise LinkBroken(f"the execution result is not a receipt ({execution.receipt.problem})")
     try:
         claims = verify_action_receipt(receipt.signature, key_set(keys))
     except CredentialRefused as refused:
-        raise _Broken(f"the signature does not verify with the commerce key: {refusal_text(refused)}") from None
+        raise LinkBroken(f"the signature does not verify with the commerce key: {refusal_text(refused)}") from None
     for name in ("receipt_id", "proposal_id", "case_id", "order_id", "digest", "refund_cents", "currency"):
         if getattr(receipt, name) != getattr(claims, name):
-            raise _Broken(f"{name} in the history differs from the signed receipt")
+            raise LinkBroken(f"{name} in the history differs from the signed receipt")
     proposal = known.proposal
     if proposal is not None:
         signed = (claims.proposal_id, claims.digest, claims.kind, claims.order_version_before)
         if signed != (proposal.proposal_id, proposal.digest, proposal.kind.value, proposal.effect.order_version):
-            raise _Broken("the commerce server signed it for another proposal, digest, kind or order version")
+            raise LinkBroken("the commerce server signed it for another proposal, digest, kind or order version")
     if known.confirmation is not None and claims.confirmation_jti != known.confirmation.jti:
-        raise _Broken("it consumed another confirmation than the customer's in the execution")
+        raise LinkBroken("it consumed another confirmation than the customer's in the execution")
     if known.approvals and set(claims.approval_jtis) != {a.jti for a in known.approvals}:
-        raise _Broken("it consumed other approvals than the execution's")
+        raise LinkBroken("it consumed other approvals than the execution's")
     return (
         f"{claims.receipt_id}: {claims.kind} of {claims.order_id}, {claims.refund_cents} {claims.currency} cents back "
         f"(order v{claims.order_version_before} -> v{claims.order_version_after}), agreed by "

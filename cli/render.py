@@ -37,7 +37,7 @@ from cli.conversation_text import line as sentence
 from contracts.case import AnswerSource, CaseStatus, CaseView, Decision
 from contracts.commerce import RefundQuote
 from contracts.conversation import Speaker
-from contracts.effect_card import EffectCard, effect_rows
+from contracts.effect_card import EffectCard, action_rows, effect_rows
 from contracts.names import REVIEW
 from devstack.temporal_cli import shell_path, temporal_cli_for_display
 
@@ -197,28 +197,14 @@ def case_card_lines(view: CaseView, *, now: str | None = None) -> list[str]:
 
 
 def action_card_lines(view: CaseView) -> list[str]:
-    """The action a case proposed: the exact change, who must agree and who did, the digest, the receipt."""
-    action = view.action
-    if action is None:
+    """The action a case proposed: the rows every rendering shows (:func:`contracts.effect_card.action_rows`)."""
+    if view.action is None:
         return []
-    effect, requires = action.effect, action.requires
-    change = f"{action.kind.value} of {effect.order_id}: {effect.status_before} -> {effect.status_after}"
-    if effect.refund_cents:
-        change += f", {effect.refund_cents} cents back to the original payment method"
-    if effect.address_after is not None:
-        new = effect.address_after
-        change += f", sent to {new.recipient}, {new.line1}, {new.city} {new.postcode}, {new.country}"
-    needs = ["the customer's signed yes"] if requires.customer else []
-    needs += [f"{requires.reviewers} reviewer(s)"] if requires.reviewers else []
-    agreed = [f"{view.confirmed_by} (customer)"] if view.confirmed_by else []
-    agreed += [f"{reviewer} (reviewer)" for reviewer in view.approved_by]
-    lines = card_line("action", change)
-    expires = f"expires {action.expires_at:%Y-%m-%d %H:%M} UTC"
-    lines += card_line("needs", f"{' and '.join(needs) or 'nobody (the rule caps it)'}; {expires}")
-    lines += card_line("agreed by", ", ".join(agreed) or "nobody yet")
-    lines += card_line("digest", action.digest)
-    if view.action_receipt is not None:
-        lines += card_line("receipt", f"{view.action_receipt.receipt_id} (SIMULATED)")
+    receipt = view.action_receipt.receipt_id if view.action_receipt else None
+    rows = action_rows(view.action, confirmed_by=view.confirmed_by, approved_by=view.approved_by, receipt_id=receipt)
+    lines = ["  what executing the action does (computed by the commerce server from its records):"]
+    for row in rows:
+        lines += card_line(row.label, row.text)
     return lines
 
 

@@ -18,6 +18,7 @@ from typing import NamedTuple
 
 from pydantic import BaseModel, ConfigDict
 
+from contracts.actions import ActionProposal
 from contracts.commerce import Invoice, Order, RefundProposal, RefundQuote
 from contracts.knowledge import Passage
 
@@ -251,3 +252,32 @@ class ProposalForReview(BaseModel):
 def proposal_memo(card: EffectCard) -> str:
     """The memo line of a waiting case (``temporal workflow describe`` shows it without a worker)."""
     return f"{card.amount} for {card.order_id}; digest {card.digest}; expires {card.expires_at.isoformat()}"
+
+
+def action_rows(
+    action: ActionProposal, *, confirmed_by: str | None, approved_by: Sequence[str], receipt_id: str | None = None
+) -> list[CardRow]:
+    """What executing an action does and who has agreed, from the commerce server's proposal: the one set of
+    rows the terminal card, the console and the Web UI's current details show (labels in English)."""
+    effect, requires = action.effect, action.requires
+    rows = [
+        CardRow("action", f"{action.kind.value} · {effect.order_id}"),
+        CardRow("order", f"{effect.status_before} → {effect.status_after} (version {effect.order_version})"),
+        CardRow("money back", f"{money(effect.refund_cents, effect.currency)} → {effect.refund_to or '-'}"),
+    ]
+    if effect.invoice_void:
+        rows.append(CardRow("invoice", "void"))
+    if effect.address_after is not None:
+        new = effect.address_after
+        text = f"{new.recipient}, {new.phone}, {new.line1}, {new.city} {new.postcode}, {new.country}"
+        rows.append(CardRow("new address", text, data=True))
+    rows += [
+        CardRow("policy", ", ".join(effect.policy_pages)),
+        CardRow("customer confirmed", (confirmed_by or "-") if requires.customer else "not asked"),
+        CardRow("approvals", f"{len(approved_by)} / {requires.reviewers}: {', '.join(approved_by) or '-'}"),
+        CardRow("expires", action.expires_at.strftime("%Y-%m-%d %H:%M UTC")),
+        CardRow("digest", action.digest),
+    ]
+    if receipt_id is not None:
+        rows.append(CardRow("receipt", f"{receipt_id} (SIMULATED)"))
+    return rows

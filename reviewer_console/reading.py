@@ -14,7 +14,7 @@ from typing import Protocol
 from case_client import CaseSummary
 from contracts.case import NEAR_EXPIRY, CaseEvent, CaseStatus, CaseView, ReviewOutcome
 from contracts.credentials import SignedReview
-from contracts.effect_card import CardRow, EffectCard, effect_rows
+from contracts.effect_card import CardRow, EffectCard, action_rows, effect_rows
 from contracts.errors import SupportError, TransientError
 from contracts.identity import Identity
 from contracts.knowledge import Language
@@ -140,34 +140,25 @@ def action_row(summary: CaseSummary, view: CaseView, *, now: datetime, words: Wo
     )
 
 
-def action_rows(view: CaseView, words: Words) -> list[CardRow]:
-    """What executing the action does, from the commerce server's proposal: the change, the money, who must
-    agree and who has, the digest a reviewer signs."""
+def action_card_rows(view: CaseView, words: Words) -> list[CardRow]:
+    """What executing the action does, as every rendering shows it (:func:`contracts.effect_card.action_rows`),
+    labels in the reviewer's language and the money currency first; the expiry is the page's time left."""
     action = view.action
     assert action is not None
-    effect, requires = action.effect, action.requires
-    money = f"{words.money(effect.refund_cents, effect.currency)} ({words.cents(effect.refund_cents)})"
-    customer = view.confirmed_by or "-"
-    rows = [
-        CardRow(words.label("action"), f"{action.kind.value} · {effect.order_id} · {words(Text.SIMULATED)}"),
-        CardRow(
-            words.label("order"), f"{effect.status_before} → {effect.status_after} (version {effect.order_version})"
-        ),
-        CardRow(words.label("money back"), f"{money} → {effect.refund_to or '-'}"),
-        CardRow(words.label("policy"), ", ".join(effect.policy_pages)),
-        CardRow(words.label("customer confirmed"), customer if requires.customer else words.label("not asked")),
-        CardRow(
-            words.label("approvals"),
-            f"{len(view.approved_by)} / {requires.reviewers}: {', '.join(view.approved_by) or '-'}",
-        ),
-        CardRow(words.label("digest"), action.digest),
-    ]
-    if effect.invoice_void:
-        rows.insert(3, CardRow(words.label("invoice"), "void"))
-    if effect.address_after is not None:
-        new = effect.address_after
-        text = f"{new.recipient}, {new.phone}, {new.line1}, {new.city} {new.postcode}, {new.country}"
-        rows.insert(3, CardRow(words.label("new address"), text, data=True))
+    effect = action.effect
+    rows: list[CardRow] = []
+    for row in action_rows(action, confirmed_by=view.confirmed_by, approved_by=view.approved_by):
+        if row.label == "expires":
+            continue
+        text = row.text
+        if row.label == "action":
+            text = f"{text} · {words(Text.SIMULATED)}"
+        elif row.label == "customer confirmed" and not action.requires.customer:
+            text = words.label(text)
+        elif row.label == "money back":
+            money = f"{words.money(effect.refund_cents, effect.currency)} ({words.cents(effect.refund_cents)})"
+            text = f"{money} → {effect.refund_to or '-'}"
+        rows.append(CardRow(words.label(row.label), text, row.data))
     return rows
 
 
@@ -332,7 +323,7 @@ def case_page(
     expires_at = pending.expires_at if waiting and pending is not None else None
     left = (expires_at - now).total_seconds() if expires_at is not None else 0.0
     approved_by = view.approved_by if action is not None else view.effect.approved_by if view.effect else []
-    rows = action_rows(view, words) if action is not None else card_rows(view.effect, words) if view.effect else []
+    rows = action_card_rows(view, words) if action is not None else card_rows(view.effect, words) if view.effect else []
     return CasePage(
         view=view,
         rows=rows,

@@ -16,7 +16,7 @@ from contracts.case import CaseStatus, CloseRequest, Phase
 from contracts.case_input import CaseState
 from contracts.commerce import RefundProposal, RefundReceipt
 from contracts.conversation import Speaker
-from contracts.effect_card import EffectCard, effect_rows, markdown_text, money
+from contracts.effect_card import EffectCard, action_rows, effect_rows, markdown_text, money
 from contracts.names import REVIEW, EventKind, workflow_id
 from workflows.case_view import case_effect_card
 
@@ -69,25 +69,26 @@ def current_details(s: CaseState, now: datetime) -> str:
 
 
 def action_markdown(s: CaseState) -> list[str]:
-    """The action proposal: what it changes, who must agree and who has, the receipt once executed."""
+    """The action proposal: the rows every rendering shows (:func:`contracts.effect_card.action_rows`), the
+    digest in a block of its own as a refund's is."""
     action = s.action
     assert action is not None
-    effect = action.effect
-    lines = [
-        f"#### Action {action.kind.value} ({action.proposal_id})",
-        f"- **Order:** {effect.order_id}: {effect.status_before} → {effect.status_after}",
-        f"- **Money back:** {money(effect.refund_cents, effect.currency)}",
-        f"- **Needs:** customer {'yes' if action.requires.customer else 'no'}, reviewers {action.requires.reviewers}",
-        f"- **Digest:** `{action.digest}`; **expires:** {utc(action.expires_at)}",
+    receipt = s.action_receipt.receipt_id if s.action_receipt else None
+    confirmed = s.confirmation.subject if s.confirmation else None
+    approved = [approval.reviewer for approval in s.approvals]
+    lines = [f"**What executing {action.kind.value} does** (computed by the commerce server from its records):", ""]
+    for row in action_rows(action, confirmed_by=confirmed, approved_by=approved, receipt_id=receipt):
+        if row.label != "digest":
+            lines.append(f"- **{row.label}:** {markdown_text(row.text, limit=200)}")
+    return [
+        *lines,
+        "",
+        "**digest** (a confirmation or an approval names exactly this):",
+        "",
+        "```text",
+        action.digest,
+        "```",
     ]
-    if s.confirmation is not None:
-        who = markdown_text(s.confirmation.subject, limit=40)
-        lines.append(f"- **Confirmed by:** {who} at {utc(s.confirmation.at)}")
-    for approval in s.approvals:
-        lines.append(f"- **Approved by:** {markdown_text(approval.reviewer, limit=40)} at {utc(approval.at)}")
-    if s.action_receipt is not None:
-        lines.append(f"- **Receipt:** {s.action_receipt.receipt_id} (SIMULATED)")
-    return lines
 
 
 def conversation_line(s: CaseState) -> str:

@@ -136,16 +136,22 @@ def with_timeout(settings: ModelSettings, seconds: float) -> ModelSettings:
 
 @asynccontextmanager
 async def scripted_world(
-    client: Client, state_dir: Path, provider: ScriptedProvider, **settings_overrides: Any
+    client: Client,
+    state_dir: Path,
+    provider: ScriptedProvider,
+    *,
+    directory: str | None = None,
+    **settings_overrides: Any,
 ) -> AsyncIterator[ScriptedWorld]:
-    """A world whose worker talks to ``provider``; ``settings_overrides`` (e.g. ``timeout_seconds``)
-    replace fields of the settings loaded from the provider's environment."""
+    """A world whose worker talks to ``provider`` (and reads ``directory``, else the test session's);
+    ``settings_overrides`` (e.g. ``timeout_seconds``) replace fields of the settings loaded from the
+    provider's environment."""
     settings = load_model_settings(provider.env())
     if "timeout_seconds" in settings_overrides:
         settings = with_timeout(settings, settings_overrides.pop("timeout_seconds"))
     if settings_overrides:
         settings = settings.model_copy(update=settings_overrides)
-    world, worker, cleanup = await open_world(client, state_dir, model_settings=settings)
+    world, worker, cleanup = await open_world(client, state_dir, model_settings=settings, directory=directory)
     try:
         async with worker:
             yield ScriptedWorld(world, provider, settings)

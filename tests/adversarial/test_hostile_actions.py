@@ -18,7 +18,6 @@ import pytest
 from sqlmodel import Session, select
 from temporalio.client import Client
 
-from activities.model.model_settings import load_model_settings
 from commerce_server.db import ActionProposalRow
 from commerce_server.tokens import DIRECTORY_ENV
 from contracts.action_policy import ActionKind, ActionRule
@@ -27,9 +26,8 @@ from contracts.names import StopCode
 from keystore import directory_location, load_directory, write_directory
 from keystore.directory_edit import set_action
 from rehearsal._plan import QUERIES
-from tests.adversarial.adversary import ScriptedWorld
+from tests.adversarial.adversary import ScriptedWorld, scripted_world
 from tests.adversarial.provider import ScriptedProvider, json_reply
-from tests.case_world import open_world
 from tests.credentials_support import use_test_keys
 
 pytestmark = pytest.mark.slow
@@ -61,16 +59,8 @@ async def actions_world(
         allowed = set_action(allowed, "qinghe", kind, ActionRule())
     write_directory(directory, allowed)
     monkeypatch.setenv(DIRECTORY_ENV, str(directory))  # the commerce server applies the same policy
-    settings = load_model_settings(provider.env())
-    world, worker, cleanup = await open_world(
-        temporal_client, tmp_path / "state", model_settings=settings, directory=str(directory)
-    )
-    try:
-        async with worker:
-            yield ScriptedWorld(world, provider, settings)
-    finally:
-        await cleanup()
-        world.engine.dispose()
+    async with scripted_world(temporal_client, tmp_path / "state", provider, directory=str(directory)) as world:
+        yield world
 
 
 def _proposals(adversary: ScriptedWorld) -> list[ActionProposalRow]:
