@@ -27,7 +27,7 @@ from contracts.commerce import Order, OrderStatus
 from contracts.credentials import CredentialRefused, key_set
 from contracts.errors import CommerceErrorCode
 from contracts.tools import ToolName
-from knowledge.action_rules import action_effect
+from knowledge.action_rules import OrderRecords, action_effect
 
 KIND = ActionKind.CANCEL_ORDER
 EXPIRING_SECONDS = 1
@@ -143,7 +143,8 @@ async def action_preview_exact(run: Run) -> str:
     rule = _rule(run)
     order = await _cancellable(run)
     proposal = await _preview(run, order.order_id)
-    expected = action_effect(ActionRequest(kind=KIND, case_id=proposal.case_id, order_id=order.order_id), order, None)
+    request = ActionRequest(kind=KIND, case_id=proposal.case_id, order_id=order.order_id)
+    expected = action_effect(request, OrderRecords(order=order))
     if proposal.effect != expected:
         raise CheckFailed(f"the proposal's effect {proposal.effect} is not the published rule's {expected}")
     if proposal.rule != rule or proposal.requires.customer != rule.customer_confirms:

@@ -55,6 +55,9 @@ class Fixture(BaseModel):
     cancellable_orders: list[str] = Field(default_factory=list)
     """The customer's orders that are still processing; each run cancels the first that still is (the
     action checks). None: those checks are not run."""
+    returnable_orders: list[str] = Field(default_factory=list)
+    """The customer's delivered orders inside the returns window whose items are not back yet; the kit
+    previews a return of the first (never executes one). None: the return checks are not run."""
     missing_order: str = Field(default="QH-9999", pattern=ORDER_ID_FORMAT)
     """An order id no one has."""
     unknown_sku: str = Field(default="ZZZZ-99")
@@ -78,10 +81,12 @@ DEMO_FIXTURE = Fixture(
     refundable_orders=["QH-1001", "QH-1002", "QH-1009"],
     foreign_order="QH-2001",
     cancellable_orders=["QH-1006"],
+    returnable_orders=["QH-1004"],
 )
 """The seeded demo data (``commerce_server/fixtures/commerce.json``): alice's three refundable orders,
-so three runs pass on one database before the kit has nothing left to pay, and her one processing order,
-which the first run cancels."""
+so three runs pass on one database before the kit has nothing left to pay, her one processing order,
+which the first run cancels, and her desk stand delivered four days before the fixture's today, whose
+return every run previews."""
 
 
 def load_fixture(path: Path | None) -> Fixture:

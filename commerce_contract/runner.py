@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from commerce_contract.checks_actions import action_checks
 from commerce_contract.checks_reads import error_classes, identity_scoping, tool_list
 from commerce_contract.checks_refunds import Check, refund_checks
+from commerce_contract.checks_returns import return_checks
 from commerce_contract.context import CheckFailed, CheckSkipped, Run
 from contracts.errors import SupportError, bounded
 
@@ -44,7 +45,7 @@ class CheckResult:
 
 def all_checks() -> list[Check]:
     """Every check, in the order it runs (the refund checks build on each other)."""
-    return [tool_list, error_classes, identity_scoping, *refund_checks(), *action_checks()]
+    return [tool_list, error_classes, identity_scoping, *refund_checks(), *action_checks(), *return_checks()]
 
 
 def check_names() -> list[str]:

@@ -6,10 +6,10 @@ answered from the record); then, with the claim held, the digest (the one sent, 
 recomputed from the stored fields must agree), the tenant's rule as this server's directory states it now
 (default deny; a rule changed since the proposal asks for a new one), everyone's agreement
 (:mod:`commerce_server.action_agreement`), the ledger, the effect computed again from today's order and
-its address (it must equal the proposal's) and the caps. Only then one transaction changes the order
-(guarded by its version), moves its address or voids its invoice where the effect says so, consumes every
-agreeing token, and completes the claim with the signed receipt. Any refusal releases the claim: a refusal
-is never cached.
+its records (it must equal the proposal's) and the caps. Only then one transaction changes the order
+(guarded by its version), moves its address, opens its return or voids its invoice where the effect says
+so, consumes every agreeing token, and completes the claim with the signed receipt. Any refusal releases
+the claim: a refusal is never cached.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from sqlalchemy import update
 from sqlmodel import Session
 
 from commerce_server.action_agreement import Agreed, check_agreement
-from commerce_server.action_preview import allowed_rule, shipping_address
+from commerce_server.action_preview import allowed_rule, order_records
 from commerce_server.action_receipts import signed_action_receipt
 from commerce_server.action_records import ExecutionState, check_caps, claim_execution, release_claim
 from commerce_server.db import (
@@ -32,6 +32,7 @@ from commerce_server.db import (
     ActionProposalRow,
     InvoiceRow,
     OrderRow,
+    ReturnRow,
     ShippingAddressRow,
 )
 from commerce_server.keys import CommerceKeys
@@ -108,7 +109,7 @@ class ActionExecutor:
             raise error_from_code(CommerceErrorCode.LEDGER_MISMATCH, "The proposal was made on another ledger.")
         order = self._read_order(self._session, proposal.effect.order_id)
         request = request_of(proposal.kind, proposal.case_id, proposal.effect)
-        effect = action_effect(request, order, shipping_address(self._session, order.order_id))
+        effect = action_effect(request, order_records(self._session, order, directory))
         if effect != proposal.effect:
             raise error_from_code(
                 CommerceErrorCode.ACTION_CHANGED, "The order changed since the proposal; ask for a new proposal."
@@ -137,6 +138,18 @@ class ActionExecutor:
             row = session.get(ShippingAddressRow, effect.order_id)
             session.add(
                 row.sqlmodel_update(address) if row else ShippingAddressRow(order_id=effect.order_id, **address)
+            )
+        if effect.return_opened is not None:
+            opened = effect.return_opened
+            session.add(
+                ReturnRow(
+                    order_id=effect.order_id,
+                    proposal_id=proposal.proposal_id,
+                    units=opened.units,
+                    refund_due_cents=opened.refund_due_cents,
+                    currency=effect.currency,
+                    opened_at=self._now,
+                )
             )
         if effect.invoice_void:
             session.exec(update(InvoiceRow).where(InvoiceRow.order_id == effect.order_id).values(state="void"))  # type: ignore[arg-type]

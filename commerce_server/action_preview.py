@@ -16,14 +16,14 @@ from typing import Any
 from sqlmodel import Session
 
 from commerce_server.action_records import check_caps
-from commerce_server.db import ActionProposalRow, ShippingAddressRow
+from commerce_server.db import ActionProposalRow, ReturnRow, ShippingAddressRow
 from contracts.action_policy import ActionKind, ActionRule
 from contracts.actions import ActionProposal, ActionRequest, Address, Agreement
 from contracts.commerce import Order
 from contracts.directory import Directory
 from contracts.errors import CommerceErrorCode, error_from_code
 from contracts.identity import Identity
-from knowledge.action_rules import action_effect
+from knowledge.action_rules import OrderRecords, action_effect
 
 
 def allowed_rule(directory: Directory, identity: Identity, kind: ActionKind) -> ActionRule:
@@ -37,10 +37,17 @@ def allowed_rule(directory: Directory, identity: Identity, kind: ActionKind) -> 
     return rule
 
 
-def shipping_address(session: Session, order_id: str) -> Address | None:
-    """Where ``order_id`` is delivered (read after the order itself, so only for an order of the caller)."""
-    row = session.get(ShippingAddressRow, order_id)
-    return None if row is None else Address.model_validate(row.model_dump(exclude={"order_id"}))
+def order_records(session: Session, order: Order, directory: Directory) -> OrderRecords:
+    """What the actions' rules read about ``order`` (read after the order itself, so only for an order of
+    the caller): its delivery address, whether a return is open, whose returns terms it follows."""
+    row = session.get(ShippingAddressRow, order.order_id)
+    address = None if row is None else Address.model_validate(row.model_dump(exclude={"order_id"}))
+    return OrderRecords(
+        order=order,
+        address=address,
+        return_open=session.get(ReturnRow, order.order_id) is not None,
+        policy_tenant=directory.policy_tenant(order.tenant),
+    )
 
 
 def preview_action(
@@ -55,7 +62,7 @@ def preview_action(
 ) -> ActionProposal:
     rule = allowed_rule(directory, identity, request.kind)
     order = read_order(session, request.order_id)
-    effect = action_effect(request, order, shipping_address(session, order.order_id))
+    effect = action_effect(request, order_records(session, order, directory))
     check_caps(session, identity, request.kind, rule, adding_cents=effect.refund_cents, now=now)
     lifetime = timedelta(minutes=rule.expires_minutes)
     if request.expires_in_seconds is not None:

@@ -238,6 +238,20 @@ class ActionExecutionRow(SQLModel, table=True):
     """The signed receipt's JSON (``done`` only): a replay answers it again."""
 
 
+class ReturnRow(SQLModel, table=True):
+    """A return opened by a ``return_items`` action: the units on their way back and the refund due once the
+    warehouse checks them in. One per order (written in the action's transaction)."""
+
+    __tablename__ = "returns"
+
+    order_id: str = Field(primary_key=True, foreign_key="orders.order_id", max_length=16)
+    proposal_id: str = Field(foreign_key="action_proposals.proposal_id", unique=True, max_length=32)
+    units: int
+    refund_due_cents: int
+    currency: str = Field(max_length=3)
+    opened_at: datetime = Field(sa_type=IsoDateTime)
+
+
 class ActionCredentialUseRow(SQLModel, table=True):
     """A confirmation or approval token id consumed by the action it agreed to: written in the action's
     transaction and never pruned, so a token agrees once."""
@@ -276,6 +290,7 @@ _TABLE_MODELS: tuple[type[SQLModel], ...] = (
     ActionProposalRow,
     ActionExecutionRow,
     ActionCredentialUseRow,
+    ReturnRow,
     LedgerRow,
 )
 

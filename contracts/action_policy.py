@@ -24,6 +24,11 @@ class ActionKind(StrEnum):
     CHANGE_ORDER_ADDRESS = "change_order_address"
     """Send one of the customer's orders that has not shipped yet to another address, free of charge
     (DELIVERY p01, p03)."""
+    RETURN_ITEMS = "return_items"
+    """Open the return of a delivered order's items, within the returns window and for goods the returns
+    terms do not exclude: the items' paid amount goes back to the original payment method once the
+    warehouse checks them in (RETURNS p02, p03). Every unit of the order line: a partial return is a person's
+    decision (RETURNS p03)."""
 
 
 MAX_PROPOSAL_MINUTES = 7 * 24 * 60

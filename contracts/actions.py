@@ -20,7 +20,7 @@ import re
 from datetime import datetime
 from enum import StrEnum
 
-from pydantic import Field, ValidationError
+from pydantic import Field, SerializerFunctionWrapHandler, ValidationError, model_serializer
 
 from contracts.action_policy import ActionKind, ActionRule
 from contracts.approval_claims import MAX_TOKEN_CHARS
@@ -90,6 +90,17 @@ class ActionRequest(FrozenModel):
     """A shorter life than the policy's for this proposal (never a longer one); None: the policy's."""
 
 
+class ReturnTerms(FrozenModel):
+    """A return the action opens: which units go back, and what the customer gets for them, when."""
+
+    units: int = Field(ge=1)
+    """Every unit of the order line (a partial return is a person's decision, RETURNS p03)."""
+    refund_due_cents: int = Field(ge=0)
+    """The items' paid amount less anything already refunded, paid back once the warehouse checks the
+    return in (RETURNS p02, p03); the delivery charge stays with the order."""
+    refund_to: RefundDestination = RefundDestination.ORIGINAL_PAYMENT_METHOD
+
+
 class ActionEffect(FrozenModel):
     """The exact change an action makes, as the commerce server computed it from its own records."""
 
@@ -108,6 +119,16 @@ class ActionEffect(FrozenModel):
     """The order's delivery address before and after (an address change only)."""
     policy_pages: tuple[str, ...]
     """The policy passages the action's rule comes from (``DELIVERY:p01``)."""
+    return_opened: ReturnTerms | None = None
+    """The return this action opens (``return_items`` only). Left out of the dump when None, so the
+    effects of the kinds that came before it, and their digests, read exactly as they were recorded."""
+
+    @model_serializer(mode="wrap")
+    def _without_absent_later_fields(self, handler: SerializerFunctionWrapHandler) -> dict[str, object]:
+        dumped: dict[str, object] = handler(self)
+        if self.return_opened is None:
+            dumped.pop("return_opened", None)
+        return dumped
 
 
 class Agreement(FrozenModel):

@@ -267,6 +267,10 @@ def action_rows(
     ]
     if effect.invoice_void:
         rows.append(CardRow("invoice", "void"))
+    if effect.return_opened is not None:
+        opened = effect.return_opened
+        due = money(opened.refund_due_cents, effect.currency)
+        rows.append(CardRow("return", f"{opened.units} unit(s); {due} → {opened.refund_to} once checked in"))
     if effect.address_after is not None:
         new = effect.address_after
         text = f"{new.recipient}, {new.phone}, {new.line1}, {new.city} {new.postcode}, {new.country}"

@@ -38,6 +38,9 @@ class Intent(StrEnum):
     ADDRESS_CHANGE = "address_change"
     """The customer asks to send an order to a new address (``change_order_address``); the host reads the
     address from their message (:func:`contracts.actions.address_in`), never from the model."""
+    RETURN = "return"
+    """The customer asks to send a delivered order back for a refund (``return_items``): opened now, the
+    refund paid once the warehouse checks the items in."""
     DELIVERY = "delivery"
     INVOICE = "invoice"
     WARRANTY = "warranty"

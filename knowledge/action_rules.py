@@ -1,5 +1,5 @@
-"""The executable rules of the actions: pure functions of the request and the order as the commerce
-server reads it.
+"""The executable rules of the actions: pure functions of the request and the order's records as the
+commerce server reads them (:class:`OrderRecords`).
 
 Each rule states the effect of one action kind exactly (status, money, destination, address) or refuses it
 with a sentence naming the policy it follows; it never takes an amount from anyone. The commerce server
@@ -10,11 +10,14 @@ proposal it was given.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import date
 
 from contracts.action_policy import ActionKind
-from contracts.actions import ActionEffect, ActionRequest, Address, RefundDestination
-from contracts.commerce import Order, OrderStatus
+from contracts.actions import ActionEffect, ActionRequest, Address, RefundDestination, ReturnTerms
+from contracts.commerce import FIXTURE_AS_OF, Order, OrderStatus
 from contracts.errors import CommerceErrorCode, SupportError, error_from_code
+from knowledge.refund_quote import refund_rules_for
 
 CANCEL_PAGES = ("DELIVERY:p01", "INVOICES:p02")
 """DELIVERY p01: a processing order may be cancelled by its account holder, the payment returned in full,
@@ -25,9 +28,25 @@ ADDRESS_PAGES = ("DELIVERY:p01", "DELIVERY:p03")
 order ships; after that it can no longer be changed in the merchant's system."""
 
 
-def cancellation_effect(request: ActionRequest, order: Order, address: Address | None) -> ActionEffect:
-    """Cancelling ``order``: from processing to cancelled, everything paid (items and delivery, less any
+@dataclass(frozen=True)
+class OrderRecords:
+    """What an action's rule reads about one order of the customer."""
+
+    order: Order
+    address: Address | None = None
+    """Where the order is delivered."""
+    return_open: bool = False
+    """A return of the order's items is already open."""
+    policy_tenant: str | None = None
+    """The tenant whose returns terms the order follows (the directory's ``policy_tenant``); None: its own."""
+    as_of: date = FIXTURE_AS_OF
+    """The day the returns window is counted to (the fixture world's today, as for the refund quote)."""
+
+
+def cancellation_effect(request: ActionRequest, records: OrderRecords) -> ActionEffect:
+    """Cancelling the order: from processing to cancelled, everything paid (items and delivery, less any
     refund already made) back to the original payment method, the invoice void."""
+    order = records.order
     if order.status is not OrderStatus.PROCESSING:
         raise _not_eligible(
             f"Only an order that is still processing can be cancelled (DELIVERY p01); this one is {order.status}."
@@ -46,8 +65,9 @@ def cancellation_effect(request: ActionRequest, order: Order, address: Address |
     )
 
 
-def address_change_effect(request: ActionRequest, order: Order, address: Address | None) -> ActionEffect:
-    """Sending ``order`` to ``request.address`` instead: only before it ships, free of charge."""
+def address_change_effect(request: ActionRequest, records: OrderRecords) -> ActionEffect:
+    """Sending the order to ``request.address`` instead: only before it ships, free of charge."""
+    order, address = records.order, records.address
     if request.address is None:
         raise error_from_code(CommerceErrorCode.INVALID_ARGUMENT, "An address change names the new address.")
     if order.status is not OrderStatus.PROCESSING:
@@ -70,18 +90,58 @@ def address_change_effect(request: ActionRequest, order: Order, address: Address
     )
 
 
-Rule = Callable[[ActionRequest, Order, Address | None], ActionEffect]
+def return_effect(request: ActionRequest, records: OrderRecords) -> ActionEffect:
+    """Opening the return of the order's items under the returns terms its tenant follows: delivered, within
+    the window counted from the delivery date, not custom-made or digital, not back already, no return open,
+    something left to refund. Nothing is paid now: the refund is due once the warehouse checks the return
+    in (RETURNS p02), and the order's status stays delivered."""
+    order = records.order
+    follows = records.policy_tenant or order.tenant
+    rules = refund_rules_for(follows)
+    pages = (rules.window_page, rules.amount_page)
+    if follows != rules.tenant or follows in rules.manual_review_tenants:
+        raise _not_eligible("This merchant's staff handle every return themselves; a person will take it from here.")
+    if order.status is not OrderStatus.DELIVERED or order.delivered_on is None:
+        raise _not_eligible(f"Only a delivered order can be returned ({pages[0]}); this one is {order.status}.")
+    if order.category.value in rules.excluded_categories:
+        raise _not_eligible(f"Custom-made and digital goods cannot be returned for a refund ({pages[1]}).")
+    days = (records.as_of - order.delivered_on).days
+    if days > rules.window_days:
+        raise _not_eligible(
+            f"Delivered {days} days ago: outside the {rules.window_days}-day returns window ({pages[0]})."
+        )
+    if order.return_received:
+        raise _not_eligible("The items are back at the warehouse already: what is left is the refund itself.")
+    if records.return_open:
+        raise _not_eligible("A return of this order is open already.")
+    due = order.paid_items_cents - order.refunded_cents
+    if due <= 0:
+        raise _not_eligible(f"The items' paid amount has been refunded in full already ({pages[1]}).")
+    return ActionEffect(
+        order_id=order.order_id,
+        order_version=order.version,
+        status_before=order.status,
+        status_after=order.status,
+        refund_cents=0,
+        currency=order.currency,
+        policy_pages=pages,
+        return_opened=ReturnTerms(units=order.quantity, refund_due_cents=due),
+    )
+
+
+Rule = Callable[[ActionRequest, OrderRecords], ActionEffect]
 
 RULES: dict[ActionKind, Rule] = {
     ActionKind.CANCEL_ORDER: cancellation_effect,
     ActionKind.CHANGE_ORDER_ADDRESS: address_change_effect,
+    ActionKind.RETURN_ITEMS: return_effect,
 }
 """The rule of each action kind (every :class:`ActionKind` has one)."""
 
 
-def action_effect(request: ActionRequest, order: Order, address: Address | None) -> ActionEffect:
-    """The effect of ``request`` on ``order`` (whose delivery address is ``address``), or the refusal."""
-    return RULES[request.kind](request, order, address)
+def action_effect(request: ActionRequest, records: OrderRecords) -> ActionEffect:
+    """The effect of ``request`` on the order ``records`` describe, or the refusal."""
+    return RULES[request.kind](request, records)
 
 
 def request_of(kind: ActionKind, case_id: str, effect: ActionEffect) -> ActionRequest:

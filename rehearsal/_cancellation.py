@@ -1,6 +1,6 @@
 """The rehearsal model's answers to the actions a customer asks for (a cancellation, a new delivery
-address): propose the action when the order is still processing and the evidence holds the pages the
-action's rule rests on, explain otherwise.
+address, a return): propose the action when the order's status allows it and the evidence holds the pages
+the action's rule rests on, explain otherwise. The commerce server decides the rest (a return's window).
 
 It states no amount and no address: the effect is computed by the commerce server (the new address read
 from the customer's message by the host) and told to the customer by code, with the proposal they confirm.
@@ -14,6 +14,7 @@ from rehearsal._evidence import Context, quote_citations
 
 CANCEL_PAGES = ("DELIVERY:p01", "INVOICES:p02")
 ADDRESS_PAGES = ("DELIVERY:p01", "DELIVERY:p03")
+RETURN_PAGES = ("RETURNS:p02", "RETURNS:p03")
 """The pages the cancellation rule cites (knowledge/action_rules.py); the rehearsal model reads them from
 the evidence like any other page, and proposes only when both are there."""
 
@@ -73,6 +74,45 @@ def address_change_answer(ctx: Context, order: dict[str, Any]) -> dict[str, Any]
             f"Order {order_id} is still processing, so its delivery address can be changed free of charge. The "
             "exact change follows for you to confirm; nothing has been changed yet.",
             f"订单 {order_id} 仍在处理中，可以免费修改收货地址。具体变更见下文，请您确认；目前尚未做任何更改。",
+        ),
+        citations,
+        "propose_action",
+    )
+
+
+def return_answer(ctx: Context, order: dict[str, Any]) -> dict[str, Any]:
+    order_id = order["order_id"]
+    citations = quote_citations(ctx, {"citations": list(RETURN_PAGES)})
+    if order.get("status") != "delivered" or order.get("category") in ("custom", "digital"):
+        return _reply(
+            ctx.say(
+                f"Order {order_id} cannot be returned for a refund: only delivered goods that are not custom-made "
+                "or digital can be.",
+                f"订单 {order_id} 无法退货退款：只有已签收且非定制、非数字的商品可以退货。",
+            ),
+            citations,
+            "answer" if citations else "handoff",
+        )
+    if order.get("return_received"):
+        return _reply(
+            ctx.say(
+                f"Order {order_id} is back at our warehouse already; ask me for its refund.",
+                f"订单 {order_id} 已退回仓库，如需退款请告诉我。",
+            ),
+            citations,
+            "answer" if citations else "handoff",
+        )
+    if len(citations) < len(RETURN_PAGES):
+        return _reply(
+            ctx.say("A colleague will help you with this return.", "工作人员将协助您办理退货。"), [], "handoff"
+        )
+    return _reply(
+        ctx.say(
+            f"Order {order_id} was delivered, so its return can be opened: once the warehouse checks the items in, "
+            "what you paid for them goes back to your original payment method (the delivery charge stays with the "
+            "order). The exact return follows for you to confirm; nothing has been changed yet.",
+            f"订单 {order_id} 已签收，可以办理退货：退货仓签收入库后，商品实付金额将原路退还（运费不退）。"
+            "具体方案见下文，请您确认；目前尚未做任何更改。",
         ),
         citations,
         "propose_action",

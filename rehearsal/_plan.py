@@ -55,6 +55,13 @@ _CANCEL = re.compile(
     r"\bcancel\b|取消订单|取消(?:我的|这个|该)?订单|帮我取消|我要取消|请取消",
     re.IGNORECASE,
 )
+_RETURN_ACTION = re.compile(
+    r"i (?:want|would like|'d like) to (?:return|send (?:it|them|QH-\S+|my \w+) back)|please return"
+    r"|return (?:QH-|my |the |this |it\b)|start a return"
+    r"|我要退货|我想退货|申请退货|帮我退货|办理退货|请帮我办理退货",
+    re.IGNORECASE,
+)
+"""A customer asking to send a delivered order back (``return``), not asking about returns in general."""
 _CANCEL_ACTION = re.compile(
     r"please cancel|cancel (?:QH-|my |the |this |it\b)|i (?:want|would like|'d like) to cancel"
     r"|请取消|取消订单|帮我取消|我要取消",
@@ -68,6 +75,10 @@ _ACTION = re.compile(
 )
 
 QUERIES: dict[str, dict[str, tuple[str, ...]]] = {
+    "return": {
+        "en": ("refund window delivery warehouse receipt", "refund amount freight exclusions"),
+        "zh": ("退款期限 签收 退货 仓库", "退款金额 运费 定制 数字商品"),
+    },
     "address_change": {
         "en": (
             "change the delivery address free of charge while the order is processing",
@@ -103,6 +114,10 @@ QUERIES: dict[str, dict[str, tuple[str, ...]]] = {
     },
 }
 _MILESTONES: dict[str, dict[str, tuple[str, ...]]] = {
+    "return": {
+        "en": ("read the order", "cite the returns window and amount pages", "propose the return"),
+        "zh": ("读取订单", "引用退货期限和金额页面", "提出退货方案"),
+    },
     "address_change": {
         "en": ("read the order", "cite the address change pages", "propose the new address"),
         "zh": ("读取订单", "引用修改地址的页面", "提出改址方案"),
@@ -160,7 +175,7 @@ def plan(context: dict[str, Any]) -> dict[str, Any]:
         "order_id": order_id,
         "action_requested": (intent == "refund" and bool(_ACTION.search(question)))
         or (intent == "cancellation" and bool(_CANCEL_ACTION.search(question)))
-        or intent == "address_change",
+        or intent in ("address_change", "return"),
         "queries": queries[:3],
         "milestones": list(milestones[:4]),
     }
@@ -174,6 +189,8 @@ def _intent(question: str) -> str:
         return "address_change"  # a new address in the host's form: the customer asks to send the order there
     if _CANCEL.search(question):
         return "cancellation"
+    if _RETURN_ACTION.search(question):
+        return "return"
     if _ACTION.search(question):
         return "refund"
     if any(word in lowered for word in _KEYWORDS["invoice"]):

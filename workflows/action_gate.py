@@ -21,15 +21,9 @@ from contracts.approval_claims import CredentialRefused
 from contracts.case import AcceptedConfirmation, CaseStatus
 from contracts.case_input import CaseState
 from contracts.identity import Identity
-from contracts.model_io import ComposedAnswer, Intent, Plan
+from contracts.model_io import ComposedAnswer, Plan
 from contracts.names import StopCode
-from workflows.deliver_gate import cited_pages
-
-ACTION_OF_INTENT: dict[Intent, ActionKind] = {
-    Intent.CANCELLATION: ActionKind.CANCEL_ORDER,
-    Intent.ADDRESS_CHANGE: ActionKind.CHANGE_ORDER_ADDRESS,
-}
-"""The actions a case proposes, by the plan's intent."""
+from workflows.deliver_gate import ACTION_OF_INTENT, cited_pages
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ from __future__ import annotations
 from datetime import datetime
 
 from contracts.action_policy import ActionKind
-from contracts.actions import ADDRESS_FORMAT, ActionEffect, ActionProposal, ActionReceipt, Address
+from contracts.actions import ADDRESS_FORMAT, ActionEffect, ActionProposal, ActionReceipt, Address, ReturnTerms
 from contracts.case import CaseStatus
 from contracts.commerce import OrderStatus
 from contracts.knowledge import Language
@@ -49,6 +49,8 @@ def effect_sentences(kind: ActionKind, effect: ActionEffect, language: Language)
             f"Order {order} will be sent to {_address(effect.address_after)} instead of "
             f"{_address(effect.address_before)}, free of charge."
         )
+    if effect.return_opened is not None:
+        return _return_sentences(order, effect.return_opened, effect.currency, language)
     money = _money(effect.refund_cents, effect.currency)
     if _zh(language):
         before = _STATUS_ZH.get(effect.status_before, effect.status_before)
@@ -63,6 +65,20 @@ def effect_sentences(kind: ActionKind, effect: ActionEffect, language: Language)
         f"and {money} ({effect.refund_cents} cents) goes back to your original payment method"
     )
     return text + ("; its invoice is voided." if effect.invoice_void else ".")
+
+
+def _return_sentences(order: str, opened: ReturnTerms, currency: str, language: Language) -> str:
+    due = _money(opened.refund_due_cents, currency)
+    if _zh(language):
+        return (
+            f"将为订单 {order} 办理退货（{opened.units} 件）：请将商品寄回，退货仓签收入库后，"
+            f"{due}（{opened.refund_due_cents} 分）将退回您的原支付方式；运费不退，入库前不会退款。"
+        )
+    return (
+        f"A return of order {order} will be opened for {opened.units} item(s): you send them back, and once the "
+        f"warehouse checks them in, {due} ({opened.refund_due_cents} cents) goes back to your original payment "
+        "method. The delivery charge stays with the order, and nothing is refunded before the check-in."
+    )
 
 
 def proposal_notice(action: ActionProposal, language: Language) -> str:
@@ -105,9 +121,23 @@ def waiting_notice(action: ActionProposal, confirmed: bool, language: Language, 
     )
 
 
-def receipt_notice(receipt: ActionReceipt, language: Language) -> str:
-    """The outcome, stated from the commerce server's signed receipt alone."""
+def receipt_notice(receipt: ActionReceipt, language: Language, *, opened: ReturnTerms | None = None) -> str:
+    """The outcome, stated from the commerce server's signed receipt (and, for a return, the terms of the
+    proposal its digest signs)."""
     money = _money(receipt.refund_cents, receipt.currency)
+    if receipt.kind is ActionKind.RETURN_ITEMS:
+        due = _money(opened.refund_due_cents, receipt.currency) if opened else None
+        if _zh(language):
+            due = due or "方案所述金额"
+            return (
+                f"订单 {receipt.order_id} 的退货已办理，回执号 {receipt.receipt_id}。请将商品寄回；退货仓签收入库后，"
+                f"{due} 将退回您的原支付方式。这是模拟操作（SIMULATED），所有数据均为虚构，没有真实资金流动。"
+            )
+        return (
+            f"The return of order {receipt.order_id} is open, receipt {receipt.receipt_id}. Please send the items "
+            f"back; once the warehouse checks them in, {due or 'the amount proposed'} goes back to your original "
+            "payment method. This is SIMULATED on fictional data; no real money moved."
+        )
     if receipt.kind is ActionKind.CHANGE_ORDER_ADDRESS:
         if _zh(language):
             return f"订单 {receipt.order_id} 的收货地址已更改，回执号 {receipt.receipt_id}。所有数据均为虚构。"

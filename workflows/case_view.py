@@ -95,9 +95,10 @@ def customer_answer(s: CaseState) -> tuple[str | None, AnswerSource | None]:
 def _action_answer(s: CaseState) -> tuple[str | None, AnswerSource | None]:
     """An action case's answer, all written by code: the receipt, the proposal while it waits, or its end."""
     language = s.case.language
-    if s.action_receipt is not None:
-        return action_receipt_notice(s.action_receipt, language), AnswerSource.RECEIPT
     assert s.action is not None
+    if s.action_receipt is not None:
+        opened = s.action.effect.return_opened
+        return action_receipt_notice(s.action_receipt, language, opened=opened), AnswerSource.RECEIPT
     status = s.lifecycle.status
     if status is CaseStatus.WAITING_APPROVAL or s.lifecycle.phase is Phase.SETTLE:
         return proposal_notice(s.action, language), AnswerSource.STATUS_NOTICE

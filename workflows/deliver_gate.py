@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from contracts.action_policy import ActionKind
 from contracts.case import CaseStatus
 from contracts.commerce import RefundQuote
 from contracts.model_io import ComposedAnswer, Intent, NextAction, Plan
@@ -80,8 +81,12 @@ def claims_payment(text: str) -> bool:
     return False
 
 
-ACTION_INTENTS = frozenset({Intent.CANCELLATION, Intent.ADDRESS_CHANGE})
-"""Intents whose request a case may propose as an action (:mod:`workflows.action_gate` maps each to its kind)."""
+ACTION_OF_INTENT: dict[Intent, ActionKind] = {
+    Intent.CANCELLATION: ActionKind.CANCEL_ORDER,
+    Intent.ADDRESS_CHANGE: ActionKind.CHANGE_ORDER_ADDRESS,
+    Intent.RETURN: ActionKind.RETURN_ITEMS,
+}
+"""The actions a case proposes, by the plan's intent (:mod:`workflows.action_gate` asks for them)."""
 
 
 @dataclass(frozen=True)
@@ -123,7 +128,7 @@ def decide_delivery(
     if answer.next_action is NextAction.PROPOSE_REFUND:
         return _refund_proposal_gate(plan, answer, quote)
     if answer.next_action is NextAction.PROPOSE_ACTION:
-        if plan.intent not in ACTION_INTENTS or not plan.action_requested or plan.order_id is None:
+        if plan.intent not in ACTION_OF_INTENT or not plan.action_requested or plan.order_id is None:
             return DeliveryDecision(CaseStatus.NEEDS_HUMAN, StopCode.ACTION_WITHOUT_REQUEST, plan.intent.value)
         return DeliveryDecision(None, StopCode.PROPOSAL_ADMITTED, admits_draft=True)
     if not answer.citations and plan.intent is not Intent.GREETING:

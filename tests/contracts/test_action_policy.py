@@ -15,7 +15,7 @@ from contracts.directory import Directory
 from contracts.errors import BusinessError
 from keystore import DEMO_DIRECTORY_PATH
 from keystore.directory_edit import set_action
-from knowledge.action_rules import action_effect
+from knowledge.action_rules import OrderRecords, action_effect
 from tests.case_data import ORDERS
 
 DEMO = Directory.model_validate_json(DEMO_DIRECTORY_PATH.read_text(encoding="utf-8"))
@@ -29,7 +29,7 @@ def effect(
     kind: ActionKind, order: Order, address: Address | None = None, current: Address | None = HOME
 ) -> ActionEffect:
     request = ActionRequest(kind=kind, case_id="case-1", order_id=order.order_id, address=address)
-    return action_effect(request, order, current)
+    return action_effect(request, OrderRecords(order=order, address=current))
 
 
 def test_no_tenant_allows_an_action_until_the_directory_says_so() -> None:

@@ -28,6 +28,7 @@ from commerce_server.db import (
     CoApprovalUseRow,
     OrderRow,
     RefundRow,
+    ReturnRow,
     ShippingAddressRow,
     make_engine,
 )
@@ -40,7 +41,9 @@ from keystore import directory_location, load_directory
 from keystore.signers import KeyFileSigner
 from tests.case_world import RoutedWorker, stress_options
 
-Row = TypeVar("Row", RefundRow, CoApprovalUseRow, OrderRow, ActionProposalRow, ActionExecutionRow, ShippingAddressRow)
+Row = TypeVar(
+    "Row", RefundRow, CoApprovalUseRow, OrderRow, ActionProposalRow, ActionExecutionRow, ShippingAddressRow, ReturnRow
+)
 ROOT = Path(__file__).resolve().parents[2]
 Completed = subprocess.CompletedProcess[str]
 ISOLATED = ("SUPPORT_DIRECTORY", "COMMERCE_DIRECTORY", "COMMERCE_SIGNING_KEY", "COMMERCE_DATABASE_URL")

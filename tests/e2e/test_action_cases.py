@@ -14,9 +14,6 @@ import asyncio
 import json
 from dataclasses import replace
 
-from temporalio.client import WorkflowHandle
-
-from activities.commerce.commerce_client import open_stdio_client
 from case_client import MessageRefused
 from case_client._conversation import new_message_id, send_message
 from case_history.action_trail import action_trail
@@ -24,16 +21,13 @@ from case_history.trail import Decoded, trail_from_history
 from case_history.verify_action import verify_action_chain
 from commerce_server.db import ActionExecutionRow, ActionProposalRow, OrderRow, ShippingAddressRow
 from contracts.action_policy import ActionKind
-from contracts.actions import ActionExecution, ActionReceipt
-from contracts.case import ActionExecuteRequest, CaseStatus, CaseView
+from contracts.case import CaseStatus, CaseView
 from contracts.commerce import OrderStatus
 from contracts.conversation import CustomerMessage, MessageRefusal
-from contracts.errors import SupportError
-from contracts.names import ActivityName, StopCode
-from contracts.payload_codec import CASE_DATA_CONVERTER
-from contracts.tools import ToolName
+from contracts.names import StopCode
 from keystore import directory_location, load_directory
 from keystore.signers import KeyFileSigner
+from tests.e2e.action_support import replay_and_conflict
 from tests.e2e.merchant_world import Merchant
 
 OPEN = (CaseStatus.QUEUED, CaseStatus.RUNNING, CaseStatus.WAITING_APPROVAL, CaseStatus.WAITING_CUSTOMER)
@@ -54,16 +48,6 @@ async def _waiting(shop: Merchant) -> CaseView:
 def _order_status(shop: Merchant, order_id: str = "QH-1006") -> OrderStatus:
     [row] = [row for row in shop._rows(OrderRow) if row.order_id == order_id]
     return OrderStatus(row.status)
-
-
-async def _execution_input(handle: WorkflowHandle) -> ActionExecuteRequest:
-    async for event in handle.fetch_history_events():
-        if event.HasField("activity_task_scheduled_event_attributes"):
-            attributes = event.activity_task_scheduled_event_attributes
-            if attributes.activity_type.name == ActivityName.EXECUTE_ACTION:
-                [request] = await CASE_DATA_CONVERTER.decode(attributes.input.payloads, [ActionExecuteRequest])
-                return request
-    raise AssertionError("no execute_action in the history")
 
 
 async def test_a_cancellation_the_customer_confirms_executes_once_and_replays(merchant: Merchant) -> None:
@@ -116,25 +100,7 @@ async def test_a_cancellation_the_customer_confirms_executes_once_and_replays(me
     assert as_json["action"]["execution"]["confirmation_claims"]["sub"] == "alice"
     assert "eyJ" not in json.dumps(as_json["action"])  # tokens appear as their claims, never as tokens
 
-    sent = await _execution_input(handle.workflow)
-    execution = ActionExecution(
-        proposal_id=action.proposal_id,
-        digest=action.digest,
-        idempotency_key=sent.idempotency_key,
-        confirmation_token=sent.confirmation_token,
-        approval_tokens=tuple(sent.approval_tokens),
-    )
-    async with open_stdio_client("alice", shop.state_dir) as commerce:
-        again = ActionReceipt.model_validate(
-            await commerce.call(ToolName.EXECUTE_ACTION, {"execution": execution.model_dump(mode="json")})
-        )
-        other = execution.model_copy(update={"confirmation_token": None})
-        try:
-            await commerce.call(ToolName.EXECUTE_ACTION, {"execution": other.model_dump(mode="json")})
-        except SupportError as refused:
-            conflict = refused.code
-        else:
-            raise AssertionError("another body under the same key executed")
+    again, conflict = await replay_and_conflict(shop, handle.workflow, action)
     assert again.replay and again.receipt_id == receipt.receipt_id
     assert conflict == "idempotency_conflict"
     assert len(shop._rows(ActionExecutionRow)) == 1 and _order_status(shop) is OrderStatus.CANCELLED

@@ -188,6 +188,9 @@ async def test_chinese_question_gets_chinese_plan_and_answer(gateway: ModelGatew
         ("你好", "greeting", None, False),
         ("Is lunar teleportation available?", "policy", None, False),
         ("refund QH-10011", "refund", None, True),
+        ("I want to return QH-1004, it is too small.", "return", "QH-1004", True),
+        ("我想退货 QH-1004", "return", "QH-1004", True),
+        ("How long do I have to send QH-1004 back and get my money?", "policy", "QH-1004", False),
     ],
 )
 async def test_plan_routes(

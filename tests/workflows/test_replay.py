@@ -283,7 +283,12 @@ async def test_current_release_history_replays_in_process_without_nondeterminism
     assert result.replay_failure is None
 
 
-ADDED_TO_0_12 = ("action_escalated_then_expired", "refund_escalated_then_expired", "action_address_confirmed")
+ADDED_TO_0_12 = (
+    "action_escalated_then_expired",
+    "refund_escalated_then_expired",
+    "action_address_confirmed",
+    "action_return_approved",
+)
 """Shapes recorded on 0.12 after its first generation (``record_histories.py --only``): each is committed and
 replays with the rest of the current release's histories."""
 ESCALATIONS = ADDED_TO_0_12[:2]

@@ -1,0 +1,58 @@
+"""The checks of ``return_items``: the proposal states the return the published rule computes from the
+order's records (every unit, the refund due on check-in, nothing paid now, the rule's pages), and a return
+of an order that is not delivered is refused before anyone is asked. The kit previews returns, never
+executes one, so every run checks the same order."""
+
+from __future__ import annotations
+
+from commerce_contract.checks_actions import _preview, _rule
+from commerce_contract.checks_refunds import Check
+from commerce_contract.context import CheckFailed, CheckSkipped, Run, fresh_case_id
+from contracts.action_policy import ActionKind
+from contracts.actions import ActionRequest
+from contracts.errors import CommerceErrorCode
+from contracts.tools import ToolName
+from knowledge.action_rules import OrderRecords, action_effect
+
+RETURN = ActionKind.RETURN_ITEMS
+
+
+async def action_return_preview_exact(run: Run) -> str:
+    rule = _rule(run, RETURN)
+    if not run.fixture.returnable_orders:
+        raise CheckSkipped("the fixture names no returnable_orders (a delivered order not back yet)")
+    order = await run.read_order(run.fixture.returnable_orders[0])
+    proposal = await _preview(run, order.order_id, RETURN)
+    follows = run.keys.directory.policy_tenant(run.customer.tenant)
+    request = ActionRequest(kind=RETURN, case_id=proposal.case_id, order_id=order.order_id)
+    expected = action_effect(request, OrderRecords(order=order, policy_tenant=follows))
+    if proposal.effect != expected:
+        raise CheckFailed(f"the return's effect {proposal.effect} is not the published rule's {expected}")
+    if proposal.rule != rule or proposal.computed_digest() != proposal.digest:
+        raise CheckFailed("the return's proposal states another rule, or its digest does not recompute")
+    opened = expected.return_opened
+    if opened is None:
+        raise CheckFailed(f"the published rule opens no return of {order.order_id}")
+    return (
+        f"{order.order_id}: {opened.units} unit(s) back, {opened.refund_due_cents} cents due on check-in, "
+        "nothing paid now, as the published rule says; digest recomputes"
+    )
+
+
+async def action_return_not_eligible(run: Run) -> str:
+    _rule(run, RETURN)
+    if not run.fixture.cancellable_orders:
+        raise CheckSkipped("the fixture names no cancellable_orders (an order that was never delivered)")
+    order_id = run.fixture.cancellable_orders[0]
+    request = ActionRequest(kind=RETURN, case_id=fresh_case_id(), order_id=order_id)
+    error = await run.refusal(
+        ToolName.PREVIEW_ACTION, {"request": request.model_dump(mode="json")}, case_id=request.case_id
+    )
+    if error.code != CommerceErrorCode.ACTION_NOT_ELIGIBLE:
+        raise CheckFailed(f"a return of undelivered order {order_id} was refused {error.code}")
+    return f"a return of undelivered order {order_id} refused action_not_eligible"
+
+
+def return_checks() -> list[Check]:
+    """The exact return, then the one it must refuse."""
+    return [action_return_preview_exact, action_return_not_eligible]
