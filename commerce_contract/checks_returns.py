@@ -1,7 +1,8 @@
-"""The checks of ``return_items``: the proposal states the return the published rule computes from the
-order's records (every unit, the refund due on check-in, nothing paid now, the rule's pages), and a return
-of an order that is not delivered is refused before anyone is asked. The kit previews returns, never
-executes one, so every run checks the same order."""
+"""The checks of ``return_items`` and ``exchange_items``: each proposal states what the published rule
+computes from the order's records and the catalogue (every unit, the refund or the price difference due on
+check-in, nothing paid now, the rule's pages), and one of an order that was never delivered is refused
+before anyone is asked. The kit previews returns and exchanges, never executes one, so every run checks the
+same order."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from contracts.tools import ToolName
 from knowledge.action_rules import OrderRecords, action_effect
 
 RETURN = ActionKind.RETURN_ITEMS
+EXCHANGE = ActionKind.EXCHANGE_ITEMS
 
 
 async def action_return_preview_exact(run: Run) -> str:
@@ -53,6 +55,48 @@ async def action_return_not_eligible(run: Run) -> str:
     return f"a return of undelivered order {order_id} refused action_not_eligible"
 
 
+async def action_exchange_preview_exact(run: Run) -> str:
+    rule = _rule(run, EXCHANGE)
+    sku_after = run.fixture.exchange_sku
+    if not run.fixture.returnable_orders or sku_after is None:
+        raise CheckSkipped("the fixture names no returnable_orders and exchange_sku (a variant to exchange for)")
+    order = await run.read_order(run.fixture.returnable_orders[0])
+    proposal = await _preview(run, order.order_id, EXCHANGE, sku_after=sku_after)
+    swap = proposal.effect.exchange_opened
+    if swap is None or (swap.sku_before, swap.sku_after, swap.units) != (order.sku, sku_after, order.quantity):
+        raise CheckFailed(f"the exchange's effect {proposal.effect} is not {order.sku} for {sku_after}, every unit")
+    effect = proposal.effect
+    if (effect.refund_cents, effect.status_after, effect.order_version) != (0, order.status, order.version):
+        raise CheckFailed("the exchange pays something now, moves the status, or states another order version")
+    if proposal.rule != rule or proposal.computed_digest() != proposal.digest:
+        raise CheckFailed("the exchange's proposal states another rule, or its digest does not recompute")
+    return (
+        f"{order.order_id}: {swap.units} x {swap.sku_before} for {swap.sku_after}, difference {swap.difference_cents} "
+        "cents on check-in, nothing paid now; digest recomputes"
+    )
+
+
+async def action_exchange_not_eligible(run: Run) -> str:
+    _rule(run, EXCHANGE)
+    if not run.fixture.cancellable_orders or run.fixture.exchange_sku is None:
+        raise CheckSkipped("the fixture names no cancellable_orders and exchange_sku")
+    order_id = run.fixture.cancellable_orders[0]
+    request = ActionRequest(
+        kind=EXCHANGE, case_id=fresh_case_id(), order_id=order_id, sku_after=run.fixture.exchange_sku
+    )
+    error = await run.refusal(
+        ToolName.PREVIEW_ACTION, {"request": request.model_dump(mode="json")}, case_id=request.case_id
+    )
+    if error.code != CommerceErrorCode.ACTION_NOT_ELIGIBLE:
+        raise CheckFailed(f"an exchange of undelivered order {order_id} was refused {error.code}")
+    return f"an exchange of undelivered order {order_id} refused action_not_eligible"
+
+
 def return_checks() -> list[Check]:
-    """The exact return, then the one it must refuse."""
-    return [action_return_preview_exact, action_return_not_eligible]
+    """The exact return and exchange, then the ones they must refuse."""
+    return [
+        action_return_preview_exact,
+        action_return_not_eligible,
+        action_exchange_preview_exact,
+        action_exchange_not_eligible,
+    ]

@@ -25,6 +25,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from contracts.actions import SKU_FORMAT
 from contracts.commerce import ORDER_ID_FORMAT
 from contracts.directory import Directory
 from contracts.errors import ConfigurationError
@@ -58,6 +59,9 @@ class Fixture(BaseModel):
     returnable_orders: list[str] = Field(default_factory=list)
     """The customer's delivered orders inside the returns window whose items are not back yet; the kit
     previews a return of the first (never executes one). None: the return checks are not run."""
+    exchange_sku: str | None = Field(default=None, pattern=SKU_FORMAT)
+    """Another available variant of the first returnable order's product: the kit previews an exchange of
+    that order for it (never executes one). None: the exchange checks are not run."""
     missing_order: str = Field(default="QH-9999", pattern=ORDER_ID_FORMAT)
     """An order id no one has."""
     unknown_sku: str = Field(default="ZZZZ-99")
@@ -82,11 +86,12 @@ DEMO_FIXTURE = Fixture(
     foreign_order="QH-2001",
     cancellable_orders=["QH-1006"],
     returnable_orders=["QH-1004"],
+    exchange_sku="DESK-09",
 )
 """The seeded demo data (``commerce_server/fixtures/commerce.json``): alice's three refundable orders,
 so three runs pass on one database before the kit has nothing left to pay, her one processing order,
 which the first run cancels, and her desk stand delivered four days before the fixture's today, whose
-return every run previews."""
+return, and exchange for the large stand, every run previews."""
 
 
 def load_fixture(path: Path | None) -> Fixture:

@@ -7,9 +7,9 @@ recomputed from the stored fields must agree), the tenant's rule as this server'
 (default deny; a rule changed since the proposal asks for a new one), everyone's agreement
 (:mod:`commerce_server.action_agreement`), the ledger, the effect computed again from today's order and
 its records (it must equal the proposal's) and the caps. Only then one transaction changes the order
-(guarded by its version), moves its address, opens its return or voids its invoice where the effect says
-so, consumes every agreeing token, and completes the claim with the signed receipt. Any refusal releases
-the claim: a refusal is never cached.
+(guarded by its version), moves its address, opens its return or exchange or voids its invoice where the
+effect says so, consumes every agreeing token, and completes the claim with the signed receipt. Any
+refusal releases the claim: a refusal is never cached.
 """
 
 from __future__ import annotations
@@ -30,6 +30,7 @@ from commerce_server.db import (
     ActionCredentialUseRow,
     ActionExecutionRow,
     ActionProposalRow,
+    ExchangeRow,
     InvoiceRow,
     OrderRow,
     ReturnRow,
@@ -133,26 +134,7 @@ class ActionExecutor:
             raise error_from_code(
                 CommerceErrorCode.ACTION_CHANGED, "The order changed while the action ran; ask for a new proposal."
             )
-        if effect.address_after is not None:
-            address = effect.address_after.model_dump()
-            row = session.get(ShippingAddressRow, effect.order_id)
-            session.add(
-                row.sqlmodel_update(address) if row else ShippingAddressRow(order_id=effect.order_id, **address)
-            )
-        if effect.return_opened is not None:
-            opened = effect.return_opened
-            session.add(
-                ReturnRow(
-                    order_id=effect.order_id,
-                    proposal_id=proposal.proposal_id,
-                    units=opened.units,
-                    refund_due_cents=opened.refund_due_cents,
-                    currency=effect.currency,
-                    opened_at=self._now,
-                )
-            )
-        if effect.invoice_void:
-            session.exec(update(InvoiceRow).where(InvoiceRow.order_id == effect.order_id).values(state="void"))  # type: ignore[arg-type]
+        write_effect_records(session, proposal, now=self._now)
         for jti, subject in agreed.uses(self._identity.subject):
             session.add(
                 ActionCredentialUseRow(jti=jti, proposal_id=proposal.proposal_id, subject=subject, used_at=self._now)
@@ -182,3 +164,40 @@ class ActionExecutor:
             extra=log_fields(case_id=proposal.case_id, tool="execute_action"),
         )
         return receipt
+
+
+def write_effect_records(session: Session, proposal: ActionProposal, *, now: datetime) -> None:
+    """What the effect changes beside the order's row, in the action's transaction: the delivery address,
+    the return or exchange it opens, the invoice it voids."""
+    effect = proposal.effect
+    if effect.address_after is not None:
+        address = effect.address_after.model_dump()
+        row = session.get(ShippingAddressRow, effect.order_id)
+        session.add(row.sqlmodel_update(address) if row else ShippingAddressRow(order_id=effect.order_id, **address))
+    opened, swap = effect.return_opened, effect.exchange_opened
+    if opened is not None:
+        session.add(
+            ReturnRow(
+                order_id=effect.order_id,
+                proposal_id=proposal.proposal_id,
+                units=opened.units,
+                refund_due_cents=opened.refund_due_cents,
+                currency=effect.currency,
+                opened_at=now,
+            )
+        )
+    if swap is not None:
+        session.add(
+            ExchangeRow(
+                order_id=effect.order_id,
+                proposal_id=proposal.proposal_id,
+                sku_before=swap.sku_before,
+                sku_after=swap.sku_after,
+                units=swap.units,
+                difference_cents=swap.difference_cents,
+                currency=effect.currency,
+                opened_at=now,
+            )
+        )
+    if effect.invoice_void:
+        session.exec(update(InvoiceRow).where(InvoiceRow.order_id == effect.order_id).values(state="void"))  # type: ignore[arg-type]

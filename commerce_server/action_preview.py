@@ -13,13 +13,13 @@ from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlmodel import Session
+from sqlmodel import Session, select
 
 from commerce_server.action_records import check_caps
-from commerce_server.db import ActionProposalRow, ReturnRow, ShippingAddressRow
+from commerce_server.db import ActionProposalRow, ExchangeRow, ProductVariantRow, ReturnRow, ShippingAddressRow
 from contracts.action_policy import ActionKind, ActionRule
 from contracts.actions import ActionProposal, ActionRequest, Address, Agreement
-from contracts.commerce import Order
+from contracts.commerce import Order, ProductVariant
 from contracts.directory import Directory
 from contracts.errors import CommerceErrorCode, error_from_code
 from contracts.identity import Identity
@@ -39,15 +39,27 @@ def allowed_rule(directory: Directory, identity: Identity, kind: ActionKind) -> 
 
 def order_records(session: Session, order: Order, directory: Directory) -> OrderRecords:
     """What the actions' rules read about ``order`` (read after the order itself, so only for an order of
-    the caller): its delivery address, whether a return is open, whose returns terms it follows."""
+    the caller): its delivery address, whether a return or exchange is open, whose returns terms it
+    follows, and its product's variants."""
     row = session.get(ShippingAddressRow, order.order_id)
     address = None if row is None else Address.model_validate(row.model_dump(exclude={"order_id"}))
+    opened = session.get(ReturnRow, order.order_id) or session.get(ExchangeRow, order.order_id)
     return OrderRecords(
         order=order,
         address=address,
-        return_open=session.get(ReturnRow, order.order_id) is not None,
+        return_open=opened is not None,
         policy_tenant=directory.policy_tenant(order.tenant),
+        variants=product_family(session, order.sku),
     )
+
+
+def product_family(session: Session, sku: str) -> tuple[ProductVariant, ...]:
+    """The catalogue's variants of ``sku``'s product, ``sku`` among them (none: it has no variants)."""
+    own = session.get(ProductVariantRow, sku)
+    if own is None:
+        return ()
+    family = session.exec(select(ProductVariantRow).where(ProductVariantRow.family == own.family))
+    return tuple(ProductVariant.model_validate(row.model_dump()) for row in family)
 
 
 def preview_action(

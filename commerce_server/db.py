@@ -50,6 +50,20 @@ class ProductRow(SQLModel, table=True):
     warranty_months: int
 
 
+class ProductVariantRow(SQLModel, table=True):
+    """A product's place in its family of variants, its list price and whether it is on sale (what an
+    exchange may swap an item for). A product without a row has no variants."""
+
+    __tablename__ = "product_variants"
+
+    sku: str = Field(primary_key=True, foreign_key="products.sku", max_length=32)
+    family: str = Field(index=True, max_length=32)
+    label_en: str = Field(max_length=40)
+    label_zh: str = Field(max_length=40)
+    list_cents: int
+    available: bool
+
+
 class OrderRow(SQLModel, table=True):
     """One order line with its balances; ``version`` goes up with every change to them."""
 
@@ -252,6 +266,22 @@ class ReturnRow(SQLModel, table=True):
     opened_at: datetime = Field(sa_type=IsoDateTime)
 
 
+class ExchangeRow(SQLModel, table=True):
+    """An exchange opened by an ``exchange_items`` action: the variant going back, the one coming out and
+    the price difference settled on check-in (above 0 charged, below 0 refunded). One per order."""
+
+    __tablename__ = "exchanges"
+
+    order_id: str = Field(primary_key=True, foreign_key="orders.order_id", max_length=16)
+    proposal_id: str = Field(foreign_key="action_proposals.proposal_id", unique=True, max_length=32)
+    sku_before: str = Field(foreign_key="products.sku", max_length=32)
+    sku_after: str = Field(foreign_key="products.sku", max_length=32)
+    units: int
+    difference_cents: int
+    currency: str = Field(max_length=3)
+    opened_at: datetime = Field(sa_type=IsoDateTime)
+
+
 class ActionCredentialUseRow(SQLModel, table=True):
     """A confirmation or approval token id consumed by the action it agreed to: written in the action's
     transaction and never pruned, so a token agrees once."""
@@ -278,6 +308,7 @@ LEDGER_ROW = "commerce"
 
 _TABLE_MODELS: tuple[type[SQLModel], ...] = (
     ProductRow,
+    ProductVariantRow,
     OrderRow,
     ShippingAddressRow,
     ShipmentEventRow,
@@ -291,6 +322,7 @@ _TABLE_MODELS: tuple[type[SQLModel], ...] = (
     ActionExecutionRow,
     ActionCredentialUseRow,
     ReturnRow,
+    ExchangeRow,
     LedgerRow,
 )
 

@@ -24,6 +24,7 @@ from commerce_server.db import (
     LedgerRow,
     OrderRow,
     ProductRow,
+    ProductVariantRow,
     ShipmentEventRow,
     ShippingAddressRow,
     create_schema,
@@ -36,6 +37,7 @@ _SEED_ATTEMPTS = 3
 # Each fixture table with the columns that identify a row, parents before children.
 _TABLE_KEYS: tuple[tuple[str, type[SQLModel], tuple[str, ...]], ...] = (
     ("products", ProductRow, ("sku",)),
+    ("product_variants", ProductVariantRow, ("sku",)),
     ("orders", OrderRow, ("order_id",)),
     ("shipping_addresses", ShippingAddressRow, ("order_id",)),
     ("invoices", InvoiceRow, ("invoice_id",)),
@@ -73,6 +75,7 @@ def fixture_rows(fixture: dict[str, Any]) -> dict[str, list[SQLModel]]:
     """The fixture as table rows, keyed by table name."""
     rows: dict[str, list[SQLModel]] = {
         "products": [ProductRow.model_validate(product) for product in fixture["products"]],
+        "product_variants": [ProductVariantRow.model_validate(variant) for variant in fixture.get("variants", [])],
         "orders": [],
         "shipping_addresses": [],
         "invoices": [],

@@ -29,6 +29,10 @@ class ActionKind(StrEnum):
     terms do not exclude: the items' paid amount goes back to the original payment method once the
     warehouse checks them in (RETURNS p02, p03). Every unit of the order line: a partial return is a person's
     decision (RETURNS p03)."""
+    EXCHANGE_ITEMS = "exchange_items"
+    """Open the exchange of a delivered order's items for another available variant of the same product,
+    within the returns window: the list-price difference is charged to, or refunded to, the original
+    payment method when the warehouse checks the items in (EXCHANGES p01, p02)."""
 
 
 MAX_PROPOSAL_MINUTES = 7 * 24 * 60

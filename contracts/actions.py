@@ -54,6 +54,18 @@ class Address(FrozenModel):
     """ISO 3166-1 alpha-2 (``CN``)."""
 
 
+SKU_FORMAT = r"^[A-Z]{1,9}-[0-9]{2}$"
+"""A product code (``LAMP-07``), as the catalogue and the product tool write it."""
+SKU_IN_TEXT = re.compile(r"(?<![A-Za-z0-9-])([A-Z]{1,9}-[0-9]{2})(?![A-Za-z0-9-])")
+
+
+def sku_in(text: str) -> str | None:
+    """The one product code a customer's message names (the variant they want in exchange), read by code
+    like the order id: None when there is none or more than one. They confirm it shown back in the proposal."""
+    found = set(SKU_IN_TEXT.findall(text))
+    return found.pop() if len(found) == 1 else None
+
+
 ADDRESS_IN_TEXT = re.compile(r"\bto[:：]\s*([^\n]+?)\s*[.!。！]?\s*$", re.IGNORECASE | re.MULTILINE)
 """A new delivery address as a customer writes it: ``to: recipient, phone, street, city, postcode, country``."""
 ADDRESS_FORMAT = "to: recipient, phone, street, city, postcode, country"
@@ -86,6 +98,8 @@ class ActionRequest(FrozenModel):
     order_id: str = Field(pattern=ORDER_ID_FORMAT)
     address: Address | None = None
     """The new address (``change_order_address`` only)."""
+    sku_after: str | None = Field(default=None, pattern=SKU_FORMAT)
+    """The variant to exchange the order's item for (``exchange_items`` only)."""
     expires_in_seconds: int | None = Field(default=None, ge=1, le=7 * 24 * 3600)
     """A shorter life than the policy's for this proposal (never a longer one); None: the policy's."""
 
@@ -99,6 +113,19 @@ class ReturnTerms(FrozenModel):
     """The items' paid amount less anything already refunded, paid back once the warehouse checks the
     return in (RETURNS p02, p03); the delivery charge stays with the order."""
     refund_to: RefundDestination = RefundDestination.ORIGINAL_PAYMENT_METHOD
+
+
+class ExchangeTerms(FrozenModel):
+    """An exchange the action opens: which variant goes back, which comes out, and the price difference."""
+
+    sku_before: str
+    sku_after: str
+    units: int = Field(ge=1)
+    """Every unit of the order line (a partial exchange is a person's decision, EXCHANGES p01)."""
+    difference_cents: int
+    """The list-price difference for every unit: above 0 charged to the customer, below 0 refunded to them,
+    settled with ``settle_with`` once the warehouse checks the items in (EXCHANGES p02)."""
+    settle_with: RefundDestination = RefundDestination.ORIGINAL_PAYMENT_METHOD
 
 
 class ActionEffect(FrozenModel):
@@ -120,15 +147,22 @@ class ActionEffect(FrozenModel):
     policy_pages: tuple[str, ...]
     """The policy passages the action's rule comes from (``DELIVERY:p01``)."""
     return_opened: ReturnTerms | None = None
-    """The return this action opens (``return_items`` only). Left out of the dump when None, so the
-    effects of the kinds that came before it, and their digests, read exactly as they were recorded."""
+    """The return this action opens (``return_items`` only)."""
+    exchange_opened: ExchangeTerms | None = None
+    """The exchange this action opens (``exchange_items`` only)."""
 
     @model_serializer(mode="wrap")
     def _without_absent_later_fields(self, handler: SerializerFunctionWrapHandler) -> dict[str, object]:
+        """The fields added after the first kinds are left out of the dump when None, so the effects of the
+        kinds that came before them, and their digests, read exactly as they were recorded."""
         dumped: dict[str, object] = handler(self)
-        if self.return_opened is None:
-            dumped.pop("return_opened", None)
+        for name in LATER_EFFECT_FIELDS:
+            if dumped.get(name, ...) is None:
+                del dumped[name]
         return dumped
+
+
+LATER_EFFECT_FIELDS = ("return_opened", "exchange_opened")
 
 
 class Agreement(FrozenModel):

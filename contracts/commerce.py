@@ -70,6 +70,19 @@ class Product(_Frozen):
     warranty_months: int
 
 
+class ProductVariant(_Frozen):
+    """One variant of a product family in the catalogue: what an exchange may swap an item for."""
+
+    sku: str
+    family: str
+    """Variants of one product share it (``reading-lamp``); an exchange stays inside it."""
+    label_en: str
+    label_zh: str
+    list_cents: int
+    available: bool
+    """On sale now: only an available variant can be chosen."""
+
+
 class Order(_Frozen):
     """One order as the commerce server reports it to its owner."""
 

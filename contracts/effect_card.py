@@ -271,6 +271,12 @@ def action_rows(
         opened = effect.return_opened
         due = money(opened.refund_due_cents, effect.currency)
         rows.append(CardRow("return", f"{opened.units} unit(s); {due} → {opened.refund_to} once checked in"))
+    if effect.exchange_opened is not None:
+        swap = effect.exchange_opened
+        difference = money(abs(swap.difference_cents), effect.currency)
+        direction = "charged" if swap.difference_cents > 0 else "refunded" if swap.difference_cents else "none"
+        rows.append(CardRow("exchange", f"{swap.units} × {swap.sku_before} → {swap.sku_after}"))
+        rows.append(CardRow("difference", f"{difference} {direction} ({swap.settle_with}) once checked in"))
     if effect.address_after is not None:
         new = effect.address_after
         text = f"{new.recipient}, {new.phone}, {new.line1}, {new.city} {new.postcode}, {new.country}"

@@ -41,6 +41,9 @@ class Intent(StrEnum):
     RETURN = "return"
     """The customer asks to send a delivered order back for a refund (``return_items``): opened now, the
     refund paid once the warehouse checks the items in."""
+    EXCHANGE = "exchange"
+    """The customer asks to exchange a delivered order's item for another variant of the same product
+    (``exchange_items``); the host reads the variant's product code from their message, never from the model."""
     DELIVERY = "delivery"
     INVOICE = "invoice"
     WARRANTY = "warranty"

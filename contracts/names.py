@@ -110,6 +110,8 @@ class StopCode(StrEnum):
     MORE_INPUT_NEEDED = "more_input_needed"
     ADDRESS_NEEDED = "address_needed"
     """An address change whose message states no new address in the form the host reads."""
+    VARIANT_NEEDED = "variant_needed"
+    """An exchange whose message names no one product code of the variant wanted."""
     REVIEW_INSUFFICIENT_EVIDENCE = "review_insufficient_evidence"
     # a person takes over
     PLAN_NAMES_ORDER_NOT_IN_QUESTION = "plan_names_order_not_in_question"

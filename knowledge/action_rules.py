@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from datetime import date
 
 from contracts.action_policy import ActionKind
-from contracts.actions import ActionEffect, ActionRequest, Address, RefundDestination, ReturnTerms
-from contracts.commerce import FIXTURE_AS_OF, Order, OrderStatus
+from contracts.actions import ActionEffect, ActionRequest, Address, ExchangeTerms, RefundDestination, ReturnTerms
+from contracts.commerce import FIXTURE_AS_OF, Order, OrderStatus, ProductVariant
 from contracts.errors import CommerceErrorCode, SupportError, error_from_code
 from knowledge.refund_quote import refund_rules_for
 
@@ -24,6 +24,10 @@ CANCEL_PAGES = ("DELIVERY:p01", "INVOICES:p02")
 delivery charge included, to the original payment method; once shipped it cannot. INVOICES p02: the
 invoice of an order cancelled before shipping is void."""
 ADDRESS_PAGES = ("DELIVERY:p01", "DELIVERY:p03")
+EXCHANGE_PAGES = ("EXCHANGES:p01", "EXCHANGES:p02")
+"""EXCHANGES p01: a delivered item may be exchanged, every unit, for another available variant of the same
+product within the returns window; p02: the list-price difference is settled with the original payment
+method when the warehouse checks the item in."""
 """DELIVERY p01 and p03: the account holder may change the delivery address free of charge until the
 order ships; after that it can no longer be changed in the merchant's system."""
 
@@ -36,7 +40,9 @@ class OrderRecords:
     address: Address | None = None
     """Where the order is delivered."""
     return_open: bool = False
-    """A return of the order's items is already open."""
+    """A return or an exchange of the order's items is already open."""
+    variants: tuple[ProductVariant, ...] = ()
+    """The variants of the order's product as the catalogue states them (its own among them)."""
     policy_tenant: str | None = None
     """The tenant whose returns terms the order follows (the directory's ``policy_tenant``); None: its own."""
     as_of: date = FIXTURE_AS_OF
@@ -92,28 +98,13 @@ def address_change_effect(request: ActionRequest, records: OrderRecords) -> Acti
 
 def return_effect(request: ActionRequest, records: OrderRecords) -> ActionEffect:
     """Opening the return of the order's items under the returns terms its tenant follows: delivered, within
-    the window counted from the delivery date, not custom-made or digital, not back already, no return open,
-    something left to refund. Nothing is paid now: the refund is due once the warehouse checks the return
-    in (RETURNS p02), and the order's status stays delivered."""
+    the window counted from the delivery date, not custom-made or digital, not back already, no return or
+    exchange open, something left to refund. Nothing is paid now: the refund is due once the warehouse
+    checks the return in (RETURNS p02), and the order's status stays delivered."""
     order = records.order
-    follows = records.policy_tenant or order.tenant
-    rules = refund_rules_for(follows)
+    rules = refund_rules_for(records.policy_tenant or order.tenant)
     pages = (rules.window_page, rules.amount_page)
-    if follows != rules.tenant or follows in rules.manual_review_tenants:
-        raise _not_eligible("This merchant's staff handle every return themselves; a person will take it from here.")
-    if order.status is not OrderStatus.DELIVERED or order.delivered_on is None:
-        raise _not_eligible(f"Only a delivered order can be returned ({pages[0]}); this one is {order.status}.")
-    if order.category.value in rules.excluded_categories:
-        raise _not_eligible(f"Custom-made and digital goods cannot be returned for a refund ({pages[1]}).")
-    days = (records.as_of - order.delivered_on).days
-    if days > rules.window_days:
-        raise _not_eligible(
-            f"Delivered {days} days ago: outside the {rules.window_days}-day returns window ({pages[0]})."
-        )
-    if order.return_received:
-        raise _not_eligible("The items are back at the warehouse already: what is left is the refund itself.")
-    if records.return_open:
-        raise _not_eligible("A return of this order is open already.")
+    _check_returnable(records, window_page=pages[0], exclusion_page=pages[1], what="returned")
     due = order.paid_items_cents - order.refunded_cents
     if due <= 0:
         raise _not_eligible(f"The items' paid amount has been refunded in full already ({pages[1]}).")
@@ -129,12 +120,71 @@ def return_effect(request: ActionRequest, records: OrderRecords) -> ActionEffect
     )
 
 
+def exchange_effect(request: ActionRequest, records: OrderRecords) -> ActionEffect:
+    """Opening the exchange of the order's items for ``request.sku_after``: returnable as for a return (the
+    same window, EXCHANGES p01), another available variant of the same product, every unit; the list-price
+    difference per unit times the units, charged or refunded with the original payment method once the
+    warehouse checks the items in (EXCHANGES p02). Nothing is paid now; the status stays delivered."""
+    order = records.order
+    if request.sku_after is None:
+        raise error_from_code(CommerceErrorCode.INVALID_ARGUMENT, "An exchange names the variant wanted (sku_after).")
+    _check_returnable(records, window_page=EXCHANGE_PAGES[0], exclusion_page=EXCHANGE_PAGES[0], what="exchanged")
+    variants = {variant.sku: variant for variant in records.variants}
+    before, after = variants.get(order.sku), variants.get(request.sku_after)
+    if before is None or after is None or after.family != before.family:
+        raise _not_eligible(
+            f"{request.sku_after} is not another variant of the product on this order ({EXCHANGE_PAGES[0]})."
+        )
+    if after.sku == before.sku:
+        raise _not_eligible(f"The order already holds {after.sku}.")
+    if not after.available:
+        raise _not_eligible(f"{after.sku} ({after.label_en}) is sold out and cannot be chosen ({EXCHANGE_PAGES[0]}).")
+    return ActionEffect(
+        order_id=order.order_id,
+        order_version=order.version,
+        status_before=order.status,
+        status_after=order.status,
+        refund_cents=0,
+        currency=order.currency,
+        policy_pages=EXCHANGE_PAGES,
+        exchange_opened=ExchangeTerms(
+            sku_before=before.sku,
+            sku_after=after.sku,
+            units=order.quantity,
+            difference_cents=(after.list_cents - before.list_cents) * order.quantity,
+        ),
+    )
+
+
+def _check_returnable(records: OrderRecords, *, window_page: str, exclusion_page: str, what: str) -> None:
+    """What a return and an exchange both require of the order, under its tenant's returns window."""
+    order = records.order
+    follows = records.policy_tenant or order.tenant
+    rules = refund_rules_for(follows)
+    if follows != rules.tenant or follows in rules.manual_review_tenants:
+        raise _not_eligible("This merchant's staff handle every return themselves; a person will take it from here.")
+    if order.status is not OrderStatus.DELIVERED or order.delivered_on is None:
+        raise _not_eligible(f"Only a delivered order can be {what} ({window_page}); this one is {order.status}.")
+    if order.category.value in rules.excluded_categories:
+        raise _not_eligible(f"Custom-made and digital goods cannot be {what} ({exclusion_page}).")
+    days = (records.as_of - order.delivered_on).days
+    if days > rules.window_days:
+        raise _not_eligible(
+            f"Delivered {days} days ago: outside the {rules.window_days}-day returns window ({window_page})."
+        )
+    if order.return_received:
+        raise _not_eligible("The items are back at the warehouse already: what is left is the refund itself.")
+    if records.return_open:
+        raise _not_eligible("A return or an exchange of this order is open already.")
+
+
 Rule = Callable[[ActionRequest, OrderRecords], ActionEffect]
 
 RULES: dict[ActionKind, Rule] = {
     ActionKind.CANCEL_ORDER: cancellation_effect,
     ActionKind.CHANGE_ORDER_ADDRESS: address_change_effect,
     ActionKind.RETURN_ITEMS: return_effect,
+    ActionKind.EXCHANGE_ITEMS: exchange_effect,
 }
 """The rule of each action kind (every :class:`ActionKind` has one)."""
 
@@ -146,7 +196,14 @@ def action_effect(request: ActionRequest, records: OrderRecords) -> ActionEffect
 
 def request_of(kind: ActionKind, case_id: str, effect: ActionEffect) -> ActionRequest:
     """The request a proposal with ``effect`` answered (to compute its effect again before executing)."""
-    return ActionRequest(kind=kind, case_id=case_id, order_id=effect.order_id, address=effect.address_after)
+    exchange = effect.exchange_opened
+    return ActionRequest(
+        kind=kind,
+        case_id=case_id,
+        order_id=effect.order_id,
+        address=effect.address_after,
+        sku_after=exchange.sku_after if exchange else None,
+    )
 
 
 def _not_eligible(message: str) -> SupportError:

@@ -15,6 +15,7 @@ from rehearsal._evidence import Context, quote_citations
 CANCEL_PAGES = ("DELIVERY:p01", "INVOICES:p02")
 ADDRESS_PAGES = ("DELIVERY:p01", "DELIVERY:p03")
 RETURN_PAGES = ("RETURNS:p02", "RETURNS:p03")
+EXCHANGE_PAGES = ("EXCHANGES:p01", "EXCHANGES:p02")
 """The pages the cancellation rule cites (knowledge/action_rules.py); the rehearsal model reads them from
 the evidence like any other page, and proposes only when both are there."""
 
@@ -112,6 +113,36 @@ def return_answer(ctx: Context, order: dict[str, Any]) -> dict[str, Any]:
             "what you paid for them goes back to your original payment method (the delivery charge stays with the "
             "order). The exact return follows for you to confirm; nothing has been changed yet.",
             f"订单 {order_id} 已签收，可以办理退货：退货仓签收入库后，商品实付金额将原路退还（运费不退）。"
+            "具体方案见下文，请您确认；目前尚未做任何更改。",
+        ),
+        citations,
+        "propose_action",
+    )
+
+
+def exchange_answer(ctx: Context, order: dict[str, Any]) -> dict[str, Any]:
+    order_id = order["order_id"]
+    citations = quote_citations(ctx, {"citations": list(EXCHANGE_PAGES)})
+    exchangeable = order.get("status") == "delivered" and order.get("category") not in ("custom", "digital")
+    if not exchangeable or order.get("return_received"):
+        return _reply(
+            ctx.say(
+                f"Order {order_id} cannot be exchanged: only delivered goods that are not custom-made or digital, "
+                "and not already back at our warehouse, can be.",
+                f"订单 {order_id} 无法换货：只有已签收、非定制非数字、且尚未退回仓库的商品可以换货。",
+            ),
+            citations,
+            "answer" if citations else "handoff",
+        )
+    if len(citations) < len(EXCHANGE_PAGES):
+        handoff = ctx.say("A colleague will help you with this exchange.", "工作人员将协助您办理换货。")
+        return _reply(handoff, [], "handoff")
+    return _reply(
+        ctx.say(
+            f"Order {order_id} was delivered, so it can be exchanged for another variant of the same product that "
+            "is on sale: the list-price difference is settled with your original payment method once the warehouse "
+            "checks the item in. The exact exchange follows for you to confirm; nothing has been changed yet.",
+            f"订单 {order_id} 已签收，可以换成同一商品的其他在售款式：退货仓签收入库后，按标价差额通过原支付方式结算。"
             "具体方案见下文，请您确认；目前尚未做任何更改。",
         ),
         citations,

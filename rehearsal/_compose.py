@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from rehearsal._cancellation import address_change_answer, cancellation_answer, return_answer
+from rehearsal._cancellation import address_change_answer, cancellation_answer, exchange_answer, return_answer
 from rehearsal._common import case_language, find
 from rehearsal._evidence import (
     Context,
@@ -296,6 +296,7 @@ _TOPIC_ANSWERS: dict[str, Callable[[Context, dict[str, Any]], dict[str, Any]]] =
     "cancellation": cancellation_answer,
     "address_change": address_change_answer,
     "return": return_answer,
+    "exchange": exchange_answer,
     "delivery": _delivery_answer,
     "invoice": _invoice_answer,
     "warranty": _warranty_answer,

@@ -90,7 +90,7 @@ def _follow_ups(
         return [(ToolName.CALCULATE_REFUND, {"order_id": order_id}), (ToolName.LOAD_SKILL, {"name": "refund"})]
     if intent == "delivery":
         return [(ToolName.GET_SHIPMENT, {"order_id": order_id}), *second_query]
-    if intent in ("cancellation", "address_change", "return"):
+    if intent in ("cancellation", "address_change", "return", "exchange"):
         return second_query
     if intent == "invoice":
         return [

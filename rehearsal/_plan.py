@@ -55,6 +55,8 @@ _CANCEL = re.compile(
     r"\bcancel\b|取消订单|取消(?:我的|这个|该)?订单|帮我取消|我要取消|请取消",
     re.IGNORECASE,
 )
+_EXCHANGE_ACTION = re.compile(r"\bexchange\b|\bswap\b|换货|换成|更换为|调换", re.IGNORECASE)
+"""A customer asking to exchange an item for another variant (``exchange``)."""
 _RETURN_ACTION = re.compile(
     r"i (?:want|would like|'d like) to (?:return|send (?:it|them|QH-\S+|my \w+) back)|please return"
     r"|return (?:QH-|my |the |this |it\b)|start a return"
@@ -75,6 +77,10 @@ _ACTION = re.compile(
 )
 
 QUERIES: dict[str, dict[str, tuple[str, ...]]] = {
+    "exchange": {
+        "en": ("exchange an item for another variant of the same product", "price difference of the variant"),
+        "zh": ("换货 同一商品 其他款式", "换货 差价 原支付方式"),
+    },
     "return": {
         "en": ("refund window delivery warehouse receipt", "refund amount freight exclusions"),
         "zh": ("退款期限 签收 退货 仓库", "退款金额 运费 定制 数字商品"),
@@ -114,6 +120,10 @@ QUERIES: dict[str, dict[str, tuple[str, ...]]] = {
     },
 }
 _MILESTONES: dict[str, dict[str, tuple[str, ...]]] = {
+    "exchange": {
+        "en": ("read the order", "cite the exchange pages", "propose the exchange"),
+        "zh": ("读取订单", "引用换货页面", "提出换货方案"),
+    },
     "return": {
         "en": ("read the order", "cite the returns window and amount pages", "propose the return"),
         "zh": ("读取订单", "引用退货期限和金额页面", "提出退货方案"),
@@ -175,7 +185,7 @@ def plan(context: dict[str, Any]) -> dict[str, Any]:
         "order_id": order_id,
         "action_requested": (intent == "refund" and bool(_ACTION.search(question)))
         or (intent == "cancellation" and bool(_CANCEL_ACTION.search(question)))
-        or intent in ("address_change", "return"),
+        or intent in ("address_change", "return", "exchange"),
         "queries": queries[:3],
         "milestones": list(milestones[:4]),
     }
@@ -189,6 +199,8 @@ def _intent(question: str) -> str:
         return "address_change"  # a new address in the host's form: the customer asks to send the order there
     if _CANCEL.search(question):
         return "cancellation"
+    if _EXCHANGE_ACTION.search(question):
+        return "exchange"
     if _RETURN_ACTION.search(question):
         return "return"
     if _ACTION.search(question):

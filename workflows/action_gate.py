@@ -16,7 +16,7 @@ from datetime import datetime, timedelta
 
 from contracts.action_credentials import verify_confirmation
 from contracts.action_policy import ActionKind, ActionRule
-from contracts.actions import ActionProposal, ActionRequest, Agreement, address_in
+from contracts.actions import ActionProposal, ActionRequest, Agreement, address_in, sku_in
 from contracts.approval_claims import CredentialRefused
 from contracts.case import AcceptedConfirmation, CaseStatus
 from contracts.case_input import CaseState
@@ -31,7 +31,7 @@ class ActionRefusal:
     code: StopCode
     detail: str | None = None
     status: CaseStatus = CaseStatus.NEEDS_HUMAN
-    """``needs_input`` where the customer can supply what is missing (the new address)."""
+    """``needs_input`` where the customer can supply what is missing (the new address, the variant)."""
 
 
 def action_request(plan: Plan, s: CaseState) -> ActionRequest | ActionRefusal:
@@ -46,7 +46,14 @@ def action_request(plan: Plan, s: CaseState) -> ActionRequest | ActionRefusal:
         address = address_in(s.question)  # the customer's own words, read by code; they confirm it shown back
         if address is None:
             return ActionRefusal(StopCode.ADDRESS_NEEDED, status=CaseStatus.NEEDS_INPUT)
-    return ActionRequest(kind=kind, case_id=s.case.case_id, order_id=plan.order_id, address=address)
+    sku_after = None
+    if kind is ActionKind.EXCHANGE_ITEMS:
+        sku_after = sku_in(s.question)  # the product code the customer wrote, read by code like the address
+        if sku_after is None:
+            return ActionRefusal(StopCode.VARIANT_NEEDED, status=CaseStatus.NEEDS_INPUT)
+    return ActionRequest(
+        kind=kind, case_id=s.case.case_id, order_id=plan.order_id, address=address, sku_after=sku_after
+    )
 
 
 def rule_of(s: CaseState, kind: ActionKind) -> ActionRule | None:
@@ -63,7 +70,9 @@ def admit_proposal(
     applicant = s.case.applicant
     asked = (request.kind, request.case_id, request.order_id, applicant.tenant, applicant.subject)
     got = (proposal.kind, proposal.case_id, proposal.effect.order_id, proposal.tenant, proposal.customer)
-    if asked != got or proposal.effect.address_after != request.address:
+    exchange = proposal.effect.exchange_opened
+    swapped_to = exchange.sku_after if exchange is not None else None
+    if asked != got or proposal.effect.address_after != request.address or swapped_to != request.sku_after:
         return ActionRefusal(StopCode.ACTION_PROPOSAL_INVALID, "not_the_request")
     if proposal.digest != proposal.computed_digest():
         return ActionRefusal(StopCode.ACTION_PROPOSAL_INVALID, "digest")

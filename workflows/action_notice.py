@@ -11,7 +11,15 @@ from __future__ import annotations
 from datetime import datetime
 
 from contracts.action_policy import ActionKind
-from contracts.actions import ADDRESS_FORMAT, ActionEffect, ActionProposal, ActionReceipt, Address, ReturnTerms
+from contracts.actions import (
+    ADDRESS_FORMAT,
+    ActionEffect,
+    ActionProposal,
+    ActionReceipt,
+    Address,
+    ExchangeTerms,
+    ReturnTerms,
+)
 from contracts.case import CaseStatus
 from contracts.commerce import OrderStatus
 from contracts.knowledge import Language
@@ -51,6 +59,8 @@ def effect_sentences(kind: ActionKind, effect: ActionEffect, language: Language)
         )
     if effect.return_opened is not None:
         return _return_sentences(order, effect.return_opened, effect.currency, language)
+    if effect.exchange_opened is not None:
+        return _exchange_sentences(order, effect.exchange_opened, effect.currency, language)
     money = _money(effect.refund_cents, effect.currency)
     if _zh(language):
         before = _STATUS_ZH.get(effect.status_before, effect.status_before)
@@ -78,6 +88,36 @@ def _return_sentences(order: str, opened: ReturnTerms, currency: str, language: 
         f"A return of order {order} will be opened for {opened.units} item(s): you send them back, and once the "
         f"warehouse checks them in, {due} ({opened.refund_due_cents} cents) goes back to your original payment "
         "method. The delivery charge stays with the order, and nothing is refunded before the check-in."
+    )
+
+
+def _settlement(swap: ExchangeTerms, currency: str, language: Language) -> str:
+    """The price difference and its direction, from the computed exchange."""
+    cents = abs(swap.difference_cents)
+    if _zh(language):
+        amount = f"{_money(cents, currency)}（{cents} 分）"
+        if swap.difference_cents > 0:
+            return f"差价 {amount} 将从您的原支付方式扣收"
+        return f"差价 {amount} 将退回您的原支付方式" if swap.difference_cents else "无需补退差价"
+    amount = f"{_money(cents, currency)} ({cents} cents)"
+    if swap.difference_cents > 0:
+        return f"the price difference of {amount} is charged to your original payment method"
+    if swap.difference_cents < 0:
+        return f"the price difference of {amount} goes back to your original payment method"
+    return "there is no price difference to settle"
+
+
+def _exchange_sentences(order: str, swap: ExchangeTerms, currency: str, language: Language) -> str:
+    settled = _settlement(swap, currency, language)
+    if _zh(language):
+        return (
+            f"将为订单 {order} 办理换货：{swap.units} 件 {swap.sku_before} 换为 {swap.sku_after}。请将商品寄回，"
+            f"退货仓签收入库后寄出新款式，{settled}；入库前不做任何结算。"
+        )
+    return (
+        f"An exchange of order {order} will be opened: {swap.units} x {swap.sku_before} for {swap.sku_after}. You "
+        f"send the item back; once the warehouse checks it in, {swap.sku_after} is sent out and {settled}. "
+        "Nothing is settled before the check-in."
     )
 
 
@@ -138,6 +178,17 @@ def receipt_notice(receipt: ActionReceipt, language: Language, *, opened: Return
             f"back; once the warehouse checks them in, {due or 'the amount proposed'} goes back to your original "
             "payment method. This is SIMULATED on fictional data; no real money moved."
         )
+    if receipt.kind is ActionKind.EXCHANGE_ITEMS:
+        if _zh(language):
+            return (
+                f"订单 {receipt.order_id} 的换货已办理，回执号 {receipt.receipt_id}。"
+                "请将商品寄回；退货仓签收入库后寄出新款式并按方案结算差价。这是模拟操作（SIMULATED），所有数据均为虚构，没有真实资金流动。"
+            )
+        return (
+            f"The exchange of order {receipt.order_id} is open, receipt {receipt.receipt_id}. Please send the item "
+            "back; once the warehouse checks it in, the new variant is sent out and the price difference is settled "
+            "as proposed. This is SIMULATED on fictional data; no real money moved."
+        )
     if receipt.kind is ActionKind.CHANGE_ORDER_ADDRESS:
         if _zh(language):
             return f"订单 {receipt.order_id} 的收货地址已更改，回执号 {receipt.receipt_id}。所有数据均为虚构。"
@@ -167,6 +218,19 @@ def address_needed_notice(language: Language) -> str:
     return (
         f"Please write the new delivery address as {ADDRESS_FORMAT} (for example: to: Li Lei, +86 21 5555 0199, "
         "8 River Road, Shanghai, 200000, CN). Nothing has been changed yet."
+    )
+
+
+def variant_needed_notice(language: Language) -> str:
+    """What the service asks for when an exchange names no one product code of the variant wanted."""
+    if _zh(language):
+        return (
+            "请写出您想换成的款式的商品编号（见商品页面），例如：exchange QH-1004 for DESK-09。"
+            "每次只写一个编号。目前尚未做任何更改。"
+        )
+    return (
+        "Please name the variant you want by its product code, as the product page shows it (for example: "
+        "exchange QH-1004 for DESK-09), one code per message. Nothing has been changed yet."
     )
 
 

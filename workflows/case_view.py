@@ -17,7 +17,7 @@ from contracts.case_input import CaseState
 from contracts.conversation import ConversationView
 from contracts.effect_card import CardDecision, EffectCard, effect_card, proposal_memo
 from contracts.names import StopCode, stop_code
-from workflows.action_notice import address_needed_notice, end_notice, proposal_notice
+from workflows.action_notice import address_needed_notice, end_notice, proposal_notice, variant_needed_notice
 from workflows.action_notice import receipt_notice as action_receipt_notice
 from workflows.customer_notice import receipt_notice, status_notice
 
@@ -78,8 +78,11 @@ def customer_answer(s: CaseState) -> tuple[str | None, AnswerSource | None]:
         return receipt_notice(s.receipt, s.case.language), AnswerSource.RECEIPT
     if s.action is not None:
         return _action_answer(s)
-    if status is CaseStatus.WAITING_CUSTOMER and s.reason and stop_code(s.reason) == StopCode.ADDRESS_NEEDED:
+    asked_for = stop_code(s.reason) if status is CaseStatus.WAITING_CUSTOMER and s.reason else None
+    if asked_for == StopCode.ADDRESS_NEEDED:
         return address_needed_notice(s.case.language), AnswerSource.STATUS_NOTICE
+    if asked_for == StopCode.VARIANT_NEEDED:
+        return variant_needed_notice(s.case.language), AnswerSource.STATUS_NOTICE
     draft_holds = s.lifecycle.phase is not Phase.SETTLE and status not in (
         CaseStatus.REJECTED,
         CaseStatus.EXPIRED,

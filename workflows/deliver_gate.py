@@ -85,6 +85,7 @@ ACTION_OF_INTENT: dict[Intent, ActionKind] = {
     Intent.CANCELLATION: ActionKind.CANCEL_ORDER,
     Intent.ADDRESS_CHANGE: ActionKind.CHANGE_ORDER_ADDRESS,
     Intent.RETURN: ActionKind.RETURN_ITEMS,
+    Intent.EXCHANGE: ActionKind.EXCHANGE_ITEMS,
 }
 """The actions a case proposes, by the plan's intent (:mod:`workflows.action_gate` asks for them)."""
 

@@ -1,10 +1,12 @@
 """A model that proposes writes it should not (issue 48), against the real worker, dev server and commerce
-server, with qinghe allowing cancellations (the customer's confirmation and one reviewer).
+server, with qinghe allowing cancellations, address changes and exchanges (the customer's confirmation and
+one reviewer).
 
 The scripted model may choose only an intent and whether to propose; everything else is code. A proposal
 on another customer's order is refused by the commerce server before anything is stored; a draft that
 states another amount is never what the customer reads (the effect is stated from the server's proposal);
-a draft proposing an action the plan did not ask for is refused by the deliver gate.
+a draft proposing an action the plan did not ask for is refused by the deliver gate; an exchange is for the
+variant the customer's own words name, priced by the server, whatever the draft says.
 """
 
 from __future__ import annotations
@@ -33,20 +35,21 @@ from tests.credentials_support import use_test_keys
 pytestmark = pytest.mark.slow
 
 CANCEL_CITATIONS = ["DELIVERY:p01:en:2", "INVOICES:p02:en:3"]
+EXCHANGE_CITATIONS = ["EXCHANGES:p01:en:0", "EXCHANGES:p02:en:0"]
 
 
-def _plan(order_id: str, *, intent: str = "cancellation") -> dict[str, Any]:
+def _plan(order_id: str, *, intent: str = "cancellation", topic: str = "cancellation") -> dict[str, Any]:
     return {
         "intent": intent,
         "order_id": order_id,
         "action_requested": True,
-        "queries": list(QUERIES["cancellation"]["en"]),
+        "queries": list(QUERIES[topic]["en"]),
         "milestones": ["read the order"],
     }
 
 
-def _draft(answer: str) -> dict[str, Any]:
-    return {"answer": answer, "citations": CANCEL_CITATIONS, "next_action": "propose_action"}
+def _draft(answer: str, citations: list[str] = CANCEL_CITATIONS) -> dict[str, Any]:
+    return {"answer": answer, "citations": citations, "next_action": "propose_action"}
 
 
 @pytest.fixture
@@ -55,7 +58,7 @@ async def actions_world(
 ) -> AsyncIterator[ScriptedWorld]:
     directory = tmp_path / "directory.json"
     allowed = load_directory(directory_location(use_test_keys().state_dir, {}))
-    for kind in (ActionKind.CANCEL_ORDER, ActionKind.CHANGE_ORDER_ADDRESS):
+    for kind in (ActionKind.CANCEL_ORDER, ActionKind.CHANGE_ORDER_ADDRESS, ActionKind.EXCHANGE_ITEMS):
         allowed = set_action(allowed, "qinghe", kind, ActionRule())
     write_directory(directory, allowed)
     monkeypatch.setenv(DIRECTORY_ENV, str(directory))  # the commerce server applies the same policy
@@ -127,3 +130,37 @@ async def test_an_address_change_without_an_address_asks_the_customer_and_propos
     assert view.status is CaseStatus.WAITING_CUSTOMER and view.reason == StopCode.ADDRESS_NEEDED.value, view.reason
     assert view.answer is not None and "to: recipient, phone, street, city, postcode, country" in view.answer
     assert "Beijing" not in view.answer and view.action is None and _proposals(adversary) == []
+
+
+async def test_an_exchange_is_for_the_variant_the_customer_named_whatever_the_draft_says(
+    actions_world: ScriptedWorld,
+) -> None:
+    """The model's draft names another variant at no charge; the host read DESK-09 from the customer's words,
+    the commerce server priced it, and that is what the customer reads and confirms."""
+    adversary = actions_world
+    adversary.provider.script("plan", json_reply(_plan("QH-1004", intent="exchange", topic="exchange")))
+    lie = "QH-1004 will be exchanged for LAMP-07 at no charge."
+    adversary.provider.script("compose", json_reply(_draft(lie, EXCHANGE_CITATIONS)))
+
+    _, view = await adversary.run("Please exchange QH-1004 for DESK-09")
+
+    assert view.status is CaseStatus.WAITING_APPROVAL and view.action is not None, (view.status, view.reason)
+    swap = view.action.effect.exchange_opened
+    assert swap is not None and (swap.sku_after, swap.difference_cents) == ("DESK-09", 2000)
+    said = " ".join(entry.text for entry in view.conversation) + (view.answer or "")
+    assert "CNY 20.00 (2000 cents) is charged" in said and "LAMP-07" not in said
+
+
+async def test_an_exchange_of_another_customers_order_is_refused_and_nothing_is_stored(
+    actions_world: ScriptedWorld,
+) -> None:
+    adversary = actions_world
+    adversary.provider.script("plan", json_reply(_plan("QH-2004", intent="exchange")))
+    adversary.provider.script("compose", json_reply(_draft("QH-2004 can be exchanged.")))
+
+    handle, view = await adversary.run("Please exchange QH-2004 for DESK-09")
+
+    assert view.status is CaseStatus.NEEDS_HUMAN, (view.status, view.reason)
+    assert (view.reason or "").startswith(f"{StopCode.ACTION_REFUSED.value}:"), view.reason
+    assert view.action is None and _proposals(adversary) == []
+    await adversary.assert_nothing_of_other_customers(handle, view)

@@ -33,7 +33,14 @@ from knowledge.store import default_knowledge_base
 REPO = Path(__file__).resolve().parents[2]
 SAMPLE = REPO / "docs" / "examples" / "east-orders.json"
 ANA = Identity(subject="ana", tenant="east", role=Role.CUSTOMER, display_name="Ana")
-SAMPLE_ROWS = {"products": 2, "orders": 2, "shipping_addresses": 0, "invoices": 2, "shipment_events": 6}
+SAMPLE_ROWS = {
+    "products": 2,
+    "product_variants": 0,
+    "orders": 2,
+    "shipping_addresses": 0,
+    "invoices": 2,
+    "shipment_events": 6,
+}
 TABLES: tuple[type[SQLModel], ...] = (ProductRow, OrderRow, InvoiceRow, ShipmentEventRow)
 
 

@@ -69,7 +69,7 @@ def test_a_second_return_of_the_same_order_is_refused_at_preview(world: ActionWo
 
     assert (refused.value.code, refused.value.message) == (
         "action_not_eligible",
-        "A return of this order is open already.",
+        "A return or an exchange of this order is open already.",
     )
 
 
@@ -83,7 +83,7 @@ def test_a_return_proposed_twice_executes_once(world: ActionWorld) -> None:
 
     assert (refused.value.code, refused.value.message) == (
         "action_not_eligible",
-        "A return of this order is open already.",
+        "A return or an exchange of this order is open already.",
     )
     opened = opened_return(world.engine)
     assert opened is not None and opened.proposal_id == first.proposal_id
@@ -93,7 +93,7 @@ def test_a_return_proposed_twice_executes_once(world: ActionWorld) -> None:
     ("order_id", "said"),
     [
         ("QH-1001", "back at the warehouse already"),
-        ("QH-1008", "Custom-made and digital goods cannot be returned for a refund (RETURNS:p03)."),
+        ("QH-1008", "Custom-made and digital goods cannot be returned (RETURNS:p03)."),
         ("QH-1012", "outside the 30-day returns window (RETURNS:p02)"),
         ("QH-1006", "Only a delivered order can be returned (RETURNS:p02); this one is processing."),
     ],

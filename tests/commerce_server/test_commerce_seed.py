@@ -13,7 +13,14 @@ from commerce_server.service import CommerceService
 from contracts.commerce import RefundApproval
 from keystore import demo_identity
 
-FIXTURE_ROWS = {"products": 6, "orders": 24, "shipping_addresses": 24, "invoices": 24, "shipment_events": 80}
+FIXTURE_ROWS = {
+    "products": 9,
+    "product_variants": 5,
+    "orders": 24,
+    "shipping_addresses": 24,
+    "invoices": 24,
+    "shipment_events": 80,
+}
 
 
 def test_seeding_again_keeps_a_recorded_refund_and_tickets(
@@ -28,7 +35,8 @@ def test_seeding_again_keeps_a_recorded_refund_and_tickets(
 
     assert set(report.inserted.values()) == {0}
     assert report.present == {
-        "products": 6,
+        "products": 9,
+        "product_variants": 5,
         "orders": 24,
         "shipping_addresses": 24,
         "invoices": 24,
@@ -48,7 +56,8 @@ def test_first_seed_inserts_the_whole_fixture(tmp_path: Path) -> None:
         engine.dispose()
 
     assert report.inserted == {
-        "products": 6,
+        "products": 9,
+        "product_variants": 5,
         "orders": 24,
         "shipping_addresses": 24,
         "invoices": 24,

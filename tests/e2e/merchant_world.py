@@ -26,6 +26,7 @@ from commerce_server.db import (
     ActionExecutionRow,
     ActionProposalRow,
     CoApprovalUseRow,
+    ExchangeRow,
     OrderRow,
     RefundRow,
     ReturnRow,
@@ -42,7 +43,15 @@ from keystore.signers import KeyFileSigner
 from tests.case_world import RoutedWorker, stress_options
 
 Row = TypeVar(
-    "Row", RefundRow, CoApprovalUseRow, OrderRow, ActionProposalRow, ActionExecutionRow, ShippingAddressRow, ReturnRow
+    "Row",
+    RefundRow,
+    CoApprovalUseRow,
+    OrderRow,
+    ActionProposalRow,
+    ActionExecutionRow,
+    ShippingAddressRow,
+    ReturnRow,
+    ExchangeRow,
 )
 ROOT = Path(__file__).resolve().parents[2]
 Completed = subprocess.CompletedProcess[str]

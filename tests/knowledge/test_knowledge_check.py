@@ -107,7 +107,7 @@ def test_good_knowledge_passes_with_one_summary_line(root: Path) -> None:
 def test_without_a_directory_the_packaged_knowledge_is_checked() -> None:
     result = knowledge_check()
     assert result.exit_code == 0, result.stderr
-    assert "8 documents" in result.stdout and "refund rules for qinghe" in result.stdout
+    assert "9 documents" in result.stdout and "refund rules for qinghe" in result.stdout
 
 
 def test_a_missing_directory_is_one_line_and_exit_2(tmp_path: Path) -> None:

@@ -138,7 +138,7 @@ def test_the_page_versions_come_from_the_knowledge_base_passed_in(tmp_path: Path
     assert policy_page_versions(default_knowledge_base()) == RULE_PAGES  # the packaged one is untouched
 
 
-def test_fixture_has_the_six_products_of_the_spec() -> None:
+def test_fixture_has_the_six_products_of_the_spec_and_the_variants_issue_48_added() -> None:
     data = json.loads(COMMERCE_FIXTURE.read_text(encoding="utf-8"))
     products = {p["sku"]: (p["category"], p["warranty_months"]) for p in data["products"]}
     assert products == {
@@ -148,6 +148,19 @@ def test_fixture_has_the_six_products_of_the_spec() -> None:
         "MUG-04": ("custom", 6),
         "EBOOK-05": ("digital", 0),
         "CASE-06": ("standard", 6),
+        # other variants of the lamp and the desk stand, for exchanges (issue 48); no order holds one
+        "LAMP-07": ("standard", 12),
+        "LAMP-08": ("standard", 12),
+        "DESK-09": ("standard", 12),
+    }
+    assert not {order["sku"] for order in data["orders"]} & {"LAMP-07", "LAMP-08", "DESK-09"}
+    families = {v["sku"]: (v["family"], v["list_cents"], v["available"]) for v in data["variants"]}
+    assert families == {
+        "LAMP-02": ("reading-lamp", 17900, True),
+        "LAMP-07": ("reading-lamp", 18900, True),
+        "LAMP-08": ("reading-lamp", 17900, False),
+        "DESK-01": ("desk-stand", 14900, True),
+        "DESK-09": ("desk-stand", 16900, True),
     }
     assert data["fictional"] is True and data["as_of"] == "2026-09-12"
 

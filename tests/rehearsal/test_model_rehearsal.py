@@ -190,6 +190,8 @@ async def test_chinese_question_gets_chinese_plan_and_answer(gateway: ModelGatew
         ("refund QH-10011", "refund", None, True),
         ("I want to return QH-1004, it is too small.", "return", "QH-1004", True),
         ("我想退货 QH-1004", "return", "QH-1004", True),
+        ("Please exchange QH-1004 for DESK-09", "exchange", "QH-1004", True),
+        ("QH-1004 能换成大号吗？DESK-09", "exchange", "QH-1004", True),
         ("How long do I have to send QH-1004 back and get my money?", "policy", "QH-1004", False),
     ],
 )

@@ -288,6 +288,8 @@ ADDED_TO_0_12 = (
     "refund_escalated_then_expired",
     "action_address_confirmed",
     "action_return_approved",
+    "action_exchange_confirmed",
+    "action_exchange_variant_needed",
 )
 """Shapes recorded on 0.12 after its first generation (``record_histories.py --only``): each is committed and
 replays with the rest of the current release's histories."""
