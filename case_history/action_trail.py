@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import WorkflowHistory
 
-from case_history.trail import ACTIVITY_ENDS, Decoded, decode, scheduled_event_id
+from case_history.trail import ACTIVITY_ENDS, Decoded, activity_end, decode
 from contracts.actions import ActionProposal, ActionReceipt
 from contracts.case import ActionExecuteRequest, CaseRecord
 from contracts.conversation import MESSAGE, CustomerMessage
@@ -60,14 +60,11 @@ def action_trail(histories: Sequence[WorkflowHistory]) -> ActionTrail:
                     if record is not None and record.case.action is not None:
                         trail.proposal = record.case.action
             elif kind in ACTIVITY_ENDS and trail.execution is not None:
-                if scheduled_event_id(event) == trail.execution.scheduled_event_id:
-                    receipt: Decoded[ActionReceipt] = Decoded()
-                    if kind == EventType.EVENT_TYPE_ACTIVITY_TASK_COMPLETED:
-                        receipt = decode(event.activity_task_completed_event_attributes.result, ActionReceipt)
-                    execution = trail.execution
-                    trail.execution = ActionExecution(
-                        execution.scheduled_event_id, execution.request, ACTIVITY_ENDS[kind], receipt
-                    )
+                execution = trail.execution
+                ended = activity_end(event, execution.scheduled_event_id, ActionReceipt)
+                if ended is not None:
+                    end, receipt = ended
+                    trail.execution = ActionExecution(execution.scheduled_event_id, execution.request, end, receipt)
             elif kind == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_ACCEPTED:
                 update = event.workflow_execution_update_accepted_event_attributes.accepted_request.input
                 if update.name == MESSAGE:

@@ -314,15 +314,24 @@ def history_from_file(path: Path, workflow_id: str) -> WorkflowHistory:
 
 def _ended(settlement: Settlement | None, event: HistoryEvent) -> Settlement | None:
     """The settlement with the end of its activity, when ``event`` ends the last ``execute_refund``."""
-    kind = event.event_type
-    if settlement is None or scheduled_event_id(event) != settlement.scheduled_event_id:
+    if settlement is None:
+        return None
+    ended = activity_end(event, settlement.scheduled_event_id, RefundReceipt)
+    if ended is None:
         return settlement  # another activity, or an earlier settlement's end
-    receipt: Decoded[RefundReceipt] = Decoded()
-    if kind == EventType.EVENT_TYPE_ACTIVITY_TASK_COMPLETED:
-        receipt = decode(event.activity_task_completed_event_attributes.result, RefundReceipt)
-    return Settlement(
-        settlement.scheduled_event_id, settlement.scheduled_at, settlement.request, ACTIVITY_ENDS[kind], receipt
-    )
+    end, receipt = ended
+    return Settlement(settlement.scheduled_event_id, settlement.scheduled_at, settlement.request, end, receipt)
+
+
+def activity_end(event: HistoryEvent, scheduled_id: int, result_type: type[T]) -> tuple[End, Decoded[T]] | None:
+    """How ``event`` (one of :data:`ACTIVITY_ENDS`) ends the activity scheduled as ``scheduled_id``, with its
+    result decoded as ``result_type`` when it completed; None when it ends another activity."""
+    if scheduled_event_id(event) != scheduled_id:
+        return None
+    result: Decoded[T] = Decoded()
+    if event.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_COMPLETED:
+        result = decode(event.activity_task_completed_event_attributes.result, result_type)
+    return ACTIVITY_ENDS[event.event_type], result
 
 
 def scheduled_event_id(end: HistoryEvent) -> int:

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import date
+from typing import Any
 
 from contracts.action_policy import ActionKind
 from contracts.actions import ActionEffect, ActionRequest, Address, ExchangeTerms, RefundDestination, ReturnTerms
@@ -83,17 +84,7 @@ def address_change_effect(request: ActionRequest, records: OrderRecords) -> Acti
         )
     if request.address == address:
         raise _not_eligible("The order is already going to this address.")
-    return ActionEffect(
-        order_id=order.order_id,
-        order_version=order.version,
-        status_before=order.status,
-        status_after=order.status,
-        refund_cents=0,
-        currency=order.currency,
-        address_before=address,
-        address_after=request.address,
-        policy_pages=ADDRESS_PAGES,
-    )
+    return _money_unmoved(order, ADDRESS_PAGES, address_before=address, address_after=request.address)
 
 
 def return_effect(request: ActionRequest, records: OrderRecords) -> ActionEffect:
@@ -108,16 +99,7 @@ def return_effect(request: ActionRequest, records: OrderRecords) -> ActionEffect
     due = order.paid_items_cents - order.refunded_cents
     if due <= 0:
         raise _not_eligible(f"The items' paid amount has been refunded in full already ({pages[1]}).")
-    return ActionEffect(
-        order_id=order.order_id,
-        order_version=order.version,
-        status_before=order.status,
-        status_after=order.status,
-        refund_cents=0,
-        currency=order.currency,
-        policy_pages=pages,
-        return_opened=ReturnTerms(units=order.quantity, refund_due_cents=due),
-    )
+    return _money_unmoved(order, pages, return_opened=ReturnTerms(units=order.quantity, refund_due_cents=due))
 
 
 def exchange_effect(request: ActionRequest, records: OrderRecords) -> ActionEffect:
@@ -139,21 +121,13 @@ def exchange_effect(request: ActionRequest, records: OrderRecords) -> ActionEffe
         raise _not_eligible(f"The order already holds {after.sku}.")
     if not after.available:
         raise _not_eligible(f"{after.sku} ({after.label_en}) is sold out and cannot be chosen ({EXCHANGE_PAGES[0]}).")
-    return ActionEffect(
-        order_id=order.order_id,
-        order_version=order.version,
-        status_before=order.status,
-        status_after=order.status,
-        refund_cents=0,
-        currency=order.currency,
-        policy_pages=EXCHANGE_PAGES,
-        exchange_opened=ExchangeTerms(
-            sku_before=before.sku,
-            sku_after=after.sku,
-            units=order.quantity,
-            difference_cents=(after.list_cents - before.list_cents) * order.quantity,
-        ),
+    swap = ExchangeTerms(
+        sku_before=before.sku,
+        sku_after=after.sku,
+        units=order.quantity,
+        difference_cents=(after.list_cents - before.list_cents) * order.quantity,
     )
+    return _money_unmoved(order, EXCHANGE_PAGES, exchange_opened=swap)
 
 
 def _check_returnable(records: OrderRecords, *, window_page: str, exclusion_page: str, what: str) -> None:
@@ -203,6 +177,20 @@ def request_of(kind: ActionKind, case_id: str, effect: ActionEffect) -> ActionRe
         order_id=effect.order_id,
         address=effect.address_after,
         sku_after=exchange.sku_after if exchange else None,
+    )
+
+
+def _money_unmoved(order: Order, pages: tuple[str, ...], **change: Any) -> ActionEffect:
+    """An effect that moves no money now and keeps the order's status: ``change`` says what it does."""
+    return ActionEffect(
+        order_id=order.order_id,
+        order_version=order.version,
+        status_before=order.status,
+        status_after=order.status,
+        refund_cents=0,
+        currency=order.currency,
+        policy_pages=pages,
+        **change,
     )
 
 

@@ -9,13 +9,12 @@ reviewers' approvals itself; this activity only refuses what it can see is incon
 
 from __future__ import annotations
 
-from pydantic import ValidationError
 from temporalio import activity
 
-from activities.commerce.commerce_sessions import CommerceGateway
+from activities.commerce.commerce_sessions import CommerceGateway, answer_as
 from contracts.actions import ActionExecution, ActionProposal, ActionReceipt
 from contracts.case import ActionExecuteRequest, ActionPreviewRequest
-from contracts.errors import ContractError, TransientError, WorkerErrorCode
+from contracts.errors import ContractError, WorkerErrorCode
 from contracts.names import ActivityName
 from contracts.tools import ToolName
 
@@ -35,12 +34,7 @@ class ActionActivities:
             {"request": request.request.model_dump(mode="json")},
             case_id=request.case_id,
         )
-        try:
-            proposal = ActionProposal.model_validate(result)
-        except ValidationError as exc:
-            raise TransientError(
-                WorkerErrorCode.INVALID_COMMERCE_RESPONSE, "The proposal was malformed; retrying."
-            ) from exc
+        proposal = answer_as(ActionProposal, result, "proposal")
         activity.logger.info(
             "preview_action case=%s kind=%s order=%s proposal=%s",
             request.case_id,
@@ -79,13 +73,7 @@ class ActionActivities:
             {"execution": execution.model_dump(mode="json")},
             case_id=request.case_id,
         )
-        try:
-            receipt = ActionReceipt.model_validate(result)
-        except ValidationError as exc:
-            # The action may have run; a retry under the same key returns the stored receipt.
-            raise TransientError(
-                WorkerErrorCode.INVALID_COMMERCE_RESPONSE, "The receipt was malformed; retrying."
-            ) from exc
+        receipt = answer_as(ActionReceipt, result, "receipt")
         if (receipt.proposal_id, receipt.digest, receipt.case_id) != (
             proposal.proposal_id,
             proposal.digest,

@@ -15,9 +15,10 @@ from collections.abc import Callable
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from opentelemetry.trace import SpanKind, Tracer
+from pydantic import BaseModel, ValidationError
 
 from activities.commerce.commerce_client import CALL_TIMEOUT_SECONDS
 from contracts.commerce import SCOPE_RESOURCE_URI
@@ -48,6 +49,18 @@ def startup_probe(directory: DirectorySource) -> Identity:
             f"The directory at {directory.location} lists no customer to check with.",
         )
     return customer.identity()
+
+
+Answer = TypeVar("Answer", bound=BaseModel)
+
+
+def answer_as(model: type[Answer], result: dict[str, Any], what: str) -> Answer:
+    """A commerce server's answer as ``model``; a malformed one is transient: the write behind it may have
+    run, and a retry under the same idempotency key returns the stored answer, never a second write."""
+    try:
+        return model.model_validate(result)
+    except ValidationError as exc:
+        raise TransientError(WorkerErrorCode.INVALID_COMMERCE_RESPONSE, f"The {what} was malformed; retrying.") from exc
 
 
 def call_timed_out(tool: str) -> TransientError:

@@ -13,11 +13,11 @@ from __future__ import annotations
 from pydantic import ValidationError
 from temporalio import activity
 
-from activities.commerce.commerce_sessions import CommerceGateway
+from activities.commerce.commerce_sessions import CommerceGateway, answer_as
 from activities.runtime.activity_metrics import count_settlement_retry
 from contracts.case import CloseRequest, SettleRequest
 from contracts.commerce import ProposalClosed, ProposalClosure, RefundApproval, RefundReceipt
-from contracts.errors import ContractError, SupportError, TransientError, WorkerErrorCode
+from contracts.errors import ContractError, SupportError, WorkerErrorCode
 from contracts.names import ActivityName
 from contracts.tools import ToolName
 
@@ -84,13 +84,7 @@ class SettlementActivities:
             {"approval": approval.model_dump(mode="json")},
             case_id=request.case_id,
         )
-        try:
-            receipt = RefundReceipt.model_validate(result)
-        except ValidationError as exc:
-            # The refund may have been recorded; a retry replays the stored receipt by approval id.
-            raise TransientError(
-                WorkerErrorCode.INVALID_COMMERCE_RESPONSE, "The receipt was malformed; retrying."
-            ) from exc
+        receipt = answer_as(RefundReceipt, result, "receipt")  # a retry replays it by approval id
         if receipt.approval_id != request.approval_id or receipt.digest != request.digest:
             raise ContractError(WorkerErrorCode.RECEIPT_MISMATCH, "The receipt does not belong to this approval.")
         return receipt
@@ -108,11 +102,6 @@ class SettlementActivities:
             {"closure": closure.model_dump(mode="json")},
             case_id=request.case_id,
         )
-        try:
-            closed = ProposalClosed.model_validate(result)
-        except ValidationError as exc:
-            raise TransientError(
-                WorkerErrorCode.INVALID_COMMERCE_RESPONSE, "The closure answer was malformed; retrying."
-            ) from exc
+        closed = answer_as(ProposalClosed, result, "closure answer")
         activity.logger.info("close_refund_proposal case=%s outcome=%s", request.case_id, closed.outcome.value)
         return closed
