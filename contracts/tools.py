@@ -33,6 +33,8 @@ from contracts.commerce import (
 from contracts.knowledge import Language, Passage
 
 MAX_ARGUMENT_CHARS = 1500
+MAX_CASE_NOTES = 5
+"""How many working notes the model may save in one case (``save_case_note``'s declared cap)."""
 
 
 class ToolName(StrEnum):
@@ -170,7 +172,10 @@ class ToolSpec(_Frozen):
     scope: Scope | None = None
     """The scope a commerce bearer token must grant for this tool (commerce tools only)."""
     read_only: bool = True
-    """A read: the model may request it. Writes are the worker's own calls, never the model's."""
+    """A read: the model may request it. Commerce writes are the worker's own calls, never the model's."""
+    case_write_cap: int | None = None
+    """A write the model may make, declared: kept in the case's own state (nothing outside the case
+    changes), auto-allowed up to this many per case and refused beyond (``case_write_cap_reached``)."""
     fact: FactKey | None = None
     """Where a case's facts keep a successful result (None: the result is no fact)."""
 
@@ -324,7 +329,11 @@ TOOLS: dict[str, ToolSpec] = {
             source=ToolSource.CASE,
             result=CaseNoteSaved,
             params={"note": ParamSpec(description="A short working note kept with this case only.", max_length=500)},
-            description="Save a short working note in this case (not memory, not a ticket).",
+            description=(
+                f"Save a short working note in this case (not memory, not a ticket); at most {MAX_CASE_NOTES} per case."
+            ),
+            read_only=False,
+            case_write_cap=MAX_CASE_NOTES,
         ),
         _commerce_write(
             ToolName.CREATE_TICKET,
@@ -361,11 +370,14 @@ TOOLS: dict[str, ToolSpec] = {
 """The catalogue by :class:`ToolName` (a ``str``, so a name read from a request finds its spec), in the
 order the model is offered the read-only tools."""
 
-INVESTIGATION_TOOLS: dict[str, ToolSpec] = {name: spec for name, spec in TOOLS.items() if spec.read_only}
-"""The twelve tools the model may request."""
+INVESTIGATION_TOOLS: dict[str, ToolSpec] = {
+    name: spec for name, spec in TOOLS.items() if spec.read_only or spec.case_write_cap is not None
+}
+"""The twelve tools the model may request: the reads and the one declared case write (``save_case_note``)."""
 
-WRITE_TOOLS = frozenset(name for name, spec in TOOLS.items() if not spec.read_only)
-"""Commerce writes: never offered to the model, always refused if requested."""
+WRITE_TOOLS = frozenset(name for name, spec in TOOLS.items() if not spec.read_only and spec.case_write_cap is None)
+"""Commerce writes: never offered to the model, always refused if requested. Every one is a proposal under
+the tenant's policy, made and executed by the workflow's own code (refunds, actions) or the worker's."""
 
 COMMERCE_TOOLS: dict[str, ToolSpec] = {name: spec for name, spec in TOOLS.items() if spec.source is ToolSource.MCP}
 """The commerce server's tools (reads first, then writes): the ones a bearer token scopes."""

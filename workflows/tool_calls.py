@@ -65,7 +65,7 @@ class ToolCalls:
         order, and return one observation per call."""
         s = self._s
         assert s.plan is not None
-        admission = admit_turn(calls, s.budgets, bound_order_id=s.plan.order_id, seen=seen)
+        admission = admit_turn(calls, s.budgets, bound_order_id=s.plan.order_id, seen=seen, case_writes=len(s.notes))
         s.budgets = admission.budgets
         for verdict in admission.verdicts:
             if verdict.refusal:

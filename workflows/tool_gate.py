@@ -31,6 +31,8 @@ class ToolRefusal(StrEnum):
     REPEATED_CALL = "repeated_call"
     TOO_MANY_CALLS_IN_TURN = "too_many_calls_in_turn"
     """The turn proposed more calls than one turn may make (:mod:`workflows.turn_admission`)."""
+    CASE_WRITE_CAP_REACHED = "case_write_cap_reached"
+    """A declared case write (``save_case_note``) past its cap for the case."""
     TOOL_UNAVAILABLE = "tool_unavailable"
     """The call was admitted but its activity failed (:mod:`workflows.tool_calls`)."""
 
@@ -52,8 +54,10 @@ def refuse_call(
     bound_order_id: str | None,
     seen_call_ids: set[str],
     seen_fingerprints: set[str],
+    case_writes: int = 0,
 ) -> ToolRefusal | None:
-    """Return the refusal code for a proposed call, or None when it may run."""
+    """Return the refusal code for a proposed call, or None when it may run. ``case_writes``: the declared
+    case writes the case holds, this turn's admitted ones included."""
     if not call.call_id or call.call_id in seen_call_ids:
         return ToolRefusal.DUPLICATE_CALL_ID
     if call.name in WRITE_TOOLS:
@@ -61,6 +65,8 @@ def refuse_call(
     spec = INVESTIGATION_TOOLS.get(call.name)
     if spec is None:
         return ToolRefusal.UNKNOWN_TOOL
+    if spec.case_write_cap is not None and case_writes >= spec.case_write_cap:
+        return ToolRefusal.CASE_WRITE_CAP_REACHED
     if call.arguments is None:
         return ToolRefusal.MALFORMED_ARGUMENTS
     fields = set(call.arguments)

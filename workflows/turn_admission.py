@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 
 from contracts.case import Budgets
 from contracts.model_io import ProposedToolCall, ToolObservation
+from contracts.tools import INVESTIGATION_TOOLS
 from workflows.tool_gate import ToolRefusal, call_fingerprint, refuse_call
 
 TOO_MANY_CALLS_IN_TURN = ToolRefusal.TOO_MANY_CALLS_IN_TURN
@@ -56,9 +57,15 @@ class TurnAdmission:
 
 
 def admit_turn(
-    calls: list[ProposedToolCall], budgets: Budgets, *, bound_order_id: str | None, seen: SeenCalls
+    calls: list[ProposedToolCall],
+    budgets: Budgets,
+    *,
+    bound_order_id: str | None,
+    seen: SeenCalls,
+    case_writes: int = 0,
 ) -> TurnAdmission:
-    """Charge and check each call of a turn; ``seen`` is updated with what this turn used."""
+    """Charge and check each call of a turn; ``seen`` is updated with what this turn used. ``case_writes``:
+    the declared case writes (notes) the case held before this turn."""
     too_many = len(calls) > budgets.max_calls_per_turn
     verdicts: list[CallVerdict] = []
     for call in calls:
@@ -73,10 +80,14 @@ def admit_turn(
                 bound_order_id=bound_order_id,
                 seen_call_ids=seen.call_ids,
                 seen_fingerprints=seen.fingerprints,
+                case_writes=case_writes,
             )
         )
         seen.call_ids.add(call.call_id)
         if refusal is None:
             seen.fingerprints.add(call_fingerprint(call))
+            spec = INVESTIGATION_TOOLS.get(call.name)
+            if spec is not None and spec.case_write_cap is not None:
+                case_writes += 1
         verdicts.append(CallVerdict(call, refusal))
     return TurnAdmission(verdicts, budgets, tool_budget_exhausted=False)

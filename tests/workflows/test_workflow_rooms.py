@@ -17,6 +17,7 @@ from contracts.directory import Directory
 from contracts.errors import ERROR_TYPES, ErrorClass, WireCode
 from contracts.model_io import ProposedToolCall, ToolObservation
 from contracts.names import EventKind, ReviewRefusal, StopCode, stop_code, stop_reason
+from contracts.tools import INVESTIGATION_TOOLS, MAX_CASE_NOTES, TOOLS, WRITE_TOOLS, ToolSource
 from contracts.transitions import IllegalTransition
 from keystore import demo_identity
 from tests.case_data import refund_proposal
@@ -175,3 +176,39 @@ def test_stop_reasons_have_one_format() -> None:
     assert stop_reason(StopCode.REJECTED, "chen") == "rejected:chen"
     assert stop_reason(StopCode.ANSWERED) == "answered"
     assert stop_code("settlement_configuration:commerce_token_rejected: 401") == "settlement_configuration"
+
+
+def _note(call_id: str, text: str) -> ProposedToolCall:
+    return ProposedToolCall(call_id=call_id, name="save_case_note", arguments={"note": text}, raw_arguments="{}")
+
+
+def test_the_models_notes_are_a_declared_write_refused_past_their_cap_for_the_case() -> None:
+    """save_case_note is the model's one write: case-local, auto-allowed up to MAX_CASE_NOTES per case,
+    counting the notes the case holds and the ones admitted earlier in the same turn."""
+    held = MAX_CASE_NOTES - 2
+    turn = admit_turn(
+        [_note("n1", "a"), _note("n2", "b"), _note("n3", "c")],
+        Budgets(),
+        bound_order_id="QH-1001",
+        seen=SeenCalls(),
+        case_writes=held,
+    )
+    assert [v.refusal for v in turn.verdicts] == [None, None, "case_write_cap_reached"]
+    full = admit_turn([_note("n4", "d")], Budgets(), bound_order_id="QH-1001", seen=SeenCalls(), case_writes=5)
+    assert full.admitted == [] and full.verdicts[0].refused().error_code == "case_write_cap_reached"
+
+
+def test_every_tool_offered_to_the_model_is_a_read_or_a_declared_case_write() -> None:
+    """No write bypasses the gate: the model is offered reads and declared case-local writes with a cap;
+    every other write (the commerce server's) is never offered and refused if asked for."""
+    writes = {name for name, spec in INVESTIGATION_TOOLS.items() if not spec.read_only}
+    assert writes == {"save_case_note"}
+    assert all(INVESTIGATION_TOOLS[name].case_write_cap == MAX_CASE_NOTES for name in writes)
+    assert all(INVESTIGATION_TOOLS[name].source is ToolSource.CASE for name in writes)
+    assert {name for name, spec in TOOLS.items() if not spec.read_only} - writes == WRITE_TOOLS
+    assert not WRITE_TOOLS & set(INVESTIGATION_TOOLS)
+    assert {"create_ticket", "execute_refund", "execute_action", "preview_action"} <= WRITE_TOOLS
+    for name in sorted(WRITE_TOOLS):
+        call = ProposedToolCall(call_id=f"w-{name}", name=name, arguments={}, raw_arguments="{}")
+        turn = admit_turn([call], Budgets(), bound_order_id="QH-1001", seen=SeenCalls())
+        assert turn.verdicts[0].refusal == "write_tool_not_allowed", name
