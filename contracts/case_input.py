@@ -153,7 +153,7 @@ class ModelTally(_State):
         return f"{self.tokens_known}{suffix}"
 
 
-_ACTION_FIELDS = ("action", "confirmation", "action_receipt", "escalated_to")
+_ACTION_FIELDS = ("action", "confirmation", "action_receipt", "escalated_to", "near_expiry_at")
 
 
 class CaseState(_State):
@@ -187,6 +187,9 @@ class CaseState(_State):
     escalated_to: str | None = None
     """The tenant's escalation reviewer, once the pending proposal neared its expiry undecided and they
     were asked to decide it."""
+    near_expiry_at: datetime | None = None
+    """When the pending proposal was noted nearing its expiry undecided (a tenant naming no escalation
+    reviewer; cases that took the near-expiry patch)."""
     decision: ReviewDecision | None = None
     decided_at: datetime | None = None
     directory: Directory | None = None

@@ -46,6 +46,9 @@ class WorkerMetric(StrEnum):
     PROPOSALS_ESCALATED = "support_proposals_escalated"
     """Proposals that neared their expiry undecided and were escalated to the tenant's escalation
     reviewer, by tenant (a tenant that names none escalates nothing)."""
+    PROPOSALS_NEAR_EXPIRY = "support_proposals_near_expiry"
+    """Proposals that neared their expiry undecided, by tenant, whether or not an escalation reviewer was
+    asked (cases started on release 0.12 after the near-expiry note; escalations are counted here too)."""
     CUSTOMER_REPLIES = "support_customer_replies"
     """Replies the case sent its customer, by tenant and ``kind`` (who wrote it: ``model_draft``,
     ``case_records``, ``receipt``...)."""
@@ -112,6 +115,7 @@ KNOWN_TOOL_REFUSALS = (
     "invalid_argument",
     "repeated_call",
     "too_many_calls_in_turn",
+    "case_write_cap_reached",
 )
 """The codes workflows/tool_gate.py and workflows/turn_admission.py refuse a model's tool call with
 (a test reads them from the source); ``order_not_bound_to_case`` is a model asking for another order."""

@@ -80,6 +80,8 @@ class EventKind(StrEnum):
     REVIEW_REFUSED = "review_refused"
     REVIEW_ACCEPTED = "review_accepted"
     ESCALATED = "escalated"
+    NEAR_EXPIRY = "near_expiry"
+    """A pending proposal neared its expiry undecided in a tenant that names no escalation reviewer."""
     """The pending proposal neared its expiry undecided: the tenant's escalation reviewer was asked."""
     CONTINUED_AS_NEW = "continued_as_new"
     PROPOSAL_CLOSED = "proposal_closed"

@@ -313,6 +313,10 @@ RETURN_SCENARIOS: list[tuple[str, str, str, Language, Action | None, int]] = [
         900,
     ),
 ]
+NEAR_EXPIRY_SCENARIOS: list[tuple[str, str, str, Language, Action | None, int]] = [
+    ("action_noted_near_expiry_then_expired", "bob", "Please cancel my order QH-2006", Language.EN, None, 9),
+    ("refund_noted_near_expiry_then_expired", "alice", "Please refund QH-1009", Language.EN, None, 9),
+]
 EXCHANGE_SCENARIOS: list[tuple[str, str, str, Language, Action | None, int]] = [
     ("action_exchange_confirmed", "alice", "Please exchange QH-1004 for DESK-09", Language.EN, confirmed, 900),
     (
@@ -331,14 +335,17 @@ ACTION_STACKS = {
     "addresses": (ActionKind.CHANGE_ORDER_ADDRESS, 0, None, ADDRESS_SCENARIOS),
     "returns": (ActionKind.RETURN_ITEMS, 1, None, RETURN_SCENARIOS),
     "exchanges": (ActionKind.EXCHANGE_ITEMS, 0, None, EXCHANGE_SCENARIOS),
+    "near-expiry": (ActionKind.CANCEL_ORDER, 1, None, NEAR_EXPIRY_SCENARIOS),
 }
 """Each list recorded on a stack of its own whose directory allows qinghe one action (release 0.12 on): a
 cancellation with the customer's confirmation alone, then with a reviewer's approval too, then with chen
 asked as a proposal nears its expiry (each escalated at 6 s, closed undecided at 9 s); an address change
 the customer confirms; a return the customer confirms and chen approves; an exchange the customer confirms,
-and one whose message names no product code (the case asks for one; the customer withdraws). The main
-stack's directory allows none: there ``action_not_allowed`` asks nothing of the commerce server."""
-PARTIAL = ("escalations", "addresses", "returns", "exchanges")
+and one whose message names no product code (the case asks for one; the customer withdraws); a
+cancellation and a refund in a tenant naming no escalation reviewer, noted as they near their expiry (at
+6 s) and closed undecided (at 9 s). The main stack's directory allows none: there ``action_not_allowed``
+asks nothing of the commerce server."""
+PARTIAL = ("escalations", "addresses", "returns", "exchanges", "near-expiry")
 """Stacks ``--only`` records alone: shapes added to 0.12 after its first generation (2026-12-issue48)."""
 UNVERIFIED = ("applicant_unverified", "alice", "Please refund QH-1001")
 """A case started without an applicant token: it must read nothing and end with the reason."""

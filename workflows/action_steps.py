@@ -28,7 +28,7 @@ with workflow.unsafe.imports_passed_through():
     from workflows.action_notice import proposal_notice, waiting_notice
     from workflows.case_run import CaseRun
     from workflows.customer_messages import asks_to_withdraw
-    from workflows.escalation import ESCALATION_TIMER_SUMMARY, escalate, next_wake
+    from workflows.escalation import Wake, next_wake, on_near_expiry, timer_summary
     from workflows.outcomes import CaseStopped, settlement_failure
 
 
@@ -102,16 +102,16 @@ class ActionSteps(CaseRun):
             if s.conversation.inbox:
                 self._answer_while_agreeing()
                 continue
-            wake, escalating = next_wake(s, action.created_at, action.expires_at)
+            wake, why = next_wake(s, action.created_at, action.expires_at)
             try:
                 await workflow.wait_condition(
                     lambda: s.agreed or rejected() or bool(s.conversation.inbox) or self._run_is_long(),
                     timeout=timedelta(seconds=max((wake - workflow.now()).total_seconds(), 0.001)),
-                    timeout_summary=ESCALATION_TIMER_SUMMARY if escalating else f"{action.kind.value} proposal expires",
+                    timeout_summary=timer_summary(why, f"{action.kind.value} proposal expires"),
                 )
             except TimeoutError:
-                if escalating:
-                    escalate(s, self._event, workflow.now(), action.expires_at)
+                if why is not Wake.EXPIRE:
+                    on_near_expiry(s, why, self._event, workflow.now(), action.expires_at)
                     self._show()
                     continue
                 self._event(EventKind.PROPOSAL_CLOSED, "expired without agreement: nothing was executed")

@@ -85,6 +85,14 @@ def proposal_escalated(s: CaseState) -> None:
     )
 
 
+def proposal_near_expiry(s: CaseState) -> None:
+    _count(
+        WorkerMetric.PROPOSALS_NEAR_EXPIRY,
+        "Proposals that neared their expiry undecided (escalated or not)",
+        tenant=tenant_label(s),
+    )
+
+
 def approval_refused(s: CaseState, code: str) -> None:
     _count(
         WorkerMetric.APPROVALS_REFUSED,

@@ -68,7 +68,7 @@ with workflow.unsafe.imports_passed_through():
     from workflows.conversation_handlers import ConversationHandlers
     from workflows.deliver_gate import decide_delivery
     from workflows.drafting import draft_and_review
-    from workflows.escalation import ESCALATION_TIMER_SUMMARY, escalate, next_wake
+    from workflows.escalation import Wake, next_wake, on_near_expiry, timer_summary
     from workflows.evidence import transcript_content
     from workflows.model_calls import ModelCalls
     from workflows.outcomes import CaseStopped
@@ -264,18 +264,16 @@ class SupportCaseWorkflow(ActionSteps, ConversationHandlers):
             if s.conversation.inbox:
                 await self._answer_while_waiting()
                 continue
-            wake, escalating = next_wake(s, s.proposal.created_at, s.proposal.expires_at)
+            wake, why = next_wake(s, s.proposal.created_at, s.proposal.expires_at)
             try:
                 await workflow.wait_condition(
                     lambda: s.decision is not None or bool(s.conversation.inbox) or self._run_is_long(),
                     timeout=timedelta(seconds=max((wake - workflow.now()).total_seconds(), 0.001)),
-                    timeout_summary=ESCALATION_TIMER_SUMMARY
-                    if escalating
-                    else case_details.approval_timer_summary(card),
+                    timeout_summary=timer_summary(why, case_details.approval_timer_summary(card)),
                 )
             except TimeoutError:
-                if escalating:
-                    escalate(s, self._event, workflow.now(), s.proposal.expires_at)
+                if why is not Wake.EXPIRE:
+                    on_near_expiry(s, why, self._event, workflow.now(), s.proposal.expires_at)
                     self._show()
                     continue
                 await close_proposal(self._s, self._event, ProposalOutcome.EXPIRED)

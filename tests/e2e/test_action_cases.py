@@ -185,6 +185,8 @@ async def test_a_tenant_that_allows_no_cancellation_is_never_asked_for_one(merch
 
 
 async def test_a_cancellation_nobody_confirms_in_time_executes_nothing(merchant: Merchant) -> None:
+    """qinghe names no escalation reviewer: the proposal is noted as it nears its expiry (a third of its 15 s
+    left), then closes undecided; nothing executes."""
     shop = merchant
     _allow(shop, "--reviewers", "0", "--max-per-day", "3")
     handle = await shop.cases().start(shop.identity("alice"), QUESTION, ttl_seconds=15)
@@ -193,6 +195,17 @@ async def test_a_cancellation_nobody_confirms_in_time_executes_nothing(merchant:
     assert view.reason == StopCode.ACTION_EXPIRED_WITHOUT_AGREEMENT.value and view.action is not None
     assert view.answer is not None and "nothing has been changed" in view.answer
     assert shop._rows(ActionExecutionRow) == [] and _order_status(shop) is OrderStatus.PROCESSING
+    events = await shop.events(view.case_id)
+    kinds = [event.split(":", 1)[0] for event in events]
+    assert kinds.count("near_expiry") == 1 and kinds.index("near_expiry") < kinds.index("case_finished"), events
+    assert "escalated" not in kinds and view.escalated_to is None
+    history = await handle.workflow.fetch_history()
+    timers = [
+        json.loads(event.user_metadata.summary.data)
+        for event in history.events
+        if event.HasField("timer_started_event_attributes")
+    ]
+    assert timers[:2] == ["note the proposal nearing its expiry", "cancel_order proposal expires"], timers
 
 
 async def test_a_proposal_nearing_its_expiry_undecided_is_escalated_then_closes(merchant: Merchant) -> None:

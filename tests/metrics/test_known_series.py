@@ -18,6 +18,7 @@ from contracts.conversation import MessageRefusal, ReplySource
 from contracts.directory import Directory
 from contracts.metrics import KNOWN_TOOL_REFUSALS, WorkerMetric, bounded_name
 from contracts.names import WORKFLOW_NAME
+from workflows.tool_gate import ToolRefusal
 
 ROOT = Path(__file__).resolve().parents[2]
 KNOWN = KnownLabels("0.8.0-abc", "default", "support-cases", ("qinghe", "shanshui"), (("deepseek", "deepseek-chat"),))
@@ -84,6 +85,7 @@ def test_the_known_tool_refusals_are_every_code_the_tool_gate_returns() -> None:
         (ROOT / "workflows" / name).read_text(encoding="utf-8") for name in ("tool_gate.py", "turn_admission.py")
     )
     returned = set(re.findall(r'return "([a-z_]+)"', source)) | set(re.findall(r'= "([a-z_]+_in_turn)"', source))
+    returned |= {ToolRefusal[name].value for name in re.findall(r"return ToolRefusal\.([A-Z_]+)", source)}
     assert returned and returned <= set(KNOWN_TOOL_REFUSALS), sorted(returned - set(KNOWN_TOOL_REFUSALS))
 
 

@@ -18,6 +18,7 @@ from case_history.trail import recorded_workflow_id
 from contracts.payload_codec import CASE_DATA_CONVERTER, ENCODING
 from tests.release_code import HISTORIES as HISTORIES_ROOT
 from tests.release_code import MANIFEST, SHA, current_release, extracted, releases, replay_in
+from workflows.escalation import NEAR_EXPIRY_PATCH, NEAR_EXPIRY_TIMER_SUMMARY
 from workflows.sandbox import workflow_runner
 from workflows.support_case import SupportCaseWorkflow
 
@@ -290,12 +291,42 @@ ADDED_TO_0_12 = (
     "action_return_approved",
     "action_exchange_confirmed",
     "action_exchange_variant_needed",
+    "action_noted_near_expiry_then_expired",
+    "refund_noted_near_expiry_then_expired",
 )
 """Shapes recorded on 0.12 after its first generation (``record_histories.py --only``): each is committed and
 replays with the rest of the current release's histories."""
 ESCALATIONS = ADDED_TO_0_12[:2]
 """Recorded on 0.12 with ``--only escalations``: a cancellation and a refund whose tenant names an escalation
 reviewer, each escalated before it closed undecided."""
+
+
+NOTED_NEAR_EXPIRY = ADDED_TO_0_12[-2:]
+"""Recorded on 0.12 with ``--only near-expiry``: a cancellation and a refund whose tenant names no escalation
+reviewer, each noted as it neared its expiry (the near-expiry patch) before it closed undecided."""
+
+
+@pytest.mark.parametrize("name", NOTED_NEAR_EXPIRY)
+def test_the_near_expiry_histories_hold_the_patch_and_its_timer_and_replay(name: str) -> None:
+    """Each holds the near-expiry patch marker and its timer before the expiry timer, so the in-process
+    replay of the current release's histories tests both branches: these take the patch, the histories
+    recorded before it (``expired_refund``, ``action_cancel_expired``) do not and wait with one timer."""
+    [path] = sorted(releases()["v0.12"].folder.glob(f"{name}-*.json"))
+    data = json.loads(path.read_text(encoding="utf-8"))
+    history = WorkflowHistory.from_json(name, data)
+    patches = [
+        event.marker_recorded_event_attributes.details["patch-data"]
+        for event in history.events
+        if event.HasField("marker_recorded_event_attributes")
+        and event.marker_recorded_event_attributes.marker_name == "core_patch"
+    ]
+    assert len(patches) == 1 and NEAR_EXPIRY_PATCH.encode() in patches[0].payloads[0].data, patches
+    timers = [
+        json.loads(event.user_metadata.summary.data)
+        for event in history.events
+        if event.HasField("timer_started_event_attributes")
+    ]
+    assert timers[0] == NEAR_EXPIRY_TIMER_SUMMARY and len(timers) == 2, timers
 
 
 @pytest.mark.parametrize("name", ESCALATIONS)
