@@ -55,10 +55,13 @@ def next_wake(s: CaseState, created_at: datetime, expires_at: datetime) -> tuple
 
 
 def timer_summary(wake: Wake, expiry_summary: str) -> str:
-    """What the wait's timer is for, as the history shows it."""
-    return {Wake.ESCALATE: ESCALATION_TIMER_SUMMARY, Wake.NOTE_NEAR_EXPIRY: NEAR_EXPIRY_TIMER_SUMMARY}.get(
-        wake, expiry_summary
-    )
+    """What the wait's timer is for, as the history shows it: the proposal's own summary (what the Temporal
+    UI shows a waiting case by), with what wakes first where the wait wakes before the expiry."""
+    if wake is Wake.ESCALATE:
+        return f"{expiry_summary}; first {ESCALATION_TIMER_SUMMARY}"
+    if wake is Wake.NOTE_NEAR_EXPIRY:
+        return f"{expiry_summary}; first {NEAR_EXPIRY_TIMER_SUMMARY}"
+    return expiry_summary
 
 
 def on_near_expiry(

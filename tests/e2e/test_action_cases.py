@@ -205,7 +205,10 @@ async def test_a_cancellation_nobody_confirms_in_time_executes_nothing(merchant:
         for event in history.events
         if event.HasField("timer_started_event_attributes")
     ]
-    assert timers[:2] == ["note the proposal nearing its expiry", "cancel_order proposal expires"], timers
+    assert timers[:2] == [
+        "cancel_order proposal expires; first note the proposal nearing its expiry",
+        "cancel_order proposal expires",
+    ], timers
 
 
 async def test_a_proposal_nearing_its_expiry_undecided_is_escalated_then_closes(merchant: Merchant) -> None:

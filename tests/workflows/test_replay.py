@@ -326,7 +326,8 @@ def test_the_near_expiry_histories_hold_the_patch_and_its_timer_and_replay(name:
         for event in history.events
         if event.HasField("timer_started_event_attributes")
     ]
-    assert timers[0] == NEAR_EXPIRY_TIMER_SUMMARY and len(timers) == 2, timers
+    assert NEAR_EXPIRY_TIMER_SUMMARY in timers[0] and NEAR_EXPIRY_TIMER_SUMMARY not in timers[1], timers
+    assert len(timers) == 2, timers
 
 
 @pytest.mark.parametrize("name", ESCALATIONS)
