@@ -42,7 +42,7 @@ KIT_ADDRESS = Address(
 APPROVE = Decision.APPROVE.value
 
 
-def _rule(run: Run, kind: ActionKind = KIND) -> ActionRule:
+def required_rule(run: Run, kind: ActionKind = KIND) -> ActionRule:
     rule = run.keys.directory.action_rule(run.customer.tenant, kind)
     if rule is None:
         raise CheckSkipped(
@@ -66,7 +66,7 @@ async def _cancellable(run: Run) -> Order:
     )
 
 
-async def _preview(run: Run, order_id: str, kind: ActionKind = KIND, **request: Any) -> ActionProposal:
+async def previewed(run: Run, order_id: str, kind: ActionKind = KIND, **request: Any) -> ActionProposal:
     arguments = ActionRequest(kind=kind, case_id=fresh_case_id(), order_id=order_id, **request)
     answer = await run.answer(
         ToolName.PREVIEW_ACTION, {"request": arguments.model_dump(mode="json")}, case_id=arguments.case_id
@@ -140,9 +140,9 @@ async def action_default_deny(run: Run) -> str:
 
 
 async def action_preview_exact(run: Run) -> str:
-    rule = _rule(run)
+    rule = required_rule(run)
     order = await _cancellable(run)
-    proposal = await _preview(run, order.order_id)
+    proposal = await previewed(run, order.order_id)
     request = ActionRequest(kind=KIND, case_id=proposal.case_id, order_id=order.order_id)
     expected = action_effect(request, OrderRecords(order=order))
     if proposal.effect != expected:
@@ -161,9 +161,9 @@ async def action_preview_exact(run: Run) -> str:
 
 
 async def action_address_preview_exact(run: Run) -> str:
-    rule = _rule(run, ActionKind.CHANGE_ORDER_ADDRESS)
+    rule = required_rule(run, ActionKind.CHANGE_ORDER_ADDRESS)
     order = await _cancellable(run)
-    proposal = await _preview(run, order.order_id, ActionKind.CHANGE_ORDER_ADDRESS, address=KIT_ADDRESS)
+    proposal = await previewed(run, order.order_id, ActionKind.CHANGE_ORDER_ADDRESS, address=KIT_ADDRESS)
     effect = proposal.effect
     if (effect.address_after, effect.status_after, effect.refund_cents) != (KIT_ADDRESS, order.status, 0):
         raise CheckFailed(f"the address change's effect {effect} is not the requested address, free, status kept")
@@ -175,21 +175,26 @@ async def action_address_preview_exact(run: Run) -> str:
 
 
 async def action_address_not_eligible(run: Run) -> str:
-    _rule(run, ActionKind.CHANGE_ORDER_ADDRESS)
+    required_rule(run, ActionKind.CHANGE_ORDER_ADDRESS)
     order_id = run.fixture.refundable_orders[0]
     request = ActionRequest(
         kind=ActionKind.CHANGE_ORDER_ADDRESS, case_id=fresh_case_id(), order_id=order_id, address=KIT_ADDRESS
     )
+    return await not_eligible(run, request, f"an address change of delivered order {order_id}")
+
+
+async def not_eligible(run: Run, request: ActionRequest, what: str) -> str:
+    """``request``'s preview must be refused ``action_not_eligible`` (``what`` names it in the verdict)."""
     error = await run.refusal(
         ToolName.PREVIEW_ACTION, {"request": request.model_dump(mode="json")}, case_id=request.case_id
     )
     if error.code != CommerceErrorCode.ACTION_NOT_ELIGIBLE:
-        raise CheckFailed(f"an address change of delivered order {order_id} was refused {error.code}")
-    return f"an address change of delivered order {order_id} refused action_not_eligible"
+        raise CheckFailed(f"{what} was refused {error.code}")
+    return f"{what} refused action_not_eligible"
 
 
 async def action_foreign_order(run: Run) -> str:
-    _rule(run)
+    required_rule(run)
     answers = []
     for order_id in (run.fixture.foreign_order, run.fixture.missing_order):
         request = ActionRequest(kind=KIND, case_id=fresh_case_id(), order_id=order_id)
@@ -205,19 +210,19 @@ async def action_foreign_order(run: Run) -> str:
 
 
 async def action_unconfirmed(run: Run) -> str:
-    if not _rule(run).customer_confirms:
+    if not required_rule(run).customer_confirms:
         raise CheckSkipped(f"tenant {run.customer.tenant!r} does not ask the customer to confirm {KIND.value}")
-    proposal = await _preview(run, (await _cancellable(run)).order_id)
+    proposal = await previewed(run, (await _cancellable(run)).order_id)
     execution = _execution(proposal, **_agreement(run, proposal, confirm=False))
     code = CommerceErrorCode.CONFIRMATION_REQUIRED
     return await _refused_unchanged(run, proposal, execution, code, "an execution without the customer's confirmation")
 
 
 async def action_confirmation_of_another_proposal(run: Run) -> str:
-    if not _rule(run).customer_confirms:
+    if not required_rule(run).customer_confirms:
         raise CheckSkipped(f"tenant {run.customer.tenant!r} does not ask the customer to confirm {KIND.value}")
     order = await _cancellable(run)
-    proposal, other = await _preview(run, order.order_id), await _preview(run, order.order_id)
+    proposal, other = await previewed(run, order.order_id), await previewed(run, order.order_id)
     fields = _agreement(run, proposal) | {"confirmation_token": _agreement(run, other)["confirmation_token"]}
     code = CommerceErrorCode.CONFIRMATION_INVALID
     return await _refused_unchanged(
@@ -226,12 +231,12 @@ async def action_confirmation_of_another_proposal(run: Run) -> str:
 
 
 async def action_confirmation_of_another_customer(run: Run) -> str:
-    if not _rule(run).customer_confirms:
+    if not required_rule(run).customer_confirms:
         raise CheckSkipped(f"tenant {run.customer.tenant!r} does not ask the customer to confirm {KIND.value}")
     other = run.keys.other_customer(run.customer, run.fixture.other_customer)
     if other is None:
         raise CheckSkipped("the directory lists no other customer (the fixture may name other_customer)")
-    proposal = await _preview(run, (await _cancellable(run)).order_id)
+    proposal = await previewed(run, (await _cancellable(run)).order_id)
     theirs = run.keys.signer.confirmation_token(other, case_id=proposal.case_id, digest=proposal.digest)
     execution = _execution(proposal, **_agreement(run, proposal) | {"confirmation_token": theirs})
     code = CommerceErrorCode.CONFIRMATION_INVALID
@@ -241,8 +246,8 @@ async def action_confirmation_of_another_customer(run: Run) -> str:
 
 
 async def action_reviewer_of_another_tenant(run: Run) -> str:
-    _rule(run)
-    proposal = await _preview(run, (await _cancellable(run)).order_id)
+    required_rule(run)
+    proposal = await previewed(run, (await _cancellable(run)).order_id)
     if not proposal.requires.reviewers:
         raise CheckSkipped(f"tenant {run.customer.tenant!r} asks no reviewer to approve this {KIND.value}")
     foreign = run.keys.foreign_reviewer(run.customer.tenant, run.fixture.foreign_reviewer)
@@ -265,9 +270,9 @@ async def action_reviewer_of_another_tenant(run: Run) -> str:
 
 
 async def action_another_digest(run: Run) -> str:
-    _rule(run)
+    required_rule(run)
     order = await _cancellable(run)
-    proposal, other = await _preview(run, order.order_id), await _preview(run, order.order_id)
+    proposal, other = await previewed(run, order.order_id), await previewed(run, order.order_id)
     execution = _execution(proposal, **_agreement(run, other)).model_copy(update={"digest": other.digest})
     code = CommerceErrorCode.ACTION_CHANGED
     return await _refused_unchanged(
@@ -276,8 +281,8 @@ async def action_another_digest(run: Run) -> str:
 
 
 async def action_unapproved(run: Run) -> str:
-    _rule(run)
-    proposal = await _preview(run, (await _cancellable(run)).order_id)
+    required_rule(run)
+    proposal = await previewed(run, (await _cancellable(run)).order_id)
     if not proposal.requires.reviewers:
         raise CheckSkipped(f"tenant {run.customer.tenant!r} asks no reviewer to approve this {KIND.value}")
     execution = _execution(proposal, **_agreement(run, proposal, approve=False))
@@ -286,8 +291,8 @@ async def action_unapproved(run: Run) -> str:
 
 
 async def action_expired(run: Run) -> str:
-    _rule(run)
-    proposal = await _preview(run, (await _cancellable(run)).order_id, expires_in_seconds=EXPIRING_SECONDS)
+    required_rule(run)
+    proposal = await previewed(run, (await _cancellable(run)).order_id, expires_in_seconds=EXPIRING_SECONDS)
     while datetime.now(UTC) < proposal.expires_at:  # the proposal's own expiry, as the server stated it
         await asyncio.sleep(0.2)
     execution = _execution(proposal, **_agreement(run, proposal))
@@ -297,9 +302,9 @@ async def action_expired(run: Run) -> str:
 
 
 async def action_executes_once(run: Run) -> str:
-    _rule(run)
+    required_rule(run)
     order = await _cancellable(run)
-    proposal = await _preview(run, order.order_id)
+    proposal = await previewed(run, order.order_id)
     execution = _execution(proposal, **_agreement(run, proposal))
     first = await run.answer(
         ToolName.EXECUTE_ACTION, {"execution": execution.model_dump(mode="json")}, case_id=proposal.case_id
@@ -334,7 +339,7 @@ async def action_executes_once(run: Run) -> str:
 
 
 async def action_conflicting_replay(run: Run) -> str:
-    _rule(run)
+    required_rule(run)
     await _cancellable(run)  # nothing left to cancel: not checked, as the execution was not
     if run.action is None:
         raise CheckFailed("no action was executed (see action_executes_once)")

@@ -6,13 +6,11 @@ same order."""
 
 from __future__ import annotations
 
-from commerce_contract.checks_actions import _preview, _rule
+from commerce_contract.checks_actions import not_eligible, previewed, required_rule
 from commerce_contract.checks_refunds import Check
 from commerce_contract.context import CheckFailed, CheckSkipped, Run, fresh_case_id
 from contracts.action_policy import ActionKind
 from contracts.actions import ActionRequest
-from contracts.errors import CommerceErrorCode
-from contracts.tools import ToolName
 from knowledge.action_rules import OrderRecords, action_effect
 
 RETURN = ActionKind.RETURN_ITEMS
@@ -20,11 +18,11 @@ EXCHANGE = ActionKind.EXCHANGE_ITEMS
 
 
 async def action_return_preview_exact(run: Run) -> str:
-    rule = _rule(run, RETURN)
+    rule = required_rule(run, RETURN)
     if not run.fixture.returnable_orders:
         raise CheckSkipped("the fixture names no returnable_orders (a delivered order not back yet)")
     order = await run.read_order(run.fixture.returnable_orders[0])
-    proposal = await _preview(run, order.order_id, RETURN)
+    proposal = await previewed(run, order.order_id, RETURN)
     follows = run.keys.directory.policy_tenant(run.customer.tenant)
     request = ActionRequest(kind=RETURN, case_id=proposal.case_id, order_id=order.order_id)
     expected = action_effect(request, OrderRecords(order=order, policy_tenant=follows))
@@ -42,26 +40,21 @@ async def action_return_preview_exact(run: Run) -> str:
 
 
 async def action_return_not_eligible(run: Run) -> str:
-    _rule(run, RETURN)
+    required_rule(run, RETURN)
     if not run.fixture.cancellable_orders:
         raise CheckSkipped("the fixture names no cancellable_orders (an order that was never delivered)")
     order_id = run.fixture.cancellable_orders[0]
     request = ActionRequest(kind=RETURN, case_id=fresh_case_id(), order_id=order_id)
-    error = await run.refusal(
-        ToolName.PREVIEW_ACTION, {"request": request.model_dump(mode="json")}, case_id=request.case_id
-    )
-    if error.code != CommerceErrorCode.ACTION_NOT_ELIGIBLE:
-        raise CheckFailed(f"a return of undelivered order {order_id} was refused {error.code}")
-    return f"a return of undelivered order {order_id} refused action_not_eligible"
+    return await not_eligible(run, request, f"a return of undelivered order {order_id}")
 
 
 async def action_exchange_preview_exact(run: Run) -> str:
-    rule = _rule(run, EXCHANGE)
+    rule = required_rule(run, EXCHANGE)
     sku_after = run.fixture.exchange_sku
     if not run.fixture.returnable_orders or sku_after is None:
         raise CheckSkipped("the fixture names no returnable_orders and exchange_sku (a variant to exchange for)")
     order = await run.read_order(run.fixture.returnable_orders[0])
-    proposal = await _preview(run, order.order_id, EXCHANGE, sku_after=sku_after)
+    proposal = await previewed(run, order.order_id, EXCHANGE, sku_after=sku_after)
     swap = proposal.effect.exchange_opened
     if swap is None or (swap.sku_before, swap.sku_after, swap.units) != (order.sku, sku_after, order.quantity):
         raise CheckFailed(f"the exchange's effect {proposal.effect} is not {order.sku} for {sku_after}, every unit")
@@ -77,19 +70,14 @@ async def action_exchange_preview_exact(run: Run) -> str:
 
 
 async def action_exchange_not_eligible(run: Run) -> str:
-    _rule(run, EXCHANGE)
+    required_rule(run, EXCHANGE)
     if not run.fixture.cancellable_orders or run.fixture.exchange_sku is None:
         raise CheckSkipped("the fixture names no cancellable_orders and exchange_sku")
     order_id = run.fixture.cancellable_orders[0]
     request = ActionRequest(
         kind=EXCHANGE, case_id=fresh_case_id(), order_id=order_id, sku_after=run.fixture.exchange_sku
     )
-    error = await run.refusal(
-        ToolName.PREVIEW_ACTION, {"request": request.model_dump(mode="json")}, case_id=request.case_id
-    )
-    if error.code != CommerceErrorCode.ACTION_NOT_ELIGIBLE:
-        raise CheckFailed(f"an exchange of undelivered order {order_id} was refused {error.code}")
-    return f"an exchange of undelivered order {order_id} refused action_not_eligible"
+    return await not_eligible(run, request, f"an exchange of undelivered order {order_id}")
 
 
 def return_checks() -> list[Check]:
