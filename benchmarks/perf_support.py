@@ -225,7 +225,7 @@ async def bench_worker(stack: RehearsalStack, settings: ModelSettings, **options
 
 
 async def replay_histories() -> tuple[int, float, float, str, int]:
-    """Replay the current release's committed histories (tests/histories/releases.json: the release whose
+    """Replay the current release's committed histories (tests/histories' manifest: the release whose
     commit is null; older releases replay against their own code, tests/workflows/test_replay.py) with the
     production sandboxed runner: (count, total s, max s, slowest history, failures). Reading and parsing
     the JSON is not timed."""

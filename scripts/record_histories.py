@@ -4,9 +4,9 @@
 
 Starts a throwaway Temporal dev server and an in-process worker (rehearsal model, fresh commerce
 database), runs one case per scenario and writes each finished run's history as
-``<release>/<scenario>-<tag>.json``. The release defaults to the newest one in
-tests/histories/releases.json whose commit is null (the current code); a release named by a commit is
-past code and is refused. Histories are a contract with every case in flight: existing files are
+``<release>/<scenario>-<tag>.json``. The release defaults to the newest one in tests/histories'
+manifest (releases.json, then releases.d) whose commit is null (the current code); a release named by a
+commit is past code and is refused. Histories are a contract with every case in flight: existing files are
 never overwritten (the script refuses, exit 2), re-recorded or deleted; a new tag adds a new
 generation next to the old ones, so CI replays every version of the workflow that may still have
 cases running, each against its release's code.
@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import sys
 import tempfile
 import uuid
@@ -39,10 +38,10 @@ from case_client import CaseClient
 from contracts.case import CaseStatus
 from contracts.knowledge import Language
 from devstack.rehearsal_stack import RehearsalStack, rehearsal_stack
+from devstack.release_manifest import release_entries
 from keystore import demo_identity
 
 HISTORIES = Path(__file__).resolve().parents[1] / "tests" / "histories"
-MANIFEST = HISTORIES / "releases.json"
 REFUSED = 2
 SUGGEST_CONTINUE_AS_NEW_AFTER_EVENTS = 150
 """The dev server suggests continue-as-new after this many history events (``limit.historyCount.
@@ -58,15 +57,13 @@ def refuse(message: str) -> SystemExit:
 
 def release_folder(release: str | None) -> Path:
     """The folder of ``release`` (default: the newest with commit null), refusing past or unknown releases."""
-    manifest: dict[str, dict[str, object]] = json.loads(MANIFEST.read_text(encoding="utf-8"))
-    current = [name for name, entry in manifest.items() if entry.get("commit") is None]
+    manifest = release_entries(HISTORIES)
+    current = [name for name, entry in manifest.items() if entry.commit is None]
     name = release or (current[-1] if current else None)
     if name is None or name not in manifest:
-        raise refuse(f"release {name!r} is not in {MANIFEST} (current code: {current or 'none'})")
+        raise refuse(f"release {name!r} is not in {HISTORIES}'s manifest (current code: {current or 'none'})")
     if name not in current:
-        raise refuse(
-            f"release {name} is commit {manifest[name]['commit']}, not the current code: record into {current}"
-        )
+        raise refuse(f"release {name} is commit {manifest[name].commit}, not the current code: record into {current}")
     return HISTORIES / name
 
 

@@ -1,4 +1,5 @@
-"""Each release's workflow code, as tests/histories/releases.json names it, extracted from git history.
+"""Each release's workflow code, as tests/histories names it (releases.json and the files added to
+releases.d since: :mod:`devstack.release_manifest`), extracted from git history.
 
 A release is resolved by its commit sha (tags may not travel with every clone); when its tag exists
 here it must point at that commit. The code is extracted with ``git archive`` into a temporary folder,
@@ -9,7 +10,6 @@ repository's history (an exported tree, a shallow clone), the test fails saying 
 from __future__ import annotations
 
 import io
-import json
 import os
 import re
 import shutil
@@ -18,9 +18,10 @@ import sys
 import tarfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import pytest
+
+from devstack.release_manifest import release_entries
 
 ROOT = Path(__file__).resolve().parents[1]
 HISTORIES = ROOT / "tests" / "histories"
@@ -48,9 +49,13 @@ class Release:
 
 
 def releases() -> dict[str, Release]:
-    """The manifest's releases, in its order (oldest first)."""
-    data: dict[str, dict[str, Any]] = json.loads(MANIFEST.read_text(encoding="utf-8"))
-    return {name: Release(name, entry.get("tag"), entry.get("commit")) for name, entry in data.items()}
+    """The manifest's releases, oldest first."""
+    return {name: Release(name, entry.tag, entry.commit) for name, entry in release_entries(HISTORIES).items()}
+
+
+def all_histories() -> list[Path]:
+    """Every committed history, of every release the manifest names (the manifest's own files are none)."""
+    return sorted(path for release in releases().values() for path in release.histories())
 
 
 def current_release() -> Release:

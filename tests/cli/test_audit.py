@@ -27,9 +27,10 @@ from cli.audit_json import audit_json
 from cli.audit_render import audit_lines
 from cli.exit_codes import ExitCode
 from cli.text_layout import WIDTH
+from tests.release_code import all_histories
 
 ROOT = Path(__file__).resolve().parents[2]
-HISTORIES = sorted((ROOT / "tests" / "histories").glob("*/*.json"))
+HISTORIES = all_histories()
 RELEASE_0_1 = {
     "answered_delivery": ("completed", "answered"),
     "approved_refund": ("completed", "refund_settled"),

@@ -35,9 +35,10 @@ from contracts.payload_codec import (
 )
 from tests.case_world import history_text
 from tests.payloads.history_payloads import payloads_of
+from tests.release_code import all_histories
 
 ROOT = Path(__file__).resolve().parents[2]
-HISTORIES = sorted((ROOT / "tests" / "histories").glob("*/*.json"))
+HISTORIES = all_histories()
 
 
 def _json_payload(value: Any, **metadata: bytes) -> Payload:
