@@ -13,7 +13,7 @@ from datetime import datetime
 from enum import StrEnum
 from itertools import pairwise
 
-from case_history.trail import CaseTrail, End, unverified_claims
+from case_history.trail import CaseTrail, Decoded, End, T, unverified_claims
 from case_history.verify_wording import moment, printable, refusal_text, short, where_the_case_is
 from contracts.approval_verification import ApprovalTerms, approval_meets, signed_approval
 from contracts.case import Decision
@@ -132,6 +132,16 @@ def verify_chain(
         (RECEIPT, lambda: _receipt(trail, keys, known)),
     ]
     return ChainReport(case_id, tuple(checked_link(name, check) for name, check in checks))
+
+
+def completed_receipt(outcome: str, receipt: Decoded[T], trail: CaseTrail, *, activity: str, result: str) -> T:
+    """The receipt an activity that pays or executes returned: absent unless it completed, broken unless its
+    result decodes as one (``activity`` and ``result`` name the activity and its result in the sentence)."""
+    if outcome != End.COMPLETED:
+        raise LinkAbsent(f"the {activity} activity {outcome}: no receipt ({where_the_case_is(trail)})")
+    if receipt.value is None:
+        raise LinkBroken(f"the {result} result is not a receipt ({receipt.problem})")
+    return receipt.value
 
 
 def checked_link(name: str, check: Callable[[], str]) -> Link:
@@ -340,11 +350,9 @@ def _receipt(trail: CaseTrail, keys: Directory, known: _Known) -> str:
     settlement = trail.settlement
     if settlement is None:
         raise LinkAbsent(f"no settlement in the history ({where_the_case_is(trail)})")
-    if settlement.outcome != End.COMPLETED:
-        raise LinkAbsent(f"the settlement activity {settlement.outcome}: no receipt ({where_the_case_is(trail)})")
-    receipt = settlement.receipt.value
-    if receipt is None:
-        raise LinkBroken(f"the settlement result is not a receipt ({settlement.receipt.problem})")
+    receipt = completed_receipt(
+        settlement.outcome, settlement.receipt, trail, activity="settlement", result="settlement"
+    )
     if not receipt.signature:
         raise LinkBroken("missing: the receipt carries no commerce signature")
     try:

@@ -14,8 +14,16 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 from case_history.action_trail import ActionTrail
-from case_history.trail import CaseTrail, End, unverified_claims
-from case_history.verify import ChainReport, LinkAbsent, LinkBroken, OtherStart, checked_link, verify_chain
+from case_history.trail import CaseTrail, unverified_claims
+from case_history.verify import (
+    ChainReport,
+    LinkAbsent,
+    LinkBroken,
+    OtherStart,
+    checked_link,
+    completed_receipt,
+    verify_chain,
+)
 from case_history.verify_wording import moment, printable, refusal_text, short, where_the_case_is
 from contracts.action_credentials import ConfirmationClaims, verify_action_receipt, verify_confirmation
 from contracts.actions import ActionProposal
@@ -185,11 +193,9 @@ def _receipt(action: ActionTrail, keys: Directory, known: _Known, trail: CaseTra
     execution = action.execution
     if execution is None:
         raise LinkAbsent(f"no execution in the history ({where_the_case_is(trail)})")
-    if execution.outcome != End.COMPLETED:
-        raise LinkAbsent(f"the execute_action activity {execution.outcome}: no receipt ({where_the_case_is(trail)})")
-    receipt = execution.receipt.value
-    if receipt is None:
-        raise LinkBroken(f"the execution result is not a receipt ({execution.receipt.problem})")
+    receipt = completed_receipt(
+        execution.outcome, execution.receipt, trail, activity="execute_action", result="execution"
+    )
     try:
         claims = verify_action_receipt(receipt.signature, key_set(keys))
     except CredentialRefused as refused:

@@ -22,6 +22,7 @@ from contracts.actions import (
 )
 from contracts.case import CaseStatus
 from contracts.commerce import OrderStatus
+from contracts.effect_card import money
 from contracts.knowledge import Language
 
 _STATUS_ZH = {
@@ -34,10 +35,6 @@ _STATUS_ZH = {
 
 def _zh(language: Language) -> bool:
     return language is Language.ZH
-
-
-def _money(cents: int, currency: str) -> str:
-    return f"{currency} {cents / 100:.2f}"
 
 
 def _address(address: Address | None) -> str:
@@ -61,24 +58,24 @@ def effect_sentences(kind: ActionKind, effect: ActionEffect, language: Language)
         return _return_sentences(order, effect.return_opened, effect.currency, language)
     if effect.exchange_opened is not None:
         return _exchange_sentences(order, effect.exchange_opened, effect.currency, language)
-    money = _money(effect.refund_cents, effect.currency)
+    returned = money(effect.refund_cents, effect.currency)
     if _zh(language):
         before = _STATUS_ZH.get(effect.status_before, effect.status_before)
         after = _STATUS_ZH.get(effect.status_after, effect.status_after)
         text = (
             f"订单 {order} 将被取消（状态由“{before}”变为“{after}”），"
-            f"{money}（{effect.refund_cents} 分）将退回您的原支付方式"
+            f"{returned}（{effect.refund_cents} 分）将退回您的原支付方式"
         )
         return text + ("，发票作废。" if effect.invoice_void else "。")
     text = (
         f"Order {order} will be cancelled (its status goes from {effect.status_before} to {effect.status_after}), "
-        f"and {money} ({effect.refund_cents} cents) goes back to your original payment method"
+        f"and {returned} ({effect.refund_cents} cents) goes back to your original payment method"
     )
     return text + ("; its invoice is voided." if effect.invoice_void else ".")
 
 
 def _return_sentences(order: str, opened: ReturnTerms, currency: str, language: Language) -> str:
-    due = _money(opened.refund_due_cents, currency)
+    due = money(opened.refund_due_cents, currency)
     if _zh(language):
         return (
             f"将为订单 {order} 办理退货（{opened.units} 件）：请将商品寄回，退货仓签收入库后，"
@@ -95,11 +92,11 @@ def _settlement(swap: ExchangeTerms, currency: str, language: Language) -> str:
     """The price difference and its direction, from the computed exchange."""
     cents = abs(swap.difference_cents)
     if _zh(language):
-        amount = f"{_money(cents, currency)}（{cents} 分）"
+        amount = f"{money(cents, currency)}（{cents} 分）"
         if swap.difference_cents > 0:
             return f"差价 {amount} 将从您的原支付方式扣收"
         return f"差价 {amount} 将退回您的原支付方式" if swap.difference_cents else "无需补退差价"
-    amount = f"{_money(cents, currency)} ({cents} cents)"
+    amount = f"{money(cents, currency)} ({cents} cents)"
     if swap.difference_cents > 0:
         return f"the price difference of {amount} is charged to your original payment method"
     if swap.difference_cents < 0:
@@ -164,9 +161,9 @@ def waiting_notice(action: ActionProposal, confirmed: bool, language: Language, 
 def receipt_notice(receipt: ActionReceipt, language: Language, *, opened: ReturnTerms | None = None) -> str:
     """The outcome, stated from the commerce server's signed receipt (and, for a return, the terms of the
     proposal its digest signs)."""
-    money = _money(receipt.refund_cents, receipt.currency)
+    returned = money(receipt.refund_cents, receipt.currency)
     if receipt.kind is ActionKind.RETURN_ITEMS:
-        due = _money(opened.refund_due_cents, receipt.currency) if opened else None
+        due = money(opened.refund_due_cents, receipt.currency) if opened else None
         if _zh(language):
             due = due or "方案所述金额"
             return (
@@ -198,11 +195,11 @@ def receipt_notice(receipt: ActionReceipt, language: Language, *, opened: Return
         )
     if _zh(language):
         return (
-            f"订单 {receipt.order_id} 已取消，{money}（{receipt.refund_cents} 分）退回您的原支付方式，回执号 "
+            f"订单 {receipt.order_id} 已取消，{returned}（{receipt.refund_cents} 分）退回您的原支付方式，回执号 "
             f"{receipt.receipt_id}。这是模拟操作（SIMULATED），所有数据均为虚构，没有真实资金流动。"
         )
     return (
-        f"Order {receipt.order_id} was cancelled and {money} ({receipt.refund_cents} cents) goes back to your "
+        f"Order {receipt.order_id} was cancelled and {returned} ({receipt.refund_cents} cents) goes back to your "
         f"original payment method, receipt {receipt.receipt_id}. This is SIMULATED on fictional data; no real "
         "money moved."
     )
