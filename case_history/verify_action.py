@@ -25,8 +25,13 @@ from case_history.verify import (
     verify_chain,
 )
 from case_history.verify_wording import moment, printable, refusal_text, short, where_the_case_is
-from contracts.action_credentials import ConfirmationClaims, verify_action_receipt, verify_confirmation
-from contracts.actions import ActionProposal
+from contracts.action_credentials import (
+    ActionReceiptClaims,
+    ConfirmationClaims,
+    verify_action_receipt,
+    verify_confirmation,
+)
+from contracts.actions import ACCOUNT_TARGET, ActionEffect, ActionProposal
 from contracts.approval_verification import ApprovalTerms, approval_meets, signed_approval
 from contracts.case import Decision
 from contracts.credentials import SETTLE_WINDOW, ApprovalClaims, CredentialRefused, key_set
@@ -99,7 +104,7 @@ def _proposal(action: ActionTrail, known: _Known, trail: CaseTrail) -> str:
     needs = " and ".join(parties)
     return (
         f"{short(proposal.digest)} is the SHA-256 of the proposal in {source}: {proposal.kind.value} of "
-        f"{effect.order_id} (order v{effect.order_version}, {effect.status_before} -> {effect.status_after}, "
+        f"{effect.target} ({_version_text(effect)}, "
         f"{effect.refund_cents} {effect.currency} cents back); needs {needs or 'nobody (capped rule)'}; "
         f"expires {moment(proposal.expires_at)}"
     )
@@ -205,16 +210,31 @@ def _receipt(action: ActionTrail, keys: Directory, known: _Known, trail: CaseTra
             raise LinkBroken(f"{name} in the history differs from the signed receipt")
     proposal = known.proposal
     if proposal is not None:
+        effect = proposal.effect
         signed = (claims.proposal_id, claims.digest, claims.kind, claims.order_version_before)
-        if signed != (proposal.proposal_id, proposal.digest, proposal.kind.value, proposal.effect.order_version):
+        if signed != (proposal.proposal_id, proposal.digest, proposal.kind.value, effect.order_version):
             raise LinkBroken("the commerce server signed it for another proposal, digest, kind or order version")
+        if claims.account_version_before != effect.account_version:
+            raise LinkBroken("the commerce server signed it for another version of the customer's account")
     if known.confirmation is not None and claims.confirmation_jti != known.confirmation.jti:
         raise LinkBroken("it consumed another confirmation than the customer's in the execution")
     if known.approvals and set(claims.approval_jtis) != {a.jti for a in known.approvals}:
         raise LinkBroken("it consumed other approvals than the execution's")
     return (
-        f"{claims.receipt_id}: {claims.kind} of {claims.order_id}, {claims.refund_cents} {claims.currency} cents back "
-        f"(order v{claims.order_version_before} -> v{claims.order_version_after}), agreed by "
+        f"{claims.receipt_id}: {claims.kind} of {claims.order_id or ACCOUNT_TARGET}, {claims.refund_cents} "
+        f"{claims.currency} cents back ({_versions_signed(claims)}), agreed by "
         f"{', '.join(claims.agreed_by) or 'the rule alone'}, signed by the commerce server at "
         f"{moment(claims.issued_at)} (SIMULATED)"
     )
+
+
+def _version_text(effect: ActionEffect) -> str:
+    if effect.order_id is None:
+        return f"default address, account v{effect.account_version}"
+    return f"order v{effect.order_version}, {effect.status_before} -> {effect.status_after}"
+
+
+def _versions_signed(claims: ActionReceiptClaims) -> str:
+    if claims.order_id is None:
+        return f"account v{claims.account_version_before} -> v{claims.account_version_after}"
+    return f"order v{claims.order_version_before} -> v{claims.order_version_after}"

@@ -7,6 +7,7 @@ from __future__ import annotations
 from case_history.audit import CaseAudit
 from case_history.trail import unverified_claims
 from cli.text_layout import clean, stamp, wrap
+from contracts.actions import ActionReceipt
 
 
 def action_lines(audit: CaseAudit) -> list[str]:
@@ -25,9 +26,14 @@ def action_sections(audit: CaseAudit) -> list[list[str]]:
     if proposal is None:
         return [["action proposal: none readable"]]
     effect, rule, requires = proposal.effect, proposal.rule, proposal.requires
+    moved = (
+        f"{effect.status_before} -> {effect.status_after}"
+        if effect.order_id is not None
+        else f"default address, account v{effect.account_version}"
+    )
     change = (
-        f"{proposal.kind.value} of {effect.order_id} for {proposal.customer} ({proposal.tenant}): "
-        f"{effect.status_before} -> {effect.status_after}, {effect.refund_cents} {effect.currency} cents back"
+        f"{proposal.kind.value} of {effect.target} for {proposal.customer} ({proposal.tenant}): "
+        f"{moved}, {effect.refund_cents} {effect.currency} cents back"
     )
     if effect.invoice_void:
         change += ", invoice void"
@@ -61,8 +67,8 @@ def action_sections(audit: CaseAudit) -> list[list[str]]:
     receipt = execution.receipt.value
     if receipt is not None:
         done += wrap(
-            f"receipt {receipt.receipt_id}: {receipt.kind.value} of {receipt.order_id}, {receipt.refund_cents} "
-            f"{receipt.currency} cents back, order v{receipt.order_version_after}, agreed by "
+            f"receipt {receipt.receipt_id}: {receipt.kind.value} of {receipt.target}, {receipt.refund_cents} "
+            f"{receipt.currency} cents back, {_version_after(receipt)}, agreed by "
             f"{', '.join(receipt.agreed_by) or 'the rule alone'}, at {stamp(receipt.executed_at)}, SIMULATED"
             f"{' (a replay)' if receipt.replay else ''}"
         )
@@ -71,3 +77,9 @@ def action_sections(audit: CaseAudit) -> list[list[str]]:
         done += wrap(f"the receipt does not decode: {clean(execution.receipt.problem)}")
     sections.append(done)
     return sections
+
+
+def _version_after(receipt: ActionReceipt) -> str:
+    if receipt.order_id is None:
+        return f"account v{receipt.account_version_after}"
+    return f"order v{receipt.order_version_after}"

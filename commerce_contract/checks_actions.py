@@ -66,7 +66,7 @@ async def _cancellable(run: Run) -> Order:
     )
 
 
-async def previewed(run: Run, order_id: str, kind: ActionKind = KIND, **request: Any) -> ActionProposal:
+async def previewed(run: Run, order_id: str | None, kind: ActionKind = KIND, **request: Any) -> ActionProposal:
     arguments = ActionRequest(kind=kind, case_id=fresh_case_id(), order_id=order_id, **request)
     answer = await run.answer(
         ToolName.PREVIEW_ACTION, {"request": arguments.model_dump(mode="json")}, case_id=arguments.case_id
@@ -108,6 +108,8 @@ async def _refused_unchanged(
     run: Run, proposal: ActionProposal, execution: ActionExecution, code: str, what: str
 ) -> str:
     order_id = proposal.effect.order_id
+    if order_id is None:
+        raise CheckFailed(f"the {proposal.kind.value} proposal names no order")
     before = await run.read_order(order_id)
     result = await _execute(run, proposal, execution)
     after = await run.read_order(order_id)
@@ -129,7 +131,9 @@ async def action_default_deny(run: Run) -> str:
         raise CheckSkipped(f"the directory allows every action kind in tenant {tenant!r}")
     order_id = run.fixture.cancellable_orders[0] if run.fixture.cancellable_orders else run.fixture.refundable_orders[0]
     for kind in denied:
-        request = ActionRequest(kind=kind, case_id=fresh_case_id(), order_id=order_id, address=KIT_ADDRESS)
+        request = ActionRequest(
+            kind=kind, case_id=fresh_case_id(), order_id=order_id if kind.order_bound else None, address=KIT_ADDRESS
+        )
         error = await run.refusal(
             ToolName.PREVIEW_ACTION, {"request": request.model_dump(mode="json")}, case_id=request.case_id
         )

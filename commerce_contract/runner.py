@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from commerce_contract.checks_account import account_checks
 from commerce_contract.checks_actions import action_checks
 from commerce_contract.checks_reads import error_classes, identity_scoping, tool_list
 from commerce_contract.checks_refunds import Check, refund_checks
@@ -45,7 +46,15 @@ class CheckResult:
 
 def all_checks() -> list[Check]:
     """Every check, in the order it runs (the refund checks build on each other)."""
-    return [tool_list, error_classes, identity_scoping, *refund_checks(), *action_checks(), *return_checks()]
+    return [
+        tool_list,
+        error_classes,
+        identity_scoping,
+        *refund_checks(),
+        *action_checks(),
+        *return_checks(),
+        *account_checks(),
+    ]
 
 
 def check_names() -> list[str]:

@@ -6,10 +6,10 @@ answered from the record); then, with the claim held, the digest (the one sent, 
 recomputed from the stored fields must agree), the tenant's rule as this server's directory states it now
 (default deny; a rule changed since the proposal asks for a new one), everyone's agreement
 (:mod:`commerce_server.action_agreement`), the ledger, the effect computed again from today's order and
-its records (it must equal the proposal's) and the caps. Only then one transaction changes the order
-(guarded by its version), moves its address, opens its return or exchange or voids its invoice where the
-effect says so, consumes every agreeing token, and completes the claim with the signed receipt. Any
-refusal releases the claim: a refusal is never cached.
+its records, or the account (it must equal the proposal's), and the caps. Only then one transaction
+changes the order or the customer's account (guarded by its version), moves the address, opens the
+return or exchange or voids the invoice where the effect says so, consumes every agreeing token, and
+completes the claim with the signed receipt. Any refusal releases the claim: a refusal is never cached.
 """
 
 from __future__ import annotations
@@ -23,13 +23,14 @@ from sqlalchemy import update
 from sqlmodel import Session
 
 from commerce_server.action_agreement import Agreed, check_agreement
-from commerce_server.action_preview import allowed_rule, order_records
+from commerce_server.action_preview import action_records, allowed_rule
 from commerce_server.action_receipts import signed_action_receipt
 from commerce_server.action_records import ExecutionState, check_caps, claim_execution, release_claim
 from commerce_server.db import (
     ActionCredentialUseRow,
     ActionExecutionRow,
     ActionProposalRow,
+    CustomerAccountRow,
     ExchangeRow,
     InvoiceRow,
     OrderRow,
@@ -108,12 +109,13 @@ class ActionExecutor:
         agreed = check_agreement(self._session, proposal, execution, self._identity, directory, now=self._now)
         if proposal.ledger_id != self._ledger_id():
             raise error_from_code(CommerceErrorCode.LEDGER_MISMATCH, "The proposal was made on another ledger.")
-        order = self._read_order(self._session, proposal.effect.order_id)
         request = request_of(proposal.kind, proposal.case_id, proposal.effect)
-        effect = action_effect(request, order_records(self._session, order, directory))
+        records = action_records(self._session, self._identity, request, directory, self._read_order)
+        effect = action_effect(request, records)
         if effect != proposal.effect:
             raise error_from_code(
-                CommerceErrorCode.ACTION_CHANGED, "The order changed since the proposal; ask for a new proposal."
+                CommerceErrorCode.ACTION_CHANGED,
+                f"The {_record_name(proposal)} changed since the proposal; ask for a new proposal.",
             )
         check_caps(self._session, self._identity, proposal.kind, rule, adding_cents=effect.refund_cents, now=self._now)
         return agreed
@@ -121,18 +123,31 @@ class ActionExecutor:
     def _record(self, proposal: ActionProposal, execution: ActionExecution, agreed: Agreed) -> ActionReceipt:
         effect = proposal.effect
         session = self._session
-        moved = session.exec(
-            update(OrderRow)
-            .where(OrderRow.order_id == effect.order_id, OrderRow.version == effect.order_version)  # type: ignore[arg-type]
-            .values(
-                status=effect.status_after.value,
-                refunded_cents=OrderRow.refunded_cents + effect.refund_cents,
-                version=effect.order_version + 1,
+        if effect.status_after is not None and effect.order_version is not None:
+            moved = session.exec(
+                update(OrderRow)
+                .where(OrderRow.order_id == effect.order_id, OrderRow.version == effect.order_version)  # type: ignore[arg-type]
+                .values(
+                    status=effect.status_after.value,
+                    refunded_cents=OrderRow.refunded_cents + effect.refund_cents,
+                    version=effect.order_version + 1,
+                )
             )
-        )
+        else:
+            moved = session.exec(
+                update(CustomerAccountRow)
+                .where(
+                    CustomerAccountRow.tenant == self._identity.tenant,  # type: ignore[arg-type]
+                    CustomerAccountRow.customer == self._identity.subject,  # type: ignore[arg-type]
+                    CustomerAccountRow.version == effect.account_version,  # type: ignore[arg-type]
+                )
+                .values(**(effect.address_after.model_dump() if effect.address_after else {}))
+                .values(version=CustomerAccountRow.version + 1)
+            )
         if moved.rowcount != 1:
             raise error_from_code(
-                CommerceErrorCode.ACTION_CHANGED, "The order changed while the action ran; ask for a new proposal."
+                CommerceErrorCode.ACTION_CHANGED,
+                f"The {_record_name(proposal)} changed while the action ran; ask for a new proposal.",
             )
         write_effect_records(session, proposal, now=self._now)
         for jti, subject in agreed.uses(self._identity.subject):
@@ -158,7 +173,7 @@ class ActionExecutor:
         executed_log.info(
             "executed %s on %s: %s cents, receipt %s",
             proposal.kind.value,
-            effect.order_id,
+            effect.target,
             effect.refund_cents,
             receipt.receipt_id,
             extra=log_fields(case_id=proposal.case_id, tool="execute_action"),
@@ -166,19 +181,25 @@ class ActionExecutor:
         return receipt
 
 
+def _record_name(proposal: ActionProposal) -> str:
+    return "order" if proposal.kind.order_bound else "account"
+
+
 def write_effect_records(session: Session, proposal: ActionProposal, *, now: datetime) -> None:
     """What the effect changes beside the order's row, in the action's transaction: the delivery address,
     the return or exchange it opens, the invoice it voids."""
-    effect = proposal.effect
+    effect, order_id = proposal.effect, proposal.effect.order_id
+    if order_id is None:  # the account's own action: its row moved with its version
+        return
     if effect.address_after is not None:
         address = effect.address_after.model_dump()
-        row = session.get(ShippingAddressRow, effect.order_id)
-        session.add(row.sqlmodel_update(address) if row else ShippingAddressRow(order_id=effect.order_id, **address))
+        row = session.get(ShippingAddressRow, order_id)
+        session.add(row.sqlmodel_update(address) if row else ShippingAddressRow(order_id=order_id, **address))
     opened, swap = effect.return_opened, effect.exchange_opened
     if opened is not None:
         session.add(
             ReturnRow(
-                order_id=effect.order_id,
+                order_id=order_id,
                 proposal_id=proposal.proposal_id,
                 units=opened.units,
                 refund_due_cents=opened.refund_due_cents,
@@ -189,7 +210,7 @@ def write_effect_records(session: Session, proposal: ActionProposal, *, now: dat
     if swap is not None:
         session.add(
             ExchangeRow(
-                order_id=effect.order_id,
+                order_id=order_id,
                 proposal_id=proposal.proposal_id,
                 sku_before=swap.sku_before,
                 sku_after=swap.sku_after,
@@ -200,4 +221,4 @@ def write_effect_records(session: Session, proposal: ActionProposal, *, now: dat
             )
         )
     if effect.invoice_void:
-        session.exec(update(InvoiceRow).where(InvoiceRow.order_id == effect.order_id).values(state="void"))  # type: ignore[arg-type]
+        session.exec(update(InvoiceRow).where(InvoiceRow.order_id == order_id).values(state="void"))  # type: ignore[arg-type]

@@ -1,9 +1,11 @@
 """``preview_action``: the exact effect of an action the tenant's policy allows, stored as a proposal.
 
 Default deny: an action the tenant's rule (in this server's own copy of the directory) does not name is
-refused before any record is read. Otherwise the order is read as every read is (id, tenant, owner), the
-action's rule (:mod:`knowledge.action_rules`) computes the effect from it, the caps are checked, and the
-proposal, with the rule that applied, who must agree, its expiry and its digest, is stored and returned.
+refused before any record is read. Otherwise the order is read as every read is (id, tenant, owner), or,
+for the account's own action, the signed-in customer's account record (never another's: it is keyed by
+the bound identity); the action's rule (:mod:`knowledge.action_rules`) computes the effect from it, the
+caps are checked, and the proposal, with the rule that applied, who must agree, its expiry and its
+digest, is stored and returned.
 """
 
 from __future__ import annotations
@@ -16,9 +18,16 @@ from typing import Any
 from sqlmodel import Session, select
 
 from commerce_server.action_records import check_caps
-from commerce_server.db import ActionProposalRow, ExchangeRow, ProductVariantRow, ReturnRow, ShippingAddressRow
+from commerce_server.db import (
+    ActionProposalRow,
+    CustomerAccountRow,
+    ExchangeRow,
+    ProductVariantRow,
+    ReturnRow,
+    ShippingAddressRow,
+)
 from contracts.action_policy import ActionKind, ActionRule
-from contracts.actions import ActionProposal, ActionRequest, Address, Agreement
+from contracts.actions import ActionProposal, ActionRequest, Address, Agreement, CustomerAccount
 from contracts.commerce import Order, ProductVariant
 from contracts.directory import Directory
 from contracts.errors import CommerceErrorCode, error_from_code
@@ -35,6 +44,26 @@ def allowed_rule(directory: Directory, identity: Identity, kind: ActionKind) -> 
             f"The merchant's policy does not allow {kind.value} through this service.",
         )
     return rule
+
+
+def action_records(
+    session: Session,
+    identity: Identity,
+    request: ActionRequest,
+    directory: Directory,
+    read_order: Callable[[Session, str], Order],
+) -> OrderRecords | CustomerAccount:
+    """What the action's rule reads: the order's records, or the signed-in customer's own account."""
+    if request.order_id is not None:
+        return order_records(session, read_order(session, request.order_id), directory)
+    row = session.get(CustomerAccountRow, (identity.tenant, identity.subject))
+    if row is None:
+        raise error_from_code(
+            CommerceErrorCode.ACTION_NOT_ELIGIBLE, "This account has no record at the merchant to change."
+        )
+    fields = row.model_dump()
+    address = Address.model_validate({name: fields.pop(name) for name in Address.model_fields})
+    return CustomerAccount.model_validate(fields | {"default_address": address})
 
 
 def order_records(session: Session, order: Order, directory: Directory) -> OrderRecords:
@@ -73,8 +102,7 @@ def preview_action(
     now: datetime,
 ) -> ActionProposal:
     rule = allowed_rule(directory, identity, request.kind)
-    order = read_order(session, request.order_id)
-    effect = action_effect(request, order_records(session, order, directory))
+    effect = action_effect(request, action_records(session, identity, request, directory, read_order))
     check_caps(session, identity, request.kind, rule, adding_cents=effect.refund_cents, now=now)
     lifetime = timedelta(minutes=rule.expires_minutes)
     if request.expires_in_seconds is not None:

@@ -1,8 +1,8 @@
 """Signed action receipts: what the commerce server states it executed, signed with its own key.
 
 The claims (:class:`contracts.action_credentials.ActionReceiptClaims`) bind the proposal and its digest,
-the effect (money and the order's versions), every agreeing token id and who agreed. The receipt is
-stored with the execution, so a replay answers the very same receipt (marked ``replay``).
+the effect (money and the versions of the order or account it changed), every agreeing token id and who
+agreed. The receipt is stored with the execution, so a replay answers the very same receipt (marked ``replay``).
 """
 
 from __future__ import annotations
@@ -21,6 +21,8 @@ def signed_action_receipt(
     proposal: ActionProposal, *, receipt_id: str, agreed: Agreed, executed_at: datetime, signing_key: Ed25519PrivateKey
 ) -> ActionReceipt:
     effect = proposal.effect
+    order_after = None if effect.order_version is None else effect.order_version + 1
+    account_after = None if effect.account_version is None else effect.account_version + 1
     agreed_by = agreed.agreed_by(proposal.customer)
     issued_at = int(executed_at.timestamp())
     claims = ActionReceiptClaims(
@@ -33,7 +35,9 @@ def signed_action_receipt(
         refund_cents=effect.refund_cents,
         currency=effect.currency,
         order_version_before=effect.order_version,
-        order_version_after=effect.order_version + 1,
+        order_version_after=order_after,
+        account_version_before=effect.account_version,
+        account_version_after=account_after,
         confirmation_jti=agreed.confirmation_jti,
         approval_jtis=[jti for jti, _ in agreed.approvals],
         agreed_by=list(agreed_by),
@@ -51,7 +55,8 @@ def signed_action_receipt(
         refund_cents=effect.refund_cents,
         currency=effect.currency,
         status_after=effect.status_after,
-        order_version_after=effect.order_version + 1,
+        order_version_after=order_after,
+        account_version_after=account_after,
         agreed_by=agreed_by,
         executed_at=executed_at,
         signature=sign({"aud": RECEIPT_AUDIENCE, **claims.model_dump()}, signing_key, kid=COMMERCE_KID),

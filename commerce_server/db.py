@@ -104,6 +104,24 @@ class ShippingAddressRow(SQLModel, table=True):
     country: str = Field(max_length=2)
 
 
+class CustomerAccountRow(SQLModel, table=True):
+    """A customer's account record at the merchant: the default delivery address new orders use.
+    ``version`` goes up with every change; a ``change_default_address`` action needs it unchanged."""
+
+    __tablename__ = "customer_accounts"
+
+    tenant: str = Field(primary_key=True, max_length=32)
+    customer: str = Field(primary_key=True, max_length=32)
+    recipient: str = Field(max_length=80)
+    phone: str = Field(max_length=20)
+    line1: str = Field(max_length=120)
+    city: str = Field(max_length=60)
+    postcode: str = Field(max_length=10)
+    country: str = Field(max_length=2)
+    currency: str = Field(max_length=3)
+    version: int
+
+
 class ShipmentEventRow(SQLModel, table=True):
     __tablename__ = "shipment_events"
     __table_args__ = (UniqueConstraint("order_id", "seq"),)
@@ -223,7 +241,9 @@ class ActionProposalRow(SQLModel, table=True):
     customer: str = Field(max_length=32)
     case_id: str = Field(max_length=80)
     kind: str = Field(max_length=32)
-    order_id: str = Field(foreign_key="orders.order_id", max_length=16)
+    order_id: str | None = Field(default=None, foreign_key="orders.order_id", max_length=16)
+    """None for an action on the customer's account (:mod:`commerce_server.schema_upgrade` relaxes a
+    database created when every proposal named an order)."""
     digest: str = Field(max_length=64)
     body: str
     created_at: datetime = Field(sa_type=IsoDateTime)
@@ -311,6 +331,7 @@ _TABLE_MODELS: tuple[type[SQLModel], ...] = (
     ProductVariantRow,
     OrderRow,
     ShippingAddressRow,
+    CustomerAccountRow,
     ShipmentEventRow,
     InvoiceRow,
     TicketRow,

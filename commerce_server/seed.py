@@ -20,6 +20,7 @@ from sqlmodel import Session, SQLModel
 
 from commerce_server.db import (
     LEDGER_ROW,
+    CustomerAccountRow,
     InvoiceRow,
     LedgerRow,
     OrderRow,
@@ -30,6 +31,7 @@ from commerce_server.db import (
     create_schema,
     read_ledger_id,
 )
+from commerce_server.schema_upgrade import upgrade_schema
 
 FIXTURE_PATH = Path(__file__).with_name("fixtures") / "commerce.json"
 _SEED_ATTEMPTS = 3
@@ -40,6 +42,7 @@ _TABLE_KEYS: tuple[tuple[str, type[SQLModel], tuple[str, ...]], ...] = (
     ("product_variants", ProductVariantRow, ("sku",)),
     ("orders", OrderRow, ("order_id",)),
     ("shipping_addresses", ShippingAddressRow, ("order_id",)),
+    ("customer_accounts", CustomerAccountRow, ("tenant", "customer")),
     ("invoices", InvoiceRow, ("invoice_id",)),
     ("shipment_events", ShipmentEventRow, ("order_id", "seq")),
 )
@@ -78,6 +81,10 @@ def fixture_rows(fixture: dict[str, Any]) -> dict[str, list[SQLModel]]:
         "product_variants": [ProductVariantRow.model_validate(variant) for variant in fixture.get("variants", [])],
         "orders": [],
         "shipping_addresses": [],
+        "customer_accounts": [
+            CustomerAccountRow.model_validate(account.pop("default_address") | account | {"version": 1})
+            for account in (dict(account) for account in fixture.get("accounts", []))
+        ],
         "invoices": [],
         "shipment_events": [],
     }
@@ -104,12 +111,14 @@ def fixture_rows(fixture: dict[str, Any]) -> dict[str, list[SQLModel]]:
 
 
 def seed_fixture(engine: Engine) -> SeedReport:
-    """Create missing tables and insert the fixture rows that are missing; touch nothing else.
+    """Create missing tables, upgrade what an earlier release declared differently
+    (:mod:`commerce_server.schema_upgrade`) and insert the fixture rows that are missing; touch nothing else.
 
     Two processes seeding at once may collide on a primary key; the loser retries and then finds
     every row present.
     """
     create_schema(engine)
+    upgrade_schema(engine)
     ensure_ledger(engine)
     for attempt in range(1, _SEED_ATTEMPTS + 1):
         try:

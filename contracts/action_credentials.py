@@ -41,12 +41,15 @@ class ActionReceiptClaims(TimedClaims):
     proposal_id: str
     kind: str
     case_id: str
-    order_id: str
+    order_id: str | None
+    """None: the action changed the customer's account (``account_version_*``), not an order."""
     digest: str
     refund_cents: int
     currency: str
-    order_version_before: int
-    order_version_after: int
+    order_version_before: int | None
+    order_version_after: int | None
+    account_version_before: int | None = None
+    account_version_after: int | None = None
     confirmation_jti: str | None
     approval_jtis: list[str]
     agreed_by: list[str]

@@ -33,6 +33,14 @@ class ActionKind(StrEnum):
     """Open the exchange of a delivered order's items for another available variant of the same product,
     within the returns window: the list-price difference is charged to, or refunded to, the original
     payment method when the warehouse checks the items in (EXCHANGES p01, p02)."""
+    CHANGE_DEFAULT_ADDRESS = "change_default_address"
+    """Change the default delivery address saved on the customer's account, free of charge: orders placed
+    afterwards use it, orders already placed keep theirs (DELIVERY p03). Bound to the account, not an order."""
+
+    @property
+    def order_bound(self) -> bool:
+        """Whether the action changes one of the customer's orders (every kind but the account's own)."""
+        return self is not ActionKind.CHANGE_DEFAULT_ADDRESS
 
 
 MAX_PROPOSAL_MINUTES = 7 * 24 * 60

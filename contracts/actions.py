@@ -20,7 +20,7 @@ import re
 from datetime import datetime
 from enum import StrEnum
 
-from pydantic import Field, SerializerFunctionWrapHandler, ValidationError, model_serializer
+from pydantic import Field, SerializerFunctionWrapHandler, ValidationError, model_serializer, model_validator
 
 from contracts.action_policy import ActionKind, ActionRule
 from contracts.approval_claims import MAX_TOKEN_CHARS
@@ -52,6 +52,17 @@ class Address(FrozenModel):
     postcode: str = Field(pattern=r"^[0-9A-Za-z][0-9A-Za-z -]{1,9}$")
     country: str = Field(pattern=r"^[A-Z]{2}$")
     """ISO 3166-1 alpha-2 (``CN``)."""
+
+
+class CustomerAccount(FrozenModel):
+    """The customer's account record at the merchant, as the commerce server reads it for an action."""
+
+    tenant: str
+    customer: str
+    default_address: Address
+    """Where new orders are delivered unless the customer chooses another address."""
+    currency: str
+    version: int = Field(ge=1)
 
 
 SKU_FORMAT = r"^[A-Z]{1,9}-[0-9]{2}$"
@@ -95,13 +106,22 @@ class ActionRequest(FrozenModel):
 
     kind: ActionKind
     case_id: str = Field(pattern=CASE_ID_PATTERN)
-    order_id: str = Field(pattern=ORDER_ID_FORMAT)
+    order_id: str | None = Field(default=None, pattern=ORDER_ID_FORMAT)
+    """The order the action changes: named for every order-bound kind, never for the account's own."""
     address: Address | None = None
-    """The new address (``change_order_address`` only)."""
+    """The new address (``change_order_address`` and ``change_default_address`` only)."""
     sku_after: str | None = Field(default=None, pattern=SKU_FORMAT)
     """The variant to exchange the order's item for (``exchange_items`` only)."""
     expires_in_seconds: int | None = Field(default=None, ge=1, le=7 * 24 * 3600)
     """A shorter life than the policy's for this proposal (never a longer one); None: the policy's."""
+
+    @model_validator(mode="after")
+    def _order_as_the_kind_needs(self) -> ActionRequest:
+        if self.kind.order_bound and self.order_id is None:
+            raise ValueError(f"{self.kind.value} names the order it changes (order_id)")
+        if not self.kind.order_bound and self.order_id is not None:
+            raise ValueError(f"{self.kind.value} changes the customer's account, not an order: name no order_id")
+        return self
 
 
 class ReturnTerms(FrozenModel):
@@ -129,13 +149,14 @@ class ExchangeTerms(FrozenModel):
 
 
 class ActionEffect(FrozenModel):
-    """The exact change an action makes, as the commerce server computed it from its own records."""
+    """The exact change an action makes, as the commerce server computed it from its own records: to one
+    order (``order_id`` and its version and statuses) or to the customer's account (``account_version``)."""
 
-    order_id: str
-    order_version: int
+    order_id: str | None = None
+    order_version: int | None = None
     """The order's version when the effect was computed: executing needs it unchanged."""
-    status_before: OrderStatus
-    status_after: OrderStatus
+    status_before: OrderStatus | None = None
+    status_after: OrderStatus | None = None
     refund_cents: int = Field(ge=0)
     """Money returned to the customer by this action (0 when none)."""
     currency: str
@@ -143,26 +164,54 @@ class ActionEffect(FrozenModel):
     invoice_void: bool = False
     address_before: Address | None = None
     address_after: Address | None = None
-    """The order's delivery address before and after (an address change only)."""
+    """The order's delivery address, or the account's default one, before and after (address changes only)."""
     policy_pages: tuple[str, ...]
     """The policy passages the action's rule comes from (``DELIVERY:p01``)."""
     return_opened: ReturnTerms | None = None
     """The return this action opens (``return_items`` only)."""
     exchange_opened: ExchangeTerms | None = None
     """The exchange this action opens (``exchange_items`` only)."""
+    account_version: int | None = None
+    """The customer's account record's version when the effect was computed (``change_default_address``
+    only): executing needs it unchanged."""
+
+    @model_validator(mode="after")
+    def _one_record(self) -> ActionEffect:
+        order = (self.order_id, self.order_version, self.status_before, self.status_after)
+        if self.account_version is None and None in order:
+            raise ValueError("an effect on an order names the order, its version and its statuses")
+        if self.account_version is not None and order != (None, None, None, None):
+            raise ValueError("an effect on the customer's account names no order")
+        return self
+
+    @property
+    def target(self) -> str:
+        """What the action changes, for a person reading it: the order's id, or ``account``."""
+        return self.order_id or ACCOUNT_TARGET
 
     @model_serializer(mode="wrap")
     def _without_absent_later_fields(self, handler: SerializerFunctionWrapHandler) -> dict[str, object]:
-        """The fields added after the first kinds are left out of the dump when None, so the effects of the
-        kinds that came before them, and their digests, read exactly as they were recorded."""
+        """The fields that were not in the first kinds' effects are left out of the dump when None, so the
+        effects of the kinds that came before them, and their digests, read exactly as they were recorded."""
         dumped: dict[str, object] = handler(self)
-        for name in LATER_EFFECT_FIELDS:
+        for name in OMITTED_WHEN_ABSENT:
             if dumped.get(name, ...) is None:
                 del dumped[name]
         return dumped
 
 
-LATER_EFFECT_FIELDS = ("return_opened", "exchange_opened")
+ACCOUNT_TARGET = "account"
+OMITTED_WHEN_ABSENT = (
+    "order_id",
+    "order_version",
+    "status_before",
+    "status_after",
+    "return_opened",
+    "exchange_opened",
+    "account_version",
+)
+"""Every effect before ``change_default_address`` named its order; none named the fields after the first
+kinds. Left out when None, so each earlier effect's JSON and digest stay byte for byte as recorded."""
 
 
 class Agreement(FrozenModel):
@@ -219,15 +268,22 @@ class ActionReceipt(FrozenModel):
     proposal_id: str
     kind: ActionKind
     case_id: str
-    order_id: str
+    order_id: str | None
+    """The order changed (None: the customer's account was)."""
     digest: str
     refund_cents: int
     currency: str
-    status_after: OrderStatus
-    order_version_after: int
+    status_after: OrderStatus | None
+    order_version_after: int | None
     agreed_by: tuple[str, ...]
     """The customer (when they confirmed) and each approving reviewer, by subject."""
     executed_at: datetime
     signature: str
     replay: bool = False
     """True when this is the answer to a repeated request: nothing was executed again."""
+    account_version_after: int | None = None
+    """The account record's version after a ``change_default_address`` (None for an order's action)."""
+
+    @property
+    def target(self) -> str:
+        return self.order_id or ACCOUNT_TARGET

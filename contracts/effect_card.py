@@ -261,8 +261,10 @@ def action_rows(
     rows the terminal card, the console and the Web UI's current details show (labels in English)."""
     effect, requires = action.effect, action.requires
     rows = [
-        CardRow("action", f"{action.kind.value} · {effect.order_id}"),
-        CardRow("order", f"{effect.status_before} → {effect.status_after} (version {effect.order_version})"),
+        CardRow("action", f"{action.kind.value} · {effect.target}"),
+        CardRow("order", f"{effect.status_before} → {effect.status_after} (version {effect.order_version})")
+        if effect.order_id is not None
+        else CardRow("account", f"default delivery address (version {effect.account_version})"),
         CardRow("money back", f"{money(effect.refund_cents, effect.currency)} → {effect.refund_to or '-'}"),
     ]
     if effect.invoice_void:
@@ -280,7 +282,8 @@ def action_rows(
     if effect.address_after is not None:
         new = effect.address_after
         text = f"{new.recipient}, {new.phone}, {new.line1}, {new.city} {new.postcode}, {new.country}"
-        rows.append(CardRow("new address", text, data=True))
+        label = "new address" if effect.order_id is not None else "new default address"
+        rows.append(CardRow(label, text, data=True))
     rows += [
         CardRow("policy", ", ".join(effect.policy_pages)),
         CardRow("customer confirmed", (confirmed_by or "-") if requires.customer else "not asked"),

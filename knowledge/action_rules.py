@@ -1,5 +1,5 @@
-"""The executable rules of the actions: pure functions of the request and the order's records as the
-commerce server reads them (:class:`OrderRecords`).
+"""The executable rules of the actions: pure functions of the request and the records the commerce server
+reads for it (an order's, :class:`OrderRecords`, or the customer's account, :class:`CustomerAccount`).
 
 Each rule states the effect of one action kind exactly (status, money, destination, address) or refuses it
 with a sentence naming the policy it follows; it never takes an amount from anyone. The commerce server
@@ -15,7 +15,15 @@ from datetime import date
 from typing import Any
 
 from contracts.action_policy import ActionKind
-from contracts.actions import ActionEffect, ActionRequest, Address, ExchangeTerms, RefundDestination, ReturnTerms
+from contracts.actions import (
+    ActionEffect,
+    ActionRequest,
+    Address,
+    CustomerAccount,
+    ExchangeTerms,
+    RefundDestination,
+    ReturnTerms,
+)
 from contracts.commerce import FIXTURE_AS_OF, Order, OrderStatus, ProductVariant
 from contracts.errors import CommerceErrorCode, SupportError, error_from_code
 from knowledge.refund_quote import refund_rules_for
@@ -25,12 +33,15 @@ CANCEL_PAGES = ("DELIVERY:p01", "INVOICES:p02")
 delivery charge included, to the original payment method; once shipped it cannot. INVOICES p02: the
 invoice of an order cancelled before shipping is void."""
 ADDRESS_PAGES = ("DELIVERY:p01", "DELIVERY:p03")
+"""DELIVERY p01 and p03: the account holder may change the delivery address free of charge until the
+order ships; after that it can no longer be changed in the merchant's system."""
 EXCHANGE_PAGES = ("EXCHANGES:p01", "EXCHANGES:p02")
 """EXCHANGES p01: a delivered item may be exchanged, every unit, for another available variant of the same
 product within the returns window; p02: the list-price difference is settled with the original payment
 method when the warehouse checks the item in."""
-"""DELIVERY p01 and p03: the account holder may change the delivery address free of charge until the
-order ships; after that it can no longer be changed in the merchant's system."""
+DEFAULT_ADDRESS_PAGES = ("DELIVERY:p03",)
+"""DELIVERY p03: the account holder may change the account's default delivery address at any time, free of
+charge; orders placed afterwards use it, orders already placed keep their own address."""
 
 
 @dataclass(frozen=True)
@@ -130,6 +141,23 @@ def exchange_effect(request: ActionRequest, records: OrderRecords) -> ActionEffe
     return _money_unmoved(order, EXCHANGE_PAGES, exchange_opened=swap)
 
 
+def default_address_effect(request: ActionRequest, account: CustomerAccount) -> ActionEffect:
+    """Saving ``request.address`` as the account's default delivery address: at any time, free of charge,
+    for the orders placed afterwards; no order already placed moves (DELIVERY p03)."""
+    if request.address is None:
+        raise error_from_code(CommerceErrorCode.INVALID_ARGUMENT, "A default address change names the new address.")
+    if request.address == account.default_address:
+        raise _not_eligible("This is the account's default delivery address already.")
+    return ActionEffect(
+        account_version=account.version,
+        refund_cents=0,
+        currency=account.currency,
+        address_before=account.default_address,
+        address_after=request.address,
+        policy_pages=DEFAULT_ADDRESS_PAGES,
+    )
+
+
 def _check_returnable(records: OrderRecords, *, window_page: str, exclusion_page: str, what: str) -> None:
     """What a return and an exchange both require of the order, under its tenant's returns window."""
     order = records.order
@@ -152,20 +180,29 @@ def _check_returnable(records: OrderRecords, *, window_page: str, exclusion_page
         raise _not_eligible("A return or an exchange of this order is open already.")
 
 
-Rule = Callable[[ActionRequest, OrderRecords], ActionEffect]
-
-RULES: dict[ActionKind, Rule] = {
+ORDER_RULES: dict[ActionKind, Callable[[ActionRequest, OrderRecords], ActionEffect]] = {
     ActionKind.CANCEL_ORDER: cancellation_effect,
     ActionKind.CHANGE_ORDER_ADDRESS: address_change_effect,
     ActionKind.RETURN_ITEMS: return_effect,
     ActionKind.EXCHANGE_ITEMS: exchange_effect,
 }
-"""The rule of each action kind (every :class:`ActionKind` has one)."""
+ACCOUNT_RULES: dict[ActionKind, Callable[[ActionRequest, CustomerAccount], ActionEffect]] = {
+    ActionKind.CHANGE_DEFAULT_ADDRESS: default_address_effect,
+}
+"""The rule of each action kind (every :class:`ActionKind` has one): an order's, or the account's."""
 
 
-def action_effect(request: ActionRequest, records: OrderRecords) -> ActionEffect:
-    """The effect of ``request`` on the order ``records`` describe, or the refusal."""
-    return RULES[request.kind](request, records)
+def action_effect(request: ActionRequest, records: OrderRecords | CustomerAccount) -> ActionEffect:
+    """The effect of ``request`` on the order or the account ``records`` describe, or the refusal."""
+    if isinstance(records, CustomerAccount):
+        account_rule = ACCOUNT_RULES.get(request.kind)
+        if account_rule is not None:
+            return account_rule(request, records)
+    else:
+        order_rule = ORDER_RULES.get(request.kind)
+        if order_rule is not None:
+            return order_rule(request, records)
+    raise error_from_code(CommerceErrorCode.INVALID_ARGUMENT, f"{request.kind.value} does not apply to these records.")
 
 
 def request_of(kind: ActionKind, case_id: str, effect: ActionEffect) -> ActionRequest:

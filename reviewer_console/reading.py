@@ -128,7 +128,7 @@ def action_row(summary: CaseSummary, view: CaseView, *, now: datetime, words: Wo
         case_id=view.case_id,
         amount_text=words.money(effect.refund_cents, effect.currency),
         amount_detail=f"{action.kind.value} · {words.label('customer confirmed' if view.confirmed_by else 'customer')}",
-        order_id=effect.order_id,
+        order_id=effect.target,
         customer=view.applicant,
         age=_age(summary, now, words),
         time_left=words.time_left(left),

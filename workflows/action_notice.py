@@ -43,9 +43,27 @@ def _address(address: Address | None) -> str:
     return f"{address.recipient}, {address.line1}, {address.city} {address.postcode}, {address.country}"
 
 
+def _changed(effect: ActionEffect, language: Language) -> str:
+    """What the action changes, named for the customer: one of their orders, or their account."""
+    if effect.order_id is None:
+        return "您账户的默认收货地址" if _zh(language) else "your account's default delivery address"
+    return f"订单 {effect.order_id}" if _zh(language) else f"order {effect.order_id}"
+
+
 def effect_sentences(kind: ActionKind, effect: ActionEffect, language: Language) -> str:
     """The exact change, from the commerce server's computed effect."""
-    order = effect.order_id
+    order = effect.target
+    if kind is ActionKind.CHANGE_DEFAULT_ADDRESS:
+        after, before = _address(effect.address_after), _address(effect.address_before)
+        if _zh(language):
+            return (
+                f"您账户的默认收货地址将改为：{after}（原地址：{before}），不收取费用。"
+                "此后下的订单寄往新地址，已下的订单地址不变。"
+            )
+        return (
+            f"The default delivery address of your account will be {after} instead of {before}, free of charge. "
+            "Orders you place from now on go there; orders already placed keep their own address."
+        )
     if kind is ActionKind.CHANGE_ORDER_ADDRESS:
         if _zh(language):
             after, before = _address(effect.address_after), _address(effect.address_before)
@@ -60,8 +78,8 @@ def effect_sentences(kind: ActionKind, effect: ActionEffect, language: Language)
         return _exchange_sentences(order, effect.exchange_opened, effect.currency, language)
     returned = money(effect.refund_cents, effect.currency)
     if _zh(language):
-        before = _STATUS_ZH.get(effect.status_before, effect.status_before)
-        after = _STATUS_ZH.get(effect.status_after, effect.status_after)
+        before = _STATUS_ZH[effect.status_before] if effect.status_before else "-"
+        after = _STATUS_ZH[effect.status_after] if effect.status_after else "-"
         text = (
             f"订单 {order} 将被取消（状态由“{before}”变为“{after}”），"
             f"{returned}（{effect.refund_cents} 分）将退回您的原支付方式"
@@ -147,13 +165,11 @@ def waiting_notice(action: ActionProposal, confirmed: bool, language: Language, 
         return f"This proposal still waits for your confirmation (about {minutes} minutes left). " + proposal_notice(
             action, language
         )
+    changed = _changed(action.effect, language)
     if _zh(language):
-        return (
-            f"已收到您的确认。订单 {action.effect.order_id} 的变更正在等待审核人员批准（约 {minutes} 分钟后过期），"
-            "批准前不会做任何更改。"
-        )
+        return f"已收到您的确认。{changed}的变更正在等待审核人员批准（约 {minutes} 分钟后过期），批准前不会做任何更改。"
     return (
-        f"Thank you, your confirmation is recorded. The change to order {action.effect.order_id} waits for a "
+        f"Thank you, your confirmation is recorded. The change to {changed} waits for a "
         f"reviewer's approval (about {minutes} minutes left); nothing changes before it is approved."
     )
 
@@ -185,6 +201,13 @@ def receipt_notice(receipt: ActionReceipt, language: Language, *, opened: Return
             f"The exchange of order {receipt.order_id} is open, receipt {receipt.receipt_id}. Please send the item "
             "back; once the warehouse checks it in, the new variant is sent out and the price difference is settled "
             "as proposed. This is SIMULATED on fictional data; no real money moved."
+        )
+    if receipt.kind is ActionKind.CHANGE_DEFAULT_ADDRESS:
+        if _zh(language):
+            return f"您账户的默认收货地址已更改，回执号 {receipt.receipt_id}。已下的订单地址不变。所有数据均为虚构。"
+        return (
+            f"The default delivery address of your account was changed, receipt {receipt.receipt_id}. Orders "
+            "already placed keep their own address. All data here is fictional."
         )
     if receipt.kind is ActionKind.CHANGE_ORDER_ADDRESS:
         if _zh(language):
@@ -249,9 +272,12 @@ _ENDS: dict[CaseStatus, tuple[str, str]] = {
 }
 
 
-def end_notice(status: CaseStatus, language: Language) -> str | None:
+def end_notice(status: CaseStatus, language: Language, kind: ActionKind | None = None) -> str | None:
     """The fixed message for an action case that ended unagreed; None for every other status."""
     notice = _ENDS.get(status)
     if notice is None:
         return None
-    return notice[1] if _zh(language) else notice[0]
+    text = notice[1] if _zh(language) else notice[0]
+    if kind is not None and not kind.order_bound:
+        return text.replace("您的订单", "您的账户").replace("your order", "your account")
+    return text

@@ -74,7 +74,7 @@ class ActionSteps(CaseRun):
         requires = proposal.requires
         self._event(
             EventKind.ACTION_PROPOSED,
-            f"{proposal.kind.value} of {proposal.effect.order_id} ({proposal.proposal_id}): rule "
+            f"{proposal.kind.value} of {proposal.effect.target} ({proposal.proposal_id}): rule "
             f"{proposal.rule.model_dump_json()} applied; needs the customer's confirmation: "
             f"{'yes' if requires.customer else 'no'}, reviewers: {requires.reviewers}; digest {proposal.digest}, "
             f"expires {proposal.expires_at.isoformat()}",
@@ -166,7 +166,7 @@ class ActionSteps(CaseRun):
         s.action_receipt = receipt
         self._event(
             EventKind.ACTION_EXECUTED,
-            f"receipt {receipt.receipt_id}: {receipt.kind.value} of {receipt.order_id}, agreed by "
+            f"receipt {receipt.receipt_id}: {receipt.kind.value} of {receipt.target}, agreed by "
             f"{', '.join(receipt.agreed_by) or 'the rule alone'}{' (replayed)' if receipt.replay else ''}",
         )
         self._finish(CaseStatus.COMPLETED, stop_reason(StopCode.ACTION_EXECUTED))

@@ -242,4 +242,4 @@ def refused_input_details(reason: str) -> str:
 
 
 def action_summary(action: ActionProposal) -> str:
-    return f"execute_action {action.proposal_id}: {action.kind.value} of {action.effect.order_id}"
+    return f"execute_action {action.proposal_id}: {action.kind.value} of {action.effect.target}"

@@ -65,7 +65,7 @@ def case_memo(s: CaseState) -> dict[str, Any]:
     if s.receipt is not None:
         memo["receipt"] = f"{s.receipt.receipt_id}: {s.receipt.amount_cents} cents (SIMULATED)"
     if s.action is not None:
-        memo["action"] = f"{s.action.kind.value} of {s.action.effect.order_id}, digest {s.action.digest[:12]}"
+        memo["action"] = f"{s.action.kind.value} of {s.action.effect.target}, digest {s.action.digest[:12]}"
     if s.action_receipt is not None:
         memo["receipt"] = f"{s.action_receipt.receipt_id}: {s.action_receipt.kind.value} (SIMULATED)"
     return memo
@@ -105,7 +105,7 @@ def _action_answer(s: CaseState) -> tuple[str | None, AnswerSource | None]:
     status = s.lifecycle.status
     if status is CaseStatus.WAITING_APPROVAL or s.lifecycle.phase is Phase.SETTLE:
         return proposal_notice(s.action, language), AnswerSource.STATUS_NOTICE
-    notice = end_notice(status, language) or status_notice(status, language)
+    notice = end_notice(status, language, s.action.kind) or status_notice(status, language)
     return (notice, AnswerSource.STATUS_NOTICE) if notice else (None, None)
 
 

@@ -39,7 +39,7 @@ class ActionActivities:
             "preview_action case=%s kind=%s order=%s proposal=%s",
             request.case_id,
             proposal.kind.value,
-            proposal.effect.order_id,
+            proposal.effect.target,
             proposal.proposal_id,
         )
         return proposal

@@ -38,6 +38,7 @@ SAMPLE_ROWS = {
     "product_variants": 0,
     "orders": 2,
     "shipping_addresses": 0,
+    "customer_accounts": 0,
     "invoices": 2,
     "shipment_events": 6,
 }

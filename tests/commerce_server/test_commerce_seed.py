@@ -18,6 +18,7 @@ FIXTURE_ROWS = {
     "product_variants": 5,
     "orders": 24,
     "shipping_addresses": 24,
+    "customer_accounts": 3,
     "invoices": 24,
     "shipment_events": 80,
 }
@@ -39,6 +40,7 @@ def test_seeding_again_keeps_a_recorded_refund_and_tickets(
         "product_variants": 5,
         "orders": 24,
         "shipping_addresses": 24,
+        "customer_accounts": 3,
         "invoices": 24,
         "shipment_events": 80,
     }
@@ -60,6 +62,7 @@ def test_first_seed_inserts_the_whole_fixture(tmp_path: Path) -> None:
         "product_variants": 5,
         "orders": 24,
         "shipping_addresses": 24,
+        "customer_accounts": 3,
         "invoices": 24,
         "shipment_events": 80,
     }
