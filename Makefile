@@ -91,20 +91,22 @@ replay-stress: install
 
 # The commerce contract's conformance kit (docs/commerce-contract.md) against our own commerce server over
 # stdio, on a throwaway state dir (starter.py init: the seeded demo data, the demo directory and keys, plus
-# a second qinghe reviewer, a four-eyes policy and qinghe allowing both action kinds, so that every check
+# a second qinghe reviewer, a four-eyes policy and qinghe allowing every action kind, so that every check
 # but default deny runs) that is removed afterwards. The kit pays simulated refunds and cancels an order, so it
 # never runs on the .state dir you work in.
+CONFORMANCE_ACTIONS := cancel_order change_order_address return_items exchange_items change_default_address
 CONFORMANCE_ENV := env -u SUPPORT_DIRECTORY -u COMMERCE_DIRECTORY -u COMMERCE_SIGNING_KEY -u COMMERCE_DATABASE_URL
 conformance: install
 	@state=$$(mktemp -d "$${TMPDIR:-/tmp}/conformance-XXXXXX"); \
 	echo "conformance: starter.py init in the throwaway state dir $$state (seeded demo data, demo directory and keys)"; \
 	$(CONFORMANCE_ENV) $(BIN)/python starter.py --state-dir "$$state" init >/dev/null || { rm -rf "$$state"; exit 1; }; \
 	echo "conformance: a second qinghe reviewer (dana) and four-eyes from 15000 cents, so the policy check runs too"; \
-	echo "conformance: qinghe allows cancel_order and change_order_address (the customer confirms, one reviewer approves), so the action checks run"; \
+	echo "conformance: qinghe allows $(CONFORMANCE_ACTIONS) (the customer confirms, one reviewer approves), so every action's checks run"; \
 	{ $(CONFORMANCE_ENV) $(BIN)/python starter.py --state-dir "$$state" directory add-person dana --tenant qinghe --role reviewer >/dev/null && \
 	  $(CONFORMANCE_ENV) $(BIN)/python starter.py --state-dir "$$state" directory set-policy qinghe --two-reviewers-from 15000 >/dev/null && \
-	  $(CONFORMANCE_ENV) $(BIN)/python starter.py --state-dir "$$state" directory allow-action qinghe cancel_order >/dev/null && \
-	  $(CONFORMANCE_ENV) $(BIN)/python starter.py --state-dir "$$state" directory allow-action qinghe change_order_address >/dev/null; } || { rm -rf "$$state"; exit 1; }; \
+	  for kind in $(CONFORMANCE_ACTIONS); do \
+	    $(CONFORMANCE_ENV) $(BIN)/python starter.py --state-dir "$$state" directory allow-action qinghe $$kind >/dev/null || exit 1; \
+	  done; } || { rm -rf "$$state"; exit 1; }; \
 	server="$(BIN)/python -m commerce_server --profile alice --state-dir $$state"; \
 	echo "conformance: python -m commerce_contract --stdio '$$server' --state-dir $$state"; \
 	$(CONFORMANCE_ENV) $(BIN)/python -m commerce_contract --stdio "$$server" --state-dir "$$state"; \

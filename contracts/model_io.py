@@ -44,6 +44,9 @@ class Intent(StrEnum):
     EXCHANGE = "exchange"
     """The customer asks to exchange a delivered order's item for another variant of the same product
     (``exchange_items``); the host reads the variant's product code from their message, never from the model."""
+    DEFAULT_ADDRESS_CHANGE = "default_address_change"
+    """The customer asks to change the default delivery address saved on their account
+    (``change_default_address``): no order; the host reads the address from their message, as for an order's."""
     DELIVERY = "delivery"
     INVOICE = "invoice"
     WARRANTY = "warranty"

@@ -16,6 +16,7 @@ CANCEL_PAGES = ("DELIVERY:p01", "INVOICES:p02")
 ADDRESS_PAGES = ("DELIVERY:p01", "DELIVERY:p03")
 RETURN_PAGES = ("RETURNS:p02", "RETURNS:p03")
 EXCHANGE_PAGES = ("EXCHANGES:p01", "EXCHANGES:p02")
+DEFAULT_ADDRESS_PAGES = ("DELIVERY:p03",)
 """The pages the cancellation rule cites (knowledge/action_rules.py); the rehearsal model reads them from
 the evidence like any other page, and proposes only when both are there."""
 
@@ -75,6 +76,31 @@ def address_change_answer(ctx: Context, order: dict[str, Any]) -> dict[str, Any]
             f"Order {order_id} is still processing, so its delivery address can be changed free of charge. The "
             "exact change follows for you to confirm; nothing has been changed yet.",
             f"订单 {order_id} 仍在处理中，可以免费修改收货地址。具体变更见下文，请您确认；目前尚未做任何更改。",
+        ),
+        citations,
+        "propose_action",
+    )
+
+
+def default_address_answer(ctx: Context) -> dict[str, Any]:
+    """The account's default address: no order to read; propose when the page the rule rests on is cited."""
+    citations = quote_citations(ctx, {"citations": list(DEFAULT_ADDRESS_PAGES)})
+    if len(citations) < len(DEFAULT_ADDRESS_PAGES):
+        return _reply(
+            ctx.say(
+                "A person will help you change the default address saved on your account.",
+                "工作人员将协助您修改账户中保存的默认地址。",
+            ),
+            citations,
+            "handoff",
+        )
+    return _reply(
+        ctx.say(
+            "The default delivery address saved on your account can be changed at any time, free of charge; "
+            "orders placed from now on use it, and orders already placed keep their own address. The exact "
+            "change follows for you to confirm; nothing has been changed yet.",
+            "账户中保存的默认收货地址可以随时免费修改；此后下的订单使用新地址，已下的订单地址不变。"
+            "具体变更见下文，请您确认；目前尚未做任何更改。",
         ),
         citations,
         "propose_action",

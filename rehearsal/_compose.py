@@ -12,7 +12,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from rehearsal._cancellation import address_change_answer, cancellation_answer, exchange_answer, return_answer
+from rehearsal._cancellation import (
+    address_change_answer,
+    cancellation_answer,
+    default_address_answer,
+    exchange_answer,
+    return_answer,
+)
 from rehearsal._common import case_language, find
 from rehearsal._evidence import (
     Context,
@@ -47,6 +53,8 @@ def compose(context: dict[str, Any]) -> dict[str, Any]:
             [],
             "answer",
         )
+    if intent == "default_address_change":
+        return default_address_answer(ctx)
     order = _find_order(ctx.facts, order_id) if order_id else None
     if order_id and order is None:
         return _reply(

@@ -64,6 +64,12 @@ _RETURN_ACTION = re.compile(
     re.IGNORECASE,
 )
 """A customer asking to send a delivered order back (``return``), not asking about returns in general."""
+_DEFAULT_ADDRESS = re.compile(
+    r"\bdefault (?:delivery |shipping )?address|\baddress (?:saved )?on (?:my|the) account"
+    r"|默认(?:收货)?地址|账户(?:里|中)?(?:保存)?的(?:收货)?地址",
+    re.IGNORECASE,
+)
+"""A customer asking about the address saved on their account (``default_address_change``), not an order's."""
 _CANCEL_ACTION = re.compile(
     r"please cancel|cancel (?:QH-|my |the |this |it\b)|i (?:want|would like|'d like) to cancel"
     r"|请取消|取消订单|帮我取消|我要取消",
@@ -77,6 +83,10 @@ _ACTION = re.compile(
 )
 
 QUERIES: dict[str, dict[str, tuple[str, ...]]] = {
+    "default_address_change": {
+        "en": ("change the default delivery address saved on your account", "orders placed afterwards address"),
+        "zh": ("账户 默认收货地址 随时 免费修改", "此后下的订单 默认地址"),
+    },
     "exchange": {
         "en": ("exchange an item for another variant of the same product", "price difference of the variant"),
         "zh": ("换货 同一商品 其他款式", "换货 差价 原支付方式"),
@@ -120,6 +130,10 @@ QUERIES: dict[str, dict[str, tuple[str, ...]]] = {
     },
 }
 _MILESTONES: dict[str, dict[str, tuple[str, ...]]] = {
+    "default_address_change": {
+        "en": ("cite the default address page", "propose the new default address"),
+        "zh": ("引用默认地址页面", "提出修改默认地址方案"),
+    },
     "exchange": {
         "en": ("read the order", "cite the exchange pages", "propose the exchange"),
         "zh": ("读取订单", "引用换货页面", "提出换货方案"),
@@ -168,13 +182,13 @@ def plan(context: dict[str, Any]) -> dict[str, Any]:
     question: str = context["question"]
     language = case_language(context)
     found = order_ids_in(question)
-    order_id = found[0] if found else None
     intent = _intent(question)
+    order_id = found[0] if found and intent != "default_address_change" else None  # the account's, no order's
     topic_queries = QUERIES.get(intent, {}).get(language, ())
     if intent == "greeting":
         queries: list[str] = []
         milestones: tuple[str, ...] = ()
-    elif order_id:
+    elif order_id or intent == "default_address_change":
         queries = list(topic_queries[:2]) or [_clip(question, 300)]
         milestones = _MILESTONES.get(intent, _MILESTONES["policy"])[language]
     else:
@@ -185,7 +199,7 @@ def plan(context: dict[str, Any]) -> dict[str, Any]:
         "order_id": order_id,
         "action_requested": (intent == "refund" and bool(_ACTION.search(question)))
         or (intent == "cancellation" and bool(_CANCEL_ACTION.search(question)))
-        or intent in ("address_change", "return", "exchange"),
+        or intent in ("address_change", "return", "exchange", "default_address_change"),
         "queries": queries[:3],
         "milestones": list(milestones[:4]),
     }
@@ -195,6 +209,8 @@ def _intent(question: str) -> str:
     lowered = question.lower()
     if re.sub(r"[\W_]+", " ", lowered).strip() in _GREETINGS:
         return "greeting"
+    if _DEFAULT_ADDRESS.search(question):
+        return "default_address_change"
     if address_in(question) is not None:
         return "address_change"  # a new address in the host's form: the customer asks to send the order there
     if _CANCEL.search(question):

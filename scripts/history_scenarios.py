@@ -328,6 +328,16 @@ EXCHANGE_SCENARIOS: list[tuple[str, str, str, Language, Action | None, int]] = [
         900,
     ),
 ]
+DEFAULT_ADDRESS_SCENARIOS: list[tuple[str, str, str, Language, Action | None, int]] = [
+    (
+        "action_default_address_confirmed",
+        "alice",
+        f"Please change my default address {NEW_ADDRESS}",
+        Language.EN,
+        confirmed,
+        900,
+    ),
+]
 ACTION_STACKS = {
     "actions": (ActionKind.CANCEL_ORDER, 0, None, ACTION_SCENARIOS),
     "reviewed-actions": (ActionKind.CANCEL_ORDER, 1, None, REVIEWED_ACTION_SCENARIOS),
@@ -336,6 +346,7 @@ ACTION_STACKS = {
     "returns": (ActionKind.RETURN_ITEMS, 1, None, RETURN_SCENARIOS),
     "exchanges": (ActionKind.EXCHANGE_ITEMS, 0, None, EXCHANGE_SCENARIOS),
     "near-expiry": (ActionKind.CANCEL_ORDER, 1, None, NEAR_EXPIRY_SCENARIOS),
+    "default-addresses": (ActionKind.CHANGE_DEFAULT_ADDRESS, 0, None, DEFAULT_ADDRESS_SCENARIOS),
 }
 """Each list recorded on a stack of its own whose directory allows qinghe one action (release 0.12 on): a
 cancellation with the customer's confirmation alone, then with a reviewer's approval too, then with chen
@@ -343,9 +354,10 @@ asked as a proposal nears its expiry (each escalated at 6 s, closed undecided at
 the customer confirms; a return the customer confirms and chen approves; an exchange the customer confirms,
 and one whose message names no product code (the case asks for one; the customer withdraws); a
 cancellation and a refund in a tenant naming no escalation reviewer, noted as they near their expiry (at
-6 s) and closed undecided (at 9 s). The main stack's directory allows none: there ``action_not_allowed``
+6 s) and closed undecided (at 9 s); a change of the account's default address the customer confirms (no
+order). The main stack's directory allows none: there ``action_not_allowed``
 asks nothing of the commerce server."""
-PARTIAL = ("escalations", "addresses", "returns", "exchanges", "near-expiry")
+PARTIAL = ("escalations", "addresses", "returns", "exchanges", "near-expiry", "default-addresses")
 """Stacks ``--only`` records alone: shapes added to 0.12 after its first generation (2026-12-issue48)."""
 UNVERIFIED = ("applicant_unverified", "alice", "Please refund QH-1001")
 """A case started without an applicant token: it must read nothing and end with the reason."""

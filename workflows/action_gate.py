@@ -4,9 +4,10 @@ Pure and deterministic (the workflow passes in ``workflow.now()``). The model ch
 says it wants to propose; code decides everything else. Before anything is asked, the tenant's policy as
 the case's directory records it must name a rule for the action (default deny, the same rule the
 commerce server applies). The proposal that comes back is kept only if it is the one asked for: this
-case, this customer and tenant, the plan's order, the rule the directory names, the agreement that rule
-asks for the computed amount, a digest over its own fields, an expiry within the rule's, and a draft
-that cites every policy page the effect rests on. A refusal is a :class:`StopCode` and a detail.
+case, this customer and tenant, the plan's order (none for the account's own action), the rule the
+directory names, the agreement that rule asks for the computed amount, a digest over its own fields, an
+expiry within the rule's, and a draft that cites every policy page the effect rests on. A refusal is a
+:class:`StopCode` and a detail.
 """
 
 from __future__ import annotations
@@ -37,12 +38,12 @@ class ActionRefusal:
 def action_request(plan: Plan, s: CaseState) -> ActionRequest | ActionRefusal:
     """The request to send ``preview_action``, or why none may be sent (nothing is then asked)."""
     kind = ACTION_OF_INTENT.get(plan.intent)
-    if kind is None or not plan.action_requested or plan.order_id is None:
+    if kind is None or not plan.action_requested or (kind.order_bound and plan.order_id is None):
         return ActionRefusal(StopCode.ACTION_WITHOUT_REQUEST, plan.intent.value)
     if rule_of(s, kind) is None:
         return ActionRefusal(StopCode.ACTION_NOT_ALLOWED, kind.value)
     address = None
-    if kind is ActionKind.CHANGE_ORDER_ADDRESS:
+    if kind in (ActionKind.CHANGE_ORDER_ADDRESS, ActionKind.CHANGE_DEFAULT_ADDRESS):
         address = address_in(s.question)  # the customer's own words, read by code; they confirm it shown back
         if address is None:
             return ActionRefusal(StopCode.ADDRESS_NEEDED, status=CaseStatus.NEEDS_INPUT)
@@ -51,9 +52,8 @@ def action_request(plan: Plan, s: CaseState) -> ActionRequest | ActionRefusal:
         sku_after = sku_in(s.question)  # the product code the customer wrote, read by code like the address
         if sku_after is None:
             return ActionRefusal(StopCode.VARIANT_NEEDED, status=CaseStatus.NEEDS_INPUT)
-    return ActionRequest(
-        kind=kind, case_id=s.case.case_id, order_id=plan.order_id, address=address, sku_after=sku_after
-    )
+    order_id = plan.order_id if kind.order_bound else None  # the account's own action changes no order
+    return ActionRequest(kind=kind, case_id=s.case.case_id, order_id=order_id, address=address, sku_after=sku_after)
 
 
 def rule_of(s: CaseState, kind: ActionKind) -> ActionRule | None:

@@ -86,6 +86,7 @@ ACTION_OF_INTENT: dict[Intent, ActionKind] = {
     Intent.ADDRESS_CHANGE: ActionKind.CHANGE_ORDER_ADDRESS,
     Intent.RETURN: ActionKind.RETURN_ITEMS,
     Intent.EXCHANGE: ActionKind.EXCHANGE_ITEMS,
+    Intent.DEFAULT_ADDRESS_CHANGE: ActionKind.CHANGE_DEFAULT_ADDRESS,
 }
 """The actions a case proposes, by the plan's intent (:mod:`workflows.action_gate` asks for them)."""
 
@@ -129,7 +130,8 @@ def decide_delivery(
     if answer.next_action is NextAction.PROPOSE_REFUND:
         return _refund_proposal_gate(plan, answer, quote)
     if answer.next_action is NextAction.PROPOSE_ACTION:
-        if plan.intent not in ACTION_OF_INTENT or not plan.action_requested or plan.order_id is None:
+        kind = ACTION_OF_INTENT.get(plan.intent)
+        if kind is None or not plan.action_requested or (kind.order_bound and plan.order_id is None):
             return DeliveryDecision(CaseStatus.NEEDS_HUMAN, StopCode.ACTION_WITHOUT_REQUEST, plan.intent.value)
         return DeliveryDecision(None, StopCode.PROPOSAL_ADMITTED, admits_draft=True)
     if not answer.citations and plan.intent is not Intent.GREETING:

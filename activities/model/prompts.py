@@ -28,11 +28,12 @@ _PLAN = f"""{kind_marker("plan")}
 Plan one support case. The user message is a JSON object with the customer's question and the case
 language. Do not answer the question. Reply with ONE JSON object and nothing else, with exactly
 these fields:
-{{"intent": "refund" | "cancellation" | "address_change" | "return" | "exchange" | "delivery" | "invoice" | "warranty"
-  | "policy" | "greeting" | "unsupported",
+{{"intent": "refund" | "cancellation" | "address_change" | "return" | "exchange" | "default_address_change"
+  | "delivery" | "invoice" | "warranty" | "policy" | "greeting" | "unsupported",
  "order_id": the order id copied exactly as written in the question (e.g. "QH-1001"), or null,
  "action_requested": true only when the customer asks for a refund, a cancellation, a new delivery address,
-  the return of a delivered order or its exchange for another variant to be carried out, else false,
+  the return of a delivered order, its exchange for another variant, or a new default address on their
+  account to be carried out, else false,
  "queries": up to 3 short search queries for the policy pages, written in the case language,
  "milestones": up to 4 short investigation steps, each under 80 characters}}
 Never invent, complete or correct an order id; if the question names none, use null; a question
@@ -41,7 +42,9 @@ names only one order (the host stops questions naming several before planning). 
 use it as order_id.
 Use "return" when the customer wants to send a delivered order back (a refund of an item already back at the
 warehouse is "refund"), "exchange" when they want another variant of the same product instead. Use
-"unsupported" for requests outside after-sales support."""
+"default_address_change" when they want the address saved on their account changed (no order: order_id
+null), "address_change" when one order should go elsewhere. Use "unsupported" for requests outside
+after-sales support."""
 
 _INVESTIGATE = f"""{kind_marker("investigate")}
 {_SHOP}
@@ -74,16 +77,17 @@ Rules:
   exact amount in CNY and in cents, that the delivery charge is not refunded automatically, and that a
   Qinghe reviewer must approve the proposal before anything is paid. Cite one passage from each page
   listed in quote.citations.
-- "propose_action" only when the plan's intent is "cancellation", "address_change", "return" or "exchange" and the
-  plan requests it: while the order is still processing, say it can be cancelled (cite a passage each from
-  DELIVERY p01 and INVOICES p02) or sent to a new address (DELIVERY p01 and p03); for a delivered order
-  inside the returns window that is not custom-made or digital, say its return can be opened and the
-  refund is paid once the warehouse checks it in (RETURNS p02 and p03), or that it can be exchanged for
-  another variant on sale, the price difference settled on check-in (EXCHANGES p01 and p02). State no
-  amount, no address and no product code,
-  and say nothing changes until the customer confirms the exact change the service shows next (the host
-  reads the new address or the variant's product code from the customer's message, the commerce server
-  computes the change, and the host states it).
+- "propose_action" only when the plan's intent is "cancellation", "address_change", "return", "exchange" or
+  "default_address_change" and the plan requests it: the account's default address can be changed at any
+  time, free, for orders placed afterwards (cite DELIVERY p03); while the order is still processing, say it
+  can be cancelled (cite a passage each from DELIVERY p01 and INVOICES p02) or sent to a new address
+  (DELIVERY p01 and p03); for a delivered order inside the returns window that is not custom-made or
+  digital, say its return can be opened and the refund is paid once the warehouse checks it in (RETURNS
+  p02 and p03), or that it can be exchanged for another variant on sale, the price difference settled on
+  check-in (EXCHANGES p01 and p02). State no amount, no address and no product code, and say nothing
+  changes until the customer confirms the exact change the service shows next (the host reads the new
+  address or the variant's product code from the customer's message, the commerce server computes the
+  change, and the host states it).
 - Never say a refund has been paid or completed unless receipt_exists is true.
 - If the plan names an order but facts hold no such order (it could not be read), use "needs_input":
   say it was not found among the customer's orders and say nothing else about it.

@@ -15,7 +15,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TypeVar
 
-from sqlmodel import Session, select
+from sqlmodel import Session, SQLModel, select
 from temporalio.client import Client
 
 from activities.commerce.commerce_client import open_stdio_client
@@ -23,14 +23,8 @@ from case_client import CaseClient
 from case_client.deployment import release
 from case_worker import build_worker
 from commerce_server.db import (
-    ActionExecutionRow,
-    ActionProposalRow,
     CoApprovalUseRow,
-    ExchangeRow,
-    OrderRow,
     RefundRow,
-    ReturnRow,
-    ShippingAddressRow,
     make_engine,
 )
 from contracts.case import CaseView
@@ -42,17 +36,7 @@ from keystore import directory_location, load_directory
 from keystore.signers import KeyFileSigner
 from tests.case_world import RoutedWorker, stress_options
 
-Row = TypeVar(
-    "Row",
-    RefundRow,
-    CoApprovalUseRow,
-    OrderRow,
-    ActionProposalRow,
-    ActionExecutionRow,
-    ShippingAddressRow,
-    ReturnRow,
-    ExchangeRow,
-)
+Row = TypeVar("Row", bound=SQLModel)
 ROOT = Path(__file__).resolve().parents[2]
 Completed = subprocess.CompletedProcess[str]
 ISOLATED = ("SUPPORT_DIRECTORY", "COMMERCE_DIRECTORY", "COMMERCE_SIGNING_KEY", "COMMERCE_DATABASE_URL")

@@ -192,6 +192,20 @@ async def test_chinese_question_gets_chinese_plan_and_answer(gateway: ModelGatew
         ("我想退货 QH-1004", "return", "QH-1004", True),
         ("Please exchange QH-1004 for DESK-09", "exchange", "QH-1004", True),
         ("QH-1004 能换成大号吗？DESK-09", "exchange", "QH-1004", True),
+        (
+            "Please change my default address to: Li Lei (fictional), +86 21 5555 0199, 8 River Road, Shanghai, "
+            "200000, CN",
+            "default_address_change",
+            None,
+            True,
+        ),
+        ("请把我账户的默认地址改一下，订单 QH-1006 不用动", "default_address_change", None, True),
+        (
+            "Please send my order QH-1006 to: Li Lei, +86 21 5555 0199, 8 River Road, Shanghai, 200000, CN",
+            "address_change",
+            "QH-1006",
+            True,
+        ),
         ("How long do I have to send QH-1004 back and get my money?", "policy", "QH-1004", False),
     ],
 )

@@ -293,6 +293,7 @@ ADDED_TO_0_12 = (
     "action_return_approved",
     "action_exchange_confirmed",
     "action_exchange_variant_needed",
+    "action_default_address_confirmed",
     "action_noted_near_expiry_then_expired",
     "refund_noted_near_expiry_then_expired",
 )
