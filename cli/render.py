@@ -182,6 +182,9 @@ def case_card_lines(view: CaseView, *, now: str | None = None) -> list[str]:
     lines += action_card_lines(view)
     if view.escalated_to:
         lines += card_line("escalated", f"to {view.escalated_to}: the proposal neared its expiry undecided")
+    elif view.near_expiry_at is not None:
+        noted = view.near_expiry_at.strftime("%Y-%m-%d %H:%M:%S UTC")
+        lines += card_line("near expiry", f"noted at {noted}: the proposal neared its expiry undecided")
     budgets = view.budgets
     lines += card_line(
         "budgets",

@@ -32,7 +32,7 @@ from contracts.commerce import Order, ProductVariant
 from contracts.directory import Directory
 from contracts.errors import CommerceErrorCode, error_from_code
 from contracts.identity import Identity
-from knowledge.action_rules import OrderRecords, action_effect
+from knowledge.action_rules import AccountRecords, OrderRecords, action_effect
 
 
 def allowed_rule(directory: Directory, identity: Identity, kind: ActionKind) -> ActionRule:
@@ -52,7 +52,7 @@ def action_records(
     request: ActionRequest,
     directory: Directory,
     read_order: Callable[[Session, str], Order],
-) -> OrderRecords | CustomerAccount:
+) -> OrderRecords | AccountRecords:
     """What the action's rule reads: the order's records, or the signed-in customer's own account."""
     if request.order_id is not None:
         return order_records(session, read_order(session, request.order_id), directory)
@@ -63,7 +63,8 @@ def action_records(
         )
     fields = row.model_dump()
     address = Address.model_validate({name: fields.pop(name) for name in Address.model_fields})
-    return CustomerAccount.model_validate(fields | {"default_address": address})
+    account = CustomerAccount.model_validate(fields | {"default_address": address})
+    return AccountRecords(account=account, policy_tenant=directory.policy_tenant(identity.tenant))
 
 
 def order_records(session: Session, order: Order, directory: Directory) -> OrderRecords:

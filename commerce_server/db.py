@@ -89,13 +89,9 @@ class OrderRow(SQLModel, table=True):
     version: int
 
 
-class ShippingAddressRow(SQLModel, table=True):
-    """Where an order is delivered. The ledger owns it once it is there: an address change moves it, and
-    seeding or an import never overwrites it."""
+class AddressColumns(SQLModel):
+    """The columns of a delivery address (:class:`contracts.actions.Address`), in every table holding one."""
 
-    __tablename__ = "shipping_addresses"
-
-    order_id: str = Field(primary_key=True, foreign_key="orders.order_id", max_length=16)
     recipient: str = Field(max_length=80)
     phone: str = Field(max_length=20)
     line1: str = Field(max_length=120)
@@ -104,7 +100,16 @@ class ShippingAddressRow(SQLModel, table=True):
     country: str = Field(max_length=2)
 
 
-class CustomerAccountRow(SQLModel, table=True):
+class ShippingAddressRow(AddressColumns, table=True):
+    """Where an order is delivered. The ledger owns it once it is there: an address change moves it, and
+    seeding or an import never overwrites it."""
+
+    __tablename__ = "shipping_addresses"
+
+    order_id: str = Field(primary_key=True, foreign_key="orders.order_id", max_length=16)
+
+
+class CustomerAccountRow(AddressColumns, table=True):
     """A customer's account record at the merchant: the default delivery address new orders use.
     ``version`` goes up with every change; a ``change_default_address`` action needs it unchanged."""
 
@@ -112,12 +117,6 @@ class CustomerAccountRow(SQLModel, table=True):
 
     tenant: str = Field(primary_key=True, max_length=32)
     customer: str = Field(primary_key=True, max_length=32)
-    recipient: str = Field(max_length=80)
-    phone: str = Field(max_length=20)
-    line1: str = Field(max_length=120)
-    city: str = Field(max_length=60)
-    postcode: str = Field(max_length=10)
-    country: str = Field(max_length=2)
     currency: str = Field(max_length=3)
     version: int
 

@@ -196,6 +196,9 @@ class CaseView(FrozenModel):
     action_receipt: ActionReceipt | None = None
     escalated_to: str | None = None
     """The reviewer the case asked to decide its proposal as it neared its expiry undecided."""
+    near_expiry_at: datetime | None = None
+    """When the case noted its proposal nearing its expiry undecided (a tenant that names no escalation
+    reviewer: nobody is asked, the moment is recorded and counted)."""
     reason: str | None = None
     record_path: str | None = None
     record_error: str | None = None

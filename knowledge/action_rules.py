@@ -1,5 +1,7 @@
 """The executable rules of the actions: pure functions of the request and the records the commerce server
-reads for it (an order's, :class:`OrderRecords`, or the customer's account, :class:`CustomerAccount`).
+reads for it (an order's, :class:`OrderRecords`, or the customer's account, :class:`AccountRecords`).
+What each rule rests on in a merchant's own terms, the pages it cites, is data
+(:mod:`knowledge.action_terms`): a tenant whose terms name none for an action does not offer it.
 
 Each rule states the effect of one action kind exactly (status, money, destination, address) or refuses it
 with a sentence naming the policy it follows; it never takes an amount from anyone. The commerce server
@@ -26,22 +28,10 @@ from contracts.actions import (
 )
 from contracts.commerce import FIXTURE_AS_OF, Order, OrderStatus, ProductVariant
 from contracts.errors import CommerceErrorCode, SupportError, error_from_code
+from knowledge.action_terms import action_pages
 from knowledge.refund_quote import refund_rules_for
 
-CANCEL_PAGES = ("DELIVERY:p01", "INVOICES:p02")
-"""DELIVERY p01: a processing order may be cancelled by its account holder, the payment returned in full,
-delivery charge included, to the original payment method; once shipped it cannot. INVOICES p02: the
-invoice of an order cancelled before shipping is void."""
-ADDRESS_PAGES = ("DELIVERY:p01", "DELIVERY:p03")
-"""DELIVERY p01 and p03: the account holder may change the delivery address free of charge until the
-order ships; after that it can no longer be changed in the merchant's system."""
-EXCHANGE_PAGES = ("EXCHANGES:p01", "EXCHANGES:p02")
-"""EXCHANGES p01: a delivered item may be exchanged, every unit, for another available variant of the same
-product within the returns window; p02: the list-price difference is settled with the original payment
-method when the warehouse checks the item in."""
-DEFAULT_ADDRESS_PAGES = ("DELIVERY:p03",)
-"""DELIVERY p03: the account holder may change the account's default delivery address at any time, free of
-charge; orders placed afterwards use it, orders already placed keep their own address."""
+MERCHANT_STAFF_ONLY = "This merchant's terms do not offer this through the service; a person will take it from here."
 
 
 @dataclass(frozen=True)
@@ -61,13 +51,37 @@ class OrderRecords:
     """The day the returns window is counted to (the fixture world's today, as for the refund quote)."""
 
 
+@dataclass(frozen=True)
+class AccountRecords:
+    """What the account's own action reads: the signed-in customer's account record."""
+
+    account: CustomerAccount
+    policy_tenant: str | None = None
+    """The tenant whose terms the account follows (the directory's ``policy_tenant``); None: its own."""
+
+
+def terms_pages(tenant: str, kind: ActionKind) -> tuple[str, ...]:
+    """The pages ``tenant``'s terms give ``kind`` (:mod:`knowledge.action_terms`); a tenant whose terms
+    name none does not offer it here, whatever its policy in the directory allows."""
+    pages = action_pages(tenant, kind)
+    if not pages:
+        raise _not_eligible(MERCHANT_STAFF_ONLY)
+    return pages
+
+
+def _said(page: str) -> str:
+    return page.replace(":", " ")
+
+
 def cancellation_effect(request: ActionRequest, records: OrderRecords) -> ActionEffect:
     """Cancelling the order: from processing to cancelled, everything paid (items and delivery, less any
-    refund already made) back to the original payment method, the invoice void."""
+    refund already made) back to the original payment method, the invoice void (qinghe: DELIVERY p01,
+    INVOICES p02)."""
     order = records.order
+    pages = terms_pages(records.policy_tenant or order.tenant, ActionKind.CANCEL_ORDER)
     if order.status is not OrderStatus.PROCESSING:
         raise _not_eligible(
-            f"Only an order that is still processing can be cancelled (DELIVERY p01); this one is {order.status}."
+            f"Only an order that is still processing can be cancelled ({_said(pages[0])}); this one is {order.status}."
         )
     returned = order.paid_items_cents + order.freight_cents - order.refunded_cents
     return ActionEffect(
@@ -79,23 +93,25 @@ def cancellation_effect(request: ActionRequest, records: OrderRecords) -> Action
         currency=order.currency,
         refund_to=RefundDestination.ORIGINAL_PAYMENT_METHOD,
         invoice_void=True,
-        policy_pages=CANCEL_PAGES,
+        policy_pages=pages,
     )
 
 
 def address_change_effect(request: ActionRequest, records: OrderRecords) -> ActionEffect:
-    """Sending the order to ``request.address`` instead: only before it ships, free of charge."""
+    """Sending the order to ``request.address`` instead: only before it ships, free of charge (qinghe:
+    DELIVERY p01, p03)."""
     order, address = records.order, records.address
     if request.address is None:
         raise error_from_code(CommerceErrorCode.INVALID_ARGUMENT, "An address change names the new address.")
+    pages = terms_pages(records.policy_tenant or order.tenant, ActionKind.CHANGE_ORDER_ADDRESS)
     if order.status is not OrderStatus.PROCESSING:
         raise _not_eligible(
-            "The delivery address can only be changed before the order ships (DELIVERY p03); "
+            f"The delivery address can only be changed before the order ships ({_said(pages[-1])}); "
             f"this one is {order.status}."
         )
     if request.address == address:
         raise _not_eligible("The order is already going to this address.")
-    return _money_unmoved(order, ADDRESS_PAGES, address_before=address, address_after=request.address)
+    return _money_unmoved(order, pages, address_before=address, address_after=request.address)
 
 
 def return_effect(request: ActionRequest, records: OrderRecords) -> ActionEffect:
@@ -121,31 +137,32 @@ def exchange_effect(request: ActionRequest, records: OrderRecords) -> ActionEffe
     order = records.order
     if request.sku_after is None:
         raise error_from_code(CommerceErrorCode.INVALID_ARGUMENT, "An exchange names the variant wanted (sku_after).")
-    _check_returnable(records, window_page=EXCHANGE_PAGES[0], exclusion_page=EXCHANGE_PAGES[0], what="exchanged")
+    pages = terms_pages(records.policy_tenant or order.tenant, ActionKind.EXCHANGE_ITEMS)
+    _check_returnable(records, window_page=pages[0], exclusion_page=pages[0], what="exchanged")
     variants = {variant.sku: variant for variant in records.variants}
     before, after = variants.get(order.sku), variants.get(request.sku_after)
     if before is None or after is None or after.family != before.family:
-        raise _not_eligible(
-            f"{request.sku_after} is not another variant of the product on this order ({EXCHANGE_PAGES[0]})."
-        )
+        raise _not_eligible(f"{request.sku_after} is not another variant of the product on this order ({pages[0]}).")
     if after.sku == before.sku:
         raise _not_eligible(f"The order already holds {after.sku}.")
     if not after.available:
-        raise _not_eligible(f"{after.sku} ({after.label_en}) is sold out and cannot be chosen ({EXCHANGE_PAGES[0]}).")
+        raise _not_eligible(f"{after.sku} ({after.label_en}) is sold out and cannot be chosen ({pages[0]}).")
     swap = ExchangeTerms(
         sku_before=before.sku,
         sku_after=after.sku,
         units=order.quantity,
         difference_cents=(after.list_cents - before.list_cents) * order.quantity,
     )
-    return _money_unmoved(order, EXCHANGE_PAGES, exchange_opened=swap)
+    return _money_unmoved(order, pages, exchange_opened=swap)
 
 
-def default_address_effect(request: ActionRequest, account: CustomerAccount) -> ActionEffect:
+def default_address_effect(request: ActionRequest, records: AccountRecords) -> ActionEffect:
     """Saving ``request.address`` as the account's default delivery address: at any time, free of charge,
-    for the orders placed afterwards; no order already placed moves (DELIVERY p03)."""
+    for the orders placed afterwards; no order already placed moves (qinghe: DELIVERY p03)."""
+    account = records.account
     if request.address is None:
         raise error_from_code(CommerceErrorCode.INVALID_ARGUMENT, "A default address change names the new address.")
+    pages = terms_pages(records.policy_tenant or account.tenant, ActionKind.CHANGE_DEFAULT_ADDRESS)
     if request.address == account.default_address:
         raise _not_eligible("This is the account's default delivery address already.")
     return ActionEffect(
@@ -154,7 +171,7 @@ def default_address_effect(request: ActionRequest, account: CustomerAccount) -> 
         currency=account.currency,
         address_before=account.default_address,
         address_after=request.address,
-        policy_pages=DEFAULT_ADDRESS_PAGES,
+        policy_pages=pages,
     )
 
 
@@ -186,15 +203,15 @@ ORDER_RULES: dict[ActionKind, Callable[[ActionRequest, OrderRecords], ActionEffe
     ActionKind.RETURN_ITEMS: return_effect,
     ActionKind.EXCHANGE_ITEMS: exchange_effect,
 }
-ACCOUNT_RULES: dict[ActionKind, Callable[[ActionRequest, CustomerAccount], ActionEffect]] = {
+ACCOUNT_RULES: dict[ActionKind, Callable[[ActionRequest, AccountRecords], ActionEffect]] = {
     ActionKind.CHANGE_DEFAULT_ADDRESS: default_address_effect,
 }
 """The rule of each action kind (every :class:`ActionKind` has one): an order's, or the account's."""
 
 
-def action_effect(request: ActionRequest, records: OrderRecords | CustomerAccount) -> ActionEffect:
+def action_effect(request: ActionRequest, records: OrderRecords | AccountRecords) -> ActionEffect:
     """The effect of ``request`` on the order or the account ``records`` describe, or the refusal."""
-    if isinstance(records, CustomerAccount):
+    if isinstance(records, AccountRecords):
         account_rule = ACCOUNT_RULES.get(request.kind)
         if account_rule is not None:
             return account_rule(request, records)

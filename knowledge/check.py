@@ -27,6 +27,7 @@ from pydantic import ValidationError
 from contracts.directory import NAME_PATTERN
 from contracts.errors import ConfigurationError, ContractError
 from contracts.knowledge import DocumentHeader, KnowledgeErrorCode
+from knowledge.action_terms import check_action_terms
 from knowledge.check_rules import check_rules
 from knowledge.location import KNOWLEDGE_DIR_ENV, KnowledgeLocation, knowledge_location
 from knowledge.passages import MAX_PARAGRAPH_CHARS, parse_document
@@ -84,6 +85,7 @@ def check_knowledge(root: Path) -> KnowledgeReport:
         report.skills += 1
         _check_skill(path, pages, broken, report.problems)
     report.rule_tenants = check_rules(location, pages, broken, report.problems)
+    check_action_terms(location, pages, report.problems)
     return report
 
 

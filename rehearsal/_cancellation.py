@@ -10,20 +10,32 @@ from __future__ import annotations
 
 from typing import Any
 
+from contracts.action_policy import ActionKind
+from knowledge.action_terms import load_action_terms
+from knowledge.location import knowledge_location
 from rehearsal._evidence import Context, quote_citations
 
-CANCEL_PAGES = ("DELIVERY:p01", "INVOICES:p02")
-ADDRESS_PAGES = ("DELIVERY:p01", "DELIVERY:p03")
 RETURN_PAGES = ("RETURNS:p02", "RETURNS:p03")
-EXCHANGE_PAGES = ("EXCHANGES:p01", "EXCHANGES:p02")
-DEFAULT_ADDRESS_PAGES = ("DELIVERY:p03",)
-"""The pages the cancellation rule cites (knowledge/action_rules.py); the rehearsal model reads them from
-the evidence like any other page, and proposes only when both are there."""
+
+
+def terms_citations(ctx: Context, kind: ActionKind) -> tuple[list[str], bool]:
+    """A passage of each page a merchant's terms give ``kind`` (knowledge/action_terms.json), and whether every
+    one is in the evidence. The model is not told the tenant: the evidence holds only its tenant's pages, so
+    the set found whole is that tenant's; otherwise the most complete set's passages, and False."""
+    best: list[str] = []
+    terms = load_action_terms(knowledge_location())
+    for tenant in terms.tenants:
+        pages = terms.pages(tenant, kind)
+        cited = quote_citations(ctx, {"citations": list(pages)}) if pages else []
+        if pages and len(cited) == len(pages):
+            return cited, True
+        best = cited if len(cited) > len(best) else best
+    return best, False
 
 
 def cancellation_answer(ctx: Context, order: dict[str, Any]) -> dict[str, Any]:
     order_id = order["order_id"]
-    citations = quote_citations(ctx, {"citations": list(CANCEL_PAGES)})
+    citations, covered = terms_citations(ctx, ActionKind.CANCEL_ORDER)
     if order.get("status") != "processing":
         cited = citations[:1]
         return _reply(
@@ -35,7 +47,7 @@ def cancellation_answer(ctx: Context, order: dict[str, Any]) -> dict[str, Any]:
             cited,
             "answer" if cited else "handoff",
         )
-    if len(citations) < len(CANCEL_PAGES) or not ctx.plan.get("action_requested"):
+    if not covered or not ctx.plan.get("action_requested"):
         return _reply(
             ctx.say(
                 f"Order {order_id} is still processing, so it can be cancelled before it ships. If you would "
@@ -60,8 +72,8 @@ def cancellation_answer(ctx: Context, order: dict[str, Any]) -> dict[str, Any]:
 
 def address_change_answer(ctx: Context, order: dict[str, Any]) -> dict[str, Any]:
     order_id = order["order_id"]
-    citations = quote_citations(ctx, {"citations": list(ADDRESS_PAGES)})
-    if order.get("status") != "processing" or len(citations) < len(ADDRESS_PAGES):
+    citations, covered = terms_citations(ctx, ActionKind.CHANGE_ORDER_ADDRESS)
+    if order.get("status") != "processing" or not covered:
         return _reply(
             ctx.say(
                 f"The delivery address of order {order_id} can only be changed while it is still processing; "
@@ -84,8 +96,8 @@ def address_change_answer(ctx: Context, order: dict[str, Any]) -> dict[str, Any]
 
 def default_address_answer(ctx: Context) -> dict[str, Any]:
     """The account's default address: no order to read; propose when the page the rule rests on is cited."""
-    citations = quote_citations(ctx, {"citations": list(DEFAULT_ADDRESS_PAGES)})
-    if len(citations) < len(DEFAULT_ADDRESS_PAGES):
+    citations, covered = terms_citations(ctx, ActionKind.CHANGE_DEFAULT_ADDRESS)
+    if not covered:
         return _reply(
             ctx.say(
                 "A person will help you change the default address saved on your account.",
@@ -148,7 +160,7 @@ def return_answer(ctx: Context, order: dict[str, Any]) -> dict[str, Any]:
 
 def exchange_answer(ctx: Context, order: dict[str, Any]) -> dict[str, Any]:
     order_id = order["order_id"]
-    citations = quote_citations(ctx, {"citations": list(EXCHANGE_PAGES)})
+    citations, covered = terms_citations(ctx, ActionKind.EXCHANGE_ITEMS)
     exchangeable = order.get("status") == "delivered" and order.get("category") not in ("custom", "digital")
     if not exchangeable or order.get("return_received"):
         return _reply(
@@ -160,7 +172,7 @@ def exchange_answer(ctx: Context, order: dict[str, Any]) -> dict[str, Any]:
             citations,
             "answer" if citations else "handoff",
         )
-    if len(citations) < len(EXCHANGE_PAGES):
+    if not covered:
         handoff = ctx.say("A colleague will help you with this exchange.", "工作人员将协助您办理换货。")
         return _reply(handoff, [], "handoff")
     return _reply(

@@ -13,6 +13,7 @@ from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from contracts.actions import Address
 from contracts.commerce import FIXTURE_AS_OF, Order, RefundProposal, RefundQuote
 from contracts.knowledge import Language, Passage
 from knowledge.refund_quote import calculate_refund_quote, policy_page_versions
@@ -35,6 +36,15 @@ def _fixture_orders() -> dict[str, Order]:
 
 
 ORDERS = _fixture_orders()
+
+
+def _default_addresses() -> dict[str, Address]:
+    data = json.loads(COMMERCE_FIXTURE.read_text(encoding="utf-8"))
+    return {account["customer"]: Address.model_validate(account["default_address"]) for account in data["accounts"]}
+
+
+DEFAULT_ADDRESSES = _default_addresses()
+"""Each fixture customer's default delivery address, as their account is seeded."""
 """The fixture's orders by id, as the commerce server reads them."""
 
 

@@ -163,6 +163,7 @@ def case_view(s: CaseState) -> CaseView:
         approved_by=[approval.reviewer for approval in s.approvals] if s.action else [],
         action_receipt=s.action_receipt,
         escalated_to=s.escalated_to,
+        near_expiry_at=s.near_expiry_at,
         reason=s.reason,
         record_path=s.record_path,
         record_error=s.record_error,

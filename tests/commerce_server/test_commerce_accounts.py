@@ -26,19 +26,13 @@ from contracts.action_policy import ActionKind, ActionRule
 from contracts.actions import ActionProposal, ActionRequest, Address
 from contracts.credentials import key_set
 from contracts.errors import SupportError
+from tests.case_data import DEFAULT_ADDRESSES
 from tests.commerce_server.support_actions import ActionWorld, action_world
 from tests.conftest import DemoKeys, postgres_schema_engine, sqlite_engine
 
 DEFAULT = ActionKind.CHANGE_DEFAULT_ADDRESS
 NOW = datetime(2026, 12, 7, 12, 0, tzinfo=UTC)
-HOME = Address(
-    recipient="Alice Wang (fictional)",
-    phone="+86 21 5555 0101",
-    line1="18 Willow Lane, Unit 3",
-    city="Hangzhou",
-    postcode="310000",
-    country="CN",
-)
+HOME = DEFAULT_ADDRESSES["alice"]
 NEW_FLAT = HOME.model_copy(update={"line1": "9 Lotus Court", "postcode": "310012"})
 
 

@@ -8,12 +8,13 @@ from pathlib import Path
 
 import pytest
 from sqlalchemy import Engine
-from sqlmodel import Session
+from sqlmodel import Session, select
 
-from commerce_server.db import ExchangeRow, ReturnRow
+from commerce_server.db import ActionProposalRow, ExchangeRow, ReturnRow
 from contracts.action_policy import ActionKind, ActionRule
 from contracts.actions import ExchangeTerms
 from contracts.errors import SupportError
+from knowledge.action_rules import MERCHANT_STAFF_ONLY
 from tests.commerce_server.support_actions import ActionWorld, action_world
 from tests.conftest import DemoKeys
 
@@ -93,3 +94,14 @@ def test_an_exchange_the_terms_or_the_catalogue_do_not_allow_is_refused(
     assert (refused.value.code, said in refused.value.message) == (code, True), refused.value.message
     with Session(world.engine) as session:
         assert session.get(ExchangeRow, order_id) is None
+
+
+def test_a_tenant_whose_terms_offer_no_exchange_gets_none_though_its_policy_allows_it(world: ActionWorld) -> None:
+    world.allow(tenant="south", kind=EXCHANGE, rule=ActionRule(reviewers=0))
+
+    with pytest.raises(SupportError) as refused:
+        world.preview("QH-3004", subject="lin", kind=EXCHANGE, sku_after="DESK-09")
+
+    assert (refused.value.code, refused.value.message) == ("action_not_eligible", MERCHANT_STAFF_ONLY)
+    with Session(world.engine) as session:
+        assert session.exec(select(ActionProposalRow)).first() is None

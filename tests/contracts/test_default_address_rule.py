@@ -11,24 +11,19 @@ import pytest
 from pydantic import ValidationError
 
 from contracts.action_policy import ActionKind
-from contracts.actions import ActionEffect, ActionRequest, Address, CustomerAccount
+from contracts.actions import ActionEffect, ActionRequest, CustomerAccount
 from contracts.commerce import OrderStatus
 from contracts.errors import BusinessError, SupportError
-from knowledge.action_rules import OrderRecords, action_effect
-from tests.case_data import ORDERS
+from knowledge.action_rules import AccountRecords, OrderRecords, action_effect
+from tests.case_data import DEFAULT_ADDRESSES, ORDERS
 
 DEFAULT = ActionKind.CHANGE_DEFAULT_ADDRESS
 PAGES = ("DELIVERY:p03",)
-HOME = Address(
-    recipient="Alice Wang (fictional)",
-    phone="+86 21 5555 0101",
-    line1="18 Willow Lane, Unit 3",
-    city="Hangzhou",
-    postcode="310000",
-    country="CN",
-)
+HOME = DEFAULT_ADDRESSES["alice"]
 NEW_FLAT = HOME.model_copy(update={"line1": "9 Lotus Court", "postcode": "310012"})
-ACCOUNT = CustomerAccount(tenant="qinghe", customer="alice", default_address=HOME, currency="CNY", version=3)
+ACCOUNT = AccountRecords(
+    CustomerAccount(tenant="qinghe", customer="alice", default_address=HOME, currency="CNY", version=3)
+)
 
 
 def test_the_change_states_both_addresses_and_the_accounts_version_and_moves_nothing_else() -> None:

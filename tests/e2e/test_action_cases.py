@@ -199,6 +199,9 @@ async def test_a_cancellation_nobody_confirms_in_time_executes_nothing(merchant:
     kinds = [event.split(":", 1)[0] for event in events]
     assert kinds.count("near_expiry") == 1 and kinds.index("near_expiry") < kinds.index("case_finished"), events
     assert "escalated" not in kinds and view.escalated_to is None
+    assert view.near_expiry_at is not None and view.action.created_at < view.near_expiry_at < view.action.expires_at
+    card = await asyncio.to_thread(shop.run, "--profile", "alice", "status", view.case_id)
+    assert "noted at" in card.stdout and "the proposal neared its expiry undecided" in card.stdout
     history = await handle.workflow.fetch_history()
     timers = [
         json.loads(event.user_metadata.summary.data)
