@@ -1,13 +1,14 @@
-"""Import one tenant's catalogue and orders from a JSON file into the commerce database.
+"""Import one tenant's catalogue, orders and customer accounts from a JSON file into the commerce database.
 
-The file mirrors the fixture (``commerce_server/fixtures/commerce.json``): products, and orders that
-each carry their shipment (with its events) and their invoice; a top-level ``tenant`` names the one
-tenant every order must belong to. :func:`load_import_file` refuses a file with a typed error naming
-its first problem; :func:`import_tenant_data` inserts what is missing in one transaction and refuses,
-before writing anything, a row that exists with other content or an order id another tenant owns.
-
+The file mirrors the fixture (``commerce_server/fixtures/commerce.json``): products, orders that each
+carry their shipment (with its events) and their invoice, and optionally the customers' accounts with
+their default delivery address; a top-level ``tenant`` names the one tenant every order and account
+belongs to. :func:`load_import_file` refuses a file with a typed error naming its first problem;
+:func:`import_tenant_data` inserts what is missing in one transaction and refuses, before writing
+anything, a row that exists with other content or an order id another tenant owns.
 What the ledger itself changes after an import (an order's ``refunded_cents`` and ``version``, moved by
-a paid refund) is not compared, so importing the same file again stays a no-op after refunds.
+a paid refund; an order's delivery address and an account's default one, moved by an action) is not
+compared, so importing the same file again stays a no-op after them.
 """
 
 from __future__ import annotations
@@ -122,8 +123,15 @@ class ImportOrder(_Strict):
     later import never changes it, and does not compare it."""
 
 
+class ImportAccount(_Strict):
+    customer: Name
+    default_address: Address
+    """Where the customer's new orders go (``change_default_address`` changes it). Once imported the ledger
+    owns it: a later import never changes it, and does not compare it."""
+
+
 class ImportFile(_Strict):
-    """One tenant's products and orders, as an import file states them."""
+    """One tenant's products, orders and customer accounts, as an import file states them."""
 
     tenant: Name
     currency: Literal["CNY"]
@@ -132,11 +140,14 @@ class ImportFile(_Strict):
     notice: str = Field(default="", max_length=500)
     products: list[ImportProduct] = Field(min_length=1)
     orders: list[ImportOrder] = Field(min_length=1)
+    accounts: list[ImportAccount] = Field(default_factory=list)
 
     def table_rows(self) -> dict[str, list[SQLModel]]:
         """The file as database rows, built exactly as the fixture's are (every order at version 1)."""
         document = self.model_dump(mode="json")
         document["orders"] = [order | {"version": 1} for order in document["orders"]]
+        owner = {"tenant": self.tenant, "currency": self.currency}
+        document["accounts"] = [account | owner for account in document["accounts"]]
         return fixture_rows(document)
 
 
@@ -231,6 +242,7 @@ def _first_inconsistency(data: ImportFile) -> str | None:
         ("products", "sku", _duplicate(skus)),
         ("orders", "order id", _duplicate(order.order_id for order in data.orders)),
         ("invoices", "invoice id", _duplicate(order.invoice.invoice_id for order in data.orders)),
+        ("accounts", "customer", _duplicate(account.customer for account in data.accounts)),
     )
     for table, what, duplicate in duplicates:
         if duplicate is not None:

@@ -15,7 +15,7 @@ import pytest
 from sqlalchemy import Engine, func, update
 from sqlmodel import Session, SQLModel, col, select
 
-from commerce_server.db import InvoiceRow, OrderRow, ProductRow, ShipmentEventRow, make_engine
+from commerce_server.db import CustomerAccountRow, InvoiceRow, OrderRow, ProductRow, ShipmentEventRow, make_engine
 from commerce_server.importer import (
     ImportConflict,
     ImportFileError,
@@ -38,7 +38,7 @@ SAMPLE_ROWS = {
     "product_variants": 0,
     "orders": 2,
     "shipping_addresses": 0,
-    "customer_accounts": 0,
+    "customer_accounts": 1,
     "invoices": 2,
     "shipment_events": 6,
 }
@@ -59,7 +59,7 @@ def test_the_sample_imports_and_ana_reads_it_through_the_service(commerce_engine
 
     assert report.inserted == SAMPLE_ROWS
     assert set(report.present.values()) == {0}
-    assert report.sentence().startswith("tenant east: added 12 rows (2 products, 2 orders")
+    assert report.sentence().startswith("tenant east: added 13 rows (2 products, 2 orders")
     ana = CommerceService(commerce_engine, ANA)
     assert [summary.order_id for summary in ana.list_orders().orders] == ["QH-4001", "QH-4002"]
     order = ana.get_order("QH-4001")
@@ -131,6 +131,20 @@ def test_importing_again_inserts_nothing_and_keeps_a_paid_refund(commerce_engine
     assert row_counts(commerce_engine) == before
     order = CommerceService(commerce_engine, ANA).get_order("QH-4001")
     assert (order.refunded_cents, order.version) == (18900, 2)
+
+
+def test_an_imported_account_is_the_ledgers_after_the_import(commerce_engine: Engine) -> None:
+    import_tenant_data(commerce_engine, load_import_file(SAMPLE))
+    document = sample()
+    document["accounts"][0]["default_address"]["line1"] = "99 Elsewhere Road"  # the file changed since
+
+    again = import_tenant_data(commerce_engine, parse_import(document))
+
+    assert again.present["customer_accounts"] == 1 and set(again.inserted.values()) == {0}
+    with Session(commerce_engine) as session:
+        account = session.get(CustomerAccountRow, ("east", "ana"))
+        assert account is not None
+        assert (account.line1, account.currency, account.version) == ("3 East Lake Road", "CNY", 1)
 
 
 def _with_new_order(document: dict[str, Any], order_id: str) -> dict[str, Any]:
@@ -207,6 +221,11 @@ def test_a_first_import_with_a_taken_order_id_writes_none_of_its_rows(commerce_e
             "orders[1].tenant: 'qinghe' is not the file's tenant 'east'",
         ),
         (lambda doc: doc["orders"][1].update(order_id="QH-4001"), "orders: order id QH-4001 is listed twice"),
+        (lambda doc: doc["accounts"].append(doc["accounts"][0]), "accounts: customer ana is listed twice"),
+        (
+            lambda doc: doc["accounts"][0]["default_address"].update(country="China"),
+            "accounts[0].default_address.country: String should match pattern",
+        ),
         (lambda doc: doc["orders"][0].update(order_id="EA-2001"), "orders[0].order_id: String should match pattern"),
         (lambda doc: doc["orders"][0].update(gift_wrap=True), "orders[0].gift_wrap: Extra inputs are not permitted"),
         (lambda doc: doc["orders"][0].pop("customer"), "orders[0].customer: Field required"),
@@ -259,9 +278,9 @@ def test_the_cli_imports_once_then_finds_everything_there(tmp_path: Path) -> Non
 
     assert (first.returncode, second.returncode) == (0, 0), first.stderr + second.stderr
     assert first.stdout.splitlines() == [
-        "tenant east: added 12 rows (2 products, 2 orders, 2 invoices, 6 shipment_events)"
+        "tenant east: added 13 rows (2 products, 2 orders, 1 customer_accounts, 2 invoices, 6 shipment_events)"
     ]
-    assert second.stdout.splitlines() == ["tenant east: all 12 rows of the file were already there (nothing changed)"]
+    assert second.stdout.splitlines() == ["tenant east: all 13 rows of the file were already there (nothing changed)"]
     engine = make_engine(f"sqlite:///{tmp_path / 'commerce.db'}")
     try:
         assert CommerceService(engine, ANA).get_order("QH-4001").paid_items_cents == 18900
