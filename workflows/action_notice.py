@@ -256,20 +256,22 @@ def variant_needed_notice(language: Language) -> str:
 
 _ENDS: dict[CaseStatus, tuple[str, str]] = {
     CaseStatus.REJECTED: (
-        "A reviewer did not approve the proposed change, so nothing has been changed on your order. Our "
+        "A reviewer did not approve the proposed change, so nothing has been changed on {what}. Our "
         "support team will contact you about the next steps.",
-        "审核人员未批准该变更方案，因此您的订单未作任何更改。客服人员将与您联系后续事宜。",
+        "审核人员未批准该变更方案，因此{what}未作任何更改。客服人员将与您联系后续事宜。",
     ),
     CaseStatus.EXPIRED: (
         "The proposed change expired before everyone needed agreed to it, so nothing has been changed on "
-        "your order. Please ask again if you still want it.",
-        "该变更方案在获得所需同意前已过期，因此您的订单未作任何更改。如仍需要，请重新提出。",
+        "{what}. Please ask again if you still want it.",
+        "该变更方案在获得所需同意前已过期，因此{what}未作任何更改。如仍需要，请重新提出。",
     ),
     CaseStatus.WITHDRAWN: (
-        "You withdrew your request, so nothing has been changed on your order.",
-        "您已撤回申请，因此您的订单未作任何更改。",
+        "You withdrew your request, so nothing has been changed on {what}.",
+        "您已撤回申请，因此{what}未作任何更改。",
     ),
 }
+_WHAT = {True: ("your order", "您的订单"), False: ("your account", "您的账户")}
+"""What an unagreed action left unchanged, by whether its kind is bound to an order."""
 
 
 def end_notice(status: CaseStatus, language: Language, kind: ActionKind | None = None) -> str | None:
@@ -277,7 +279,5 @@ def end_notice(status: CaseStatus, language: Language, kind: ActionKind | None =
     notice = _ENDS.get(status)
     if notice is None:
         return None
-    text = notice[1] if _zh(language) else notice[0]
-    if kind is not None and not kind.order_bound:
-        return text.replace("您的订单", "您的账户").replace("your order", "your account")
-    return text
+    en, zh = _WHAT[kind is None or kind.order_bound]
+    return notice[1].format(what=zh) if _zh(language) else notice[0].format(what=en)

@@ -10,9 +10,11 @@ import pytest
 
 from contracts.action_policy import ActionKind
 from contracts.actions import ActionEffect, ActionReceipt, ExchangeTerms, ReturnTerms
+from contracts.case import CaseStatus
 from contracts.commerce import OrderStatus
 from contracts.knowledge import Language
-from workflows.action_notice import effect_sentences, receipt_notice, variant_needed_notice
+from tests.case_data import DEFAULT_ADDRESSES
+from workflows.action_notice import effect_sentences, end_notice, receipt_notice, variant_needed_notice
 
 
 def _effect(**change: object) -> ActionEffect:
@@ -84,3 +86,29 @@ def test_the_receipts_say_what_opened_and_never_that_money_moved() -> None:
     assert "once the warehouse checks them in, CNY 109.00 goes back" in returned and "no real money" in returned
     assert "换货已办理" in exchanged and "没有真实资金流动" in exchanged
     assert "product code" in variant_needed_notice(Language.EN) and "商品编号" in variant_needed_notice(Language.ZH)
+
+
+def test_a_default_address_change_names_the_account_never_an_order() -> None:
+    home = DEFAULT_ADDRESSES["alice"]
+    effect = ActionEffect(
+        account_version=1,
+        refund_cents=0,
+        currency="CNY",
+        address_before=home,
+        address_after=home.model_copy(update={"line1": "9 Lotus Court"}),
+        policy_pages=("DELIVERY:p03",),
+    )
+
+    en = effect_sentences(ActionKind.CHANGE_DEFAULT_ADDRESS, effect, Language.EN)
+    zh = effect_sentences(ActionKind.CHANGE_DEFAULT_ADDRESS, effect, Language.ZH)
+    withdrawn = end_notice(CaseStatus.WITHDRAWN, Language.EN, ActionKind.CHANGE_DEFAULT_ADDRESS)
+    expired = end_notice(CaseStatus.EXPIRED, Language.ZH, ActionKind.CHANGE_DEFAULT_ADDRESS)
+
+    assert en.startswith("The default delivery address of your account will be Alice Wang (fictional), 9 Lotus Court")
+    assert "instead of Alice Wang (fictional), 18 Willow Lane, Unit 3" in en and "QH-" not in en + zh
+    assert "您账户的默认收货地址将改为" in zh and "已下的订单地址不变" in zh
+    assert withdrawn == "You withdrew your request, so nothing has been changed on your account."
+    assert expired is not None and "您的账户未作任何更改" in expired
+    assert end_notice(CaseStatus.WITHDRAWN, Language.EN, ActionKind.CANCEL_ORDER) == (
+        "You withdrew your request, so nothing has been changed on your order."
+    )
