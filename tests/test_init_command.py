@@ -19,9 +19,9 @@ def _init(state_dir: Path) -> str:
 def test_init_says_what_it_added_then_that_it_kept_everything(tmp_path: Path) -> None:
     first = _init(tmp_path)
     assert (
-        "added 166 fixture rows (9 products, 5 product_variants, 24 orders, 24 shipping_addresses, 24 invoices, "
-        "80 shipment_events)" in first
+        "added 169 fixture rows (9 products, 5 product_variants, 24 orders, 24 shipping_addresses, "
+        "3 customer_accounts, 24 invoices, 80 shipment_events)" in first
     ), first
     again = _init(tmp_path)
-    assert "all 166 fixture rows were already there (nothing reset)" in again, again
+    assert "all 169 fixture rows were already there (nothing reset)" in again, again
     assert "SeedReport(" not in first + again and "{" not in first + again
