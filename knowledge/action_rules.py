@@ -1,7 +1,8 @@
-"""The executable rules of the actions: pure functions of the request and the records the commerce server
-reads for it (an order's, :class:`OrderRecords`, or the customer's account, :class:`AccountRecords`).
-What each rule rests on in a merchant's own terms, the pages it cites, is data
-(:mod:`knowledge.action_terms`): a tenant whose terms name none for an action does not offer it.
+"""The executable rules of the actions: functions of the request and the records the commerce server reads
+for it (an order's, :class:`OrderRecords`, or the customer's account, :class:`AccountRecords`), and of
+the configured knowledge's terms (the refund rule files, and :mod:`knowledge.action_terms` for the pages
+each rule cites; each read once per knowledge location). A tenant whose terms name no page for an action
+does not offer it.
 
 Each rule states the effect of one action kind exactly (status, money, destination, address) or refuses it
 with a sentence naming the policy it follows; it never takes an amount from anyone. The commerce server
