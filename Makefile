@@ -94,7 +94,7 @@ replay-stress: install
 # a second qinghe reviewer, a four-eyes policy and qinghe allowing every action kind, so that every check
 # but default deny runs) that is removed afterwards. The kit pays simulated refunds and cancels an order, so it
 # never runs on the .state dir you work in.
-CONFORMANCE_ACTIONS := cancel_order change_order_address return_items exchange_items change_default_address
+CONFORMANCE_ACTIONS := cancel_order change_order_address return_items exchange_items change_default_address refund_order
 CONFORMANCE_ENV := env -u SUPPORT_DIRECTORY -u COMMERCE_DIRECTORY -u COMMERCE_SIGNING_KEY -u COMMERCE_DATABASE_URL
 conformance: install
 	@state=$$(mktemp -d "$${TMPDIR:-/tmp}/conformance-XXXXXX"); \

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from commerce_contract.checks_account import account_checks
 from commerce_contract.checks_actions import action_checks
 from commerce_contract.checks_reads import error_classes, identity_scoping, tool_list
+from commerce_contract.checks_refund_action import refund_action_checks
 from commerce_contract.checks_refunds import Check, refund_checks
 from commerce_contract.checks_returns import return_checks
 from commerce_contract.context import CheckFailed, CheckSkipped, Run
@@ -54,6 +55,7 @@ def all_checks() -> list[Check]:
         *action_checks(),
         *return_checks(),
         *account_checks(),
+        *refund_action_checks(),
     ]
 
 

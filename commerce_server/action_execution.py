@@ -2,14 +2,16 @@
 
 Order of checks: the proposal is the caller's (another customer's and a missing one are refused alike);
 the idempotency claim (:mod:`commerce_server.action_records`: a replay, a conflict or a twin in flight is
-answered from the record); then, with the claim held, the digest (the one sent, the stored one and the one
-recomputed from the stored fields must agree), the tenant's rule as this server's directory states it now
-(default deny; a rule changed since the proposal asks for a new one), everyone's agreement
-(:mod:`commerce_server.action_agreement`), the ledger, the effect computed again from today's order and
-its records, or the account (it must equal the proposal's), and the caps. Only then one transaction
-changes the order or the customer's account (guarded by its version), moves the address, opens the
-return or exchange or voids the invoice where the effect says so, consumes every agreeing token, and
-completes the claim with the signed receipt. Any refusal releases the claim: a refusal is never cached.
+answered from the record); then, with the claim held, the digest (the one sent, the stored one and the
+one recomputed from the stored fields must agree), the tenant's rule and who must agree as this server's
+directory states them now (default deny; a policy changed since the proposal asks for a new one),
+everyone's agreement (:mod:`commerce_server.action_agreement`), the ledger, for a refund that its case
+holds no decision yet (:mod:`commerce_server.case_decisions`: paid or closed either way), the effect
+computed again from today's order and its records, or the account (it must equal the proposal's), and the
+caps. Only then one transaction changes the order or the customer's account (guarded by its version),
+moves the address, opens the return or exchange or voids the invoice where the effect says so, writes a
+refund's ``paid`` case decision, consumes every agreeing token, and completes the claim with the signed
+receipt. Any refusal releases the claim: a refusal is never cached.
 """
 
 from __future__ import annotations
@@ -20,12 +22,14 @@ from collections.abc import Callable
 from datetime import datetime
 
 from sqlalchemy import update
+from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session
 
 from commerce_server.action_agreement import Agreed, check_agreement
-from commerce_server.action_preview import action_records, allowed_rule
+from commerce_server.action_preview import action_records, allowed_rule, required_agreement
 from commerce_server.action_receipts import signed_action_receipt
 from commerce_server.action_records import ExecutionState, check_caps, claim_execution, release_claim
+from commerce_server.case_decisions import paid_decision, refuse_if_decided
 from commerce_server.db import (
     ActionCredentialUseRow,
     ActionExecutionRow,
@@ -38,12 +42,14 @@ from commerce_server.db import (
     ShippingAddressRow,
 )
 from commerce_server.keys import CommerceKeys
+from contracts.action_policy import ActionKind
 from contracts.actions import ActionExecution, ActionProposal, ActionReceipt
 from contracts.commerce import Order
 from contracts.errors import CommerceErrorCode, error_from_code
 from contracts.identity import Identity
 from contracts.logs import log_fields
 from knowledge.action_rules import action_effect, request_of
+from knowledge.store import KnowledgeBase
 
 EXECUTED_LOGGER = "commerce_server.actions.executed"
 executed_log = logging.getLogger(EXECUTED_LOGGER)
@@ -66,13 +72,17 @@ class ActionExecutor:
         ledger_id: Callable[[], str],
         read_order: Callable[[Session, str], Order],
         now: datetime,
+        knowledge: KnowledgeBase | None = None,
     ) -> None:
+        """``knowledge`` holds the refund rule's pages a ``refund_order`` is quoted against again (None: the
+        packaged knowledge base)."""
         self._session = session
         self._identity = identity
         self._keys = keys
         self._ledger_id = ledger_id
         self._read_order = read_order
         self._now = now
+        self._knowledge = knowledge
 
     def execute(self, execution: ActionExecution, *, token_case: str | None) -> ActionReceipt:
         proposal = self._own_proposal(execution.proposal_id, token_case=token_case)
@@ -101,7 +111,8 @@ class ActionExecutor:
             raise error_from_code(CommerceErrorCode.ACTION_CHANGED, "The digest sent is not this proposal's.")
         directory = self._keys.directory()
         rule = allowed_rule(directory, self._identity, proposal.kind)
-        if rule != proposal.rule:
+        agreement = required_agreement(directory, self._identity, proposal.kind, proposal.effect.refund_cents)
+        if rule != proposal.rule or agreement != proposal.requires:
             raise error_from_code(
                 CommerceErrorCode.ACTION_CHANGED,
                 "The merchant's policy for this action changed since the proposal; ask for a new proposal.",
@@ -109,8 +120,10 @@ class ActionExecutor:
         agreed = check_agreement(self._session, proposal, execution, self._identity, directory, now=self._now)
         if proposal.ledger_id != self._ledger_id():
             raise error_from_code(CommerceErrorCode.LEDGER_MISMATCH, "The proposal was made on another ledger.")
+        if proposal.kind is ActionKind.REFUND_ORDER:
+            refuse_if_decided(self._session, proposal.case_id, approval_id=proposal.proposal_id)
         request = request_of(proposal.kind, proposal.case_id, proposal.effect)
-        records = action_records(self._session, self._identity, request, directory, self._read_order)
+        records = action_records(self._session, self._identity, request, directory, self._read_order, self._knowledge)
         effect = action_effect(request, records)
         if effect != proposal.effect:
             raise error_from_code(
@@ -150,6 +163,24 @@ class ActionExecutor:
                 f"The {_record_name(proposal)} changed while the action ran; ask for a new proposal.",
             )
         write_effect_records(session, proposal, now=self._now)
+        if proposal.kind is ActionKind.REFUND_ORDER:
+            # The case's one refund decision, in this transaction: a case paid (or closed) by the other
+            # path meanwhile fails the flush, and nothing is paid.
+            session.add(
+                paid_decision(
+                    proposal.case_id,
+                    identity=self._identity,
+                    digest=proposal.digest,
+                    approval_id=proposal.proposal_id,
+                    at=self._now,
+                )
+            )
+            try:
+                session.flush()
+            except IntegrityError:
+                session.rollback()
+                refuse_if_decided(session, proposal.case_id, approval_id=proposal.proposal_id)
+                raise
         for jti, subject in agreed.uses(self._identity.subject):
             session.add(
                 ActionCredentialUseRow(jti=jti, proposal_id=proposal.proposal_id, subject=subject, used_at=self._now)

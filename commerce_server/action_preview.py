@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import secrets
 from collections.abc import Callable
+from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -30,20 +31,33 @@ from contracts.action_policy import ActionKind, ActionRule
 from contracts.actions import ActionProposal, ActionRequest, Address, Agreement, CustomerAccount
 from contracts.commerce import Order, ProductVariant
 from contracts.directory import Directory
-from contracts.errors import CommerceErrorCode, error_from_code
+from contracts.errors import CommerceErrorCode, SupportError, error_from_code
 from contracts.identity import Identity
 from knowledge.action_rules import AccountRecords, OrderRecords, action_effect
+from knowledge.refund_quote import policy_page_versions
+from knowledge.store import KnowledgeBase, default_knowledge_base
 
 
 def allowed_rule(directory: Directory, identity: Identity, kind: ActionKind) -> ActionRule:
     """The rule the customer's tenant declares for ``kind``; ``action_not_allowed`` when it declares none."""
     rule = directory.action_rule(identity.tenant, kind)
     if rule is None:
-        raise error_from_code(
-            CommerceErrorCode.ACTION_NOT_ALLOWED,
-            f"The merchant's policy does not allow {kind.value} through this service.",
-        )
+        raise _not_allowed(kind)
     return rule
+
+
+def required_agreement(directory: Directory, identity: Identity, kind: ActionKind, amount_cents: int) -> Agreement:
+    """Who must agree to ``kind`` moving ``amount_cents`` for this customer (:meth:`Directory.action_agreement`)."""
+    agreement = directory.action_agreement(identity.tenant, kind, amount_cents)
+    if agreement is None:
+        raise _not_allowed(kind)
+    return agreement
+
+
+def _not_allowed(kind: ActionKind) -> SupportError:
+    return error_from_code(
+        CommerceErrorCode.ACTION_NOT_ALLOWED, f"The merchant's policy does not allow {kind.value} through this service."
+    )
 
 
 def action_records(
@@ -52,10 +66,16 @@ def action_records(
     request: ActionRequest,
     directory: Directory,
     read_order: Callable[[Session, str], Order],
+    knowledge: KnowledgeBase | None = None,
 ) -> OrderRecords | AccountRecords:
-    """What the action's rule reads: the order's records, or the signed-in customer's own account."""
+    """What the action's rule reads: the order's records, or the signed-in customer's own account. A refund
+    also reads the versions of its rule's pages in ``knowledge`` (None: the packaged knowledge base)."""
     if request.order_id is not None:
-        return order_records(session, read_order(session, request.order_id), directory)
+        records = order_records(session, read_order(session, request.order_id), directory)
+        if request.kind is not ActionKind.REFUND_ORDER:
+            return records
+        versions = policy_page_versions(knowledge or default_knowledge_base(), tenant=records.policy_tenant)
+        return replace(records, page_versions=versions)
     row = session.get(CustomerAccountRow, (identity.tenant, identity.subject))
     if row is None:
         raise error_from_code(
@@ -101,9 +121,10 @@ def preview_action(
     ledger_id: str,
     read_order: Callable[[Session, str], Order],
     now: datetime,
+    knowledge: KnowledgeBase | None = None,
 ) -> ActionProposal:
     rule = allowed_rule(directory, identity, request.kind)
-    effect = action_effect(request, action_records(session, identity, request, directory, read_order))
+    effect = action_effect(request, action_records(session, identity, request, directory, read_order, knowledge))
     check_caps(session, identity, request.kind, rule, adding_cents=effect.refund_cents, now=now)
     lifetime = timedelta(minutes=rule.expires_minutes)
     if request.expires_in_seconds is not None:
@@ -118,7 +139,7 @@ def preview_action(
         "ledger_id": ledger_id,
         "effect": effect,
         "rule": rule,
-        "requires": Agreement(customer=rule.customer_confirms, reviewers=rule.reviewers_required(effect.refund_cents)),
+        "requires": required_agreement(directory, identity, request.kind, effect.refund_cents),
         "created_at": created_at,
         "expires_at": created_at + lifetime,
     }

@@ -287,6 +287,7 @@ class CommerceService:
                     ledger_id=self.ledger_id(),
                     read_order=self._read_order,
                     now=datetime.now(UTC),
+                    knowledge=self._knowledge,
                 )
         except SupportError as refused:
             count_action_refused(ToolName.PREVIEW_ACTION, refused.code)
@@ -303,6 +304,7 @@ class CommerceService:
                 ledger_id=self.ledger_id,
                 read_order=self._read_order,
                 now=datetime.now(UTC),
+                knowledge=self._knowledge,
             )
             try:
                 receipt = executor.execute(execution, token_case=token_case)

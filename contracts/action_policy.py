@@ -16,7 +16,9 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 class ActionKind(StrEnum):
     """Every write the commerce server offers through the action contract (``preview_action`` then
-    ``execute_action``). The refund keeps its own older pair (``execute_refund``) until it moves here."""
+    ``execute_action``). The refund is offered both ways: as ``refund_order`` here, and through its older
+    pair (``quote_refund`` and ``execute_refund``) that cases of earlier builds, and tenants whose policy
+    names no ``refund_order`` rule, still use; a case is paid at most once whichever way it goes."""
 
     CANCEL_ORDER = "cancel_order"
     """Cancel one of the customer's orders while it is still processing; everything paid goes back to
@@ -36,6 +38,10 @@ class ActionKind(StrEnum):
     CHANGE_DEFAULT_ADDRESS = "change_default_address"
     """Change the default delivery address saved on the customer's account, free of charge: orders placed
     afterwards use it, orders already placed keep theirs (DELIVERY p03). Bound to the account, not an order."""
+    REFUND_ORDER = "refund_order"
+    """Refund a delivered order's paid items once the return is back, within the returns window, by the
+    refund rule the tenant follows (the same quote as ``quote_refund``: RETURNS p02, p03), to the original
+    payment method. Never fewer reviewers than the tenant's refund approval policy asks."""
 
     @property
     def order_bound(self) -> bool:

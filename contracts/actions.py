@@ -174,6 +174,9 @@ class ActionEffect(FrozenModel):
     account_version: int | None = None
     """The customer's account record's version when the effect was computed (``change_default_address``
     only): executing needs it unchanged."""
+    quote_id: str | None = None
+    """The refund rule's quote the amount comes from (``refund_order`` only): it binds the order's version,
+    the rule's version and the amount, so a rule changed since the proposal changes the effect."""
 
     @model_validator(mode="after")
     def _one_record(self) -> ActionEffect:
@@ -209,6 +212,7 @@ OMITTED_WHEN_ABSENT = (
     "return_opened",
     "exchange_opened",
     "account_version",
+    "quote_id",
 )
 """Every effect before ``change_default_address`` named its order; none named the fields after the first
 kinds. Left out when None, so each earlier effect's JSON and digest stay byte for byte as recorded."""

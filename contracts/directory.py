@@ -34,6 +34,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer, model_validator
 
 from contracts.action_policy import ActionKind, ActionRule
+from contracts.actions import Agreement
 from contracts.approval_claims import CredentialCode
 from contracts.errors import AuthorizationError, WorkerErrorCode
 from contracts.identity import Identity, Role
@@ -233,6 +234,19 @@ class Directory(BaseModel):
         """The rule ``tenant`` declares for ``kind``; None (denied) when it declares none."""
         entry = self.tenant(tenant)
         return entry.actions.get(kind) if entry is not None else None
+
+    def action_agreement(self, tenant: str, kind: ActionKind, amount_cents: int) -> Agreement | None:
+        """Who must agree to an action of ``kind`` moving ``amount_cents`` in ``tenant`` (None: denied): the
+        customer and the reviewers its rule names; a refund (``refund_order``) never fewer reviewers than the
+        tenant's refund approval policy asks, so either way a case is refunded the same people approve it.
+        The commerce server and the case's gate both ask this."""
+        rule = self.action_rule(tenant, kind)
+        if rule is None:
+            return None
+        reviewers = rule.reviewers_required(amount_cents)
+        if kind is ActionKind.REFUND_ORDER:
+            reviewers = max(reviewers, self.approvals_required(tenant, amount_cents))
+        return Agreement(customer=rule.customer_confirms, reviewers=reviewers)
 
     def escalation_reviewer(self, tenant: str) -> str | None:
         """The reviewer ``tenant`` asks to decide a proposal that nears its expiry undecided (None: nobody)."""

@@ -12,8 +12,8 @@ proposal it was given.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from datetime import date
 from typing import Any
 
@@ -30,7 +30,7 @@ from contracts.actions import (
 from contracts.commerce import FIXTURE_AS_OF, Order, OrderStatus, ProductVariant
 from contracts.errors import CommerceErrorCode, SupportError, error_from_code
 from knowledge.action_terms import action_pages
-from knowledge.refund_quote import refund_rules_for
+from knowledge.refund_quote import calculate_refund_quote, refund_rules_for
 
 MERCHANT_STAFF_ONLY = "This merchant's terms do not offer this through the service; a person will take it from here."
 
@@ -50,6 +50,9 @@ class OrderRecords:
     """The tenant whose returns terms the order follows (the directory's ``policy_tenant``); None: its own."""
     as_of: date = FIXTURE_AS_OF
     """The day the returns window is counted to (the fixture world's today, as for the refund quote)."""
+    page_versions: Mapping[str, str] = field(default_factory=dict)
+    """The versions of the refund rule's pages in the server's knowledge base (``refund_order`` reads them,
+    as ``quote_refund`` does: a page at another version than the rule's is refused)."""
 
 
 @dataclass(frozen=True)
@@ -176,6 +179,31 @@ def default_address_effect(request: ActionRequest, records: AccountRecords) -> A
     )
 
 
+def refund_effect(request: ActionRequest, records: OrderRecords) -> ActionEffect:
+    """Refunding the order's paid items by the refund rule its tenant follows: exactly the quote
+    ``quote_refund`` gives (delivered, inside the window, the return received, something left to refund,
+    the policy pages at the rule's version), to the original payment method; the delivery charge is not
+    refunded and the status stays delivered. A quote that is not eligible is refused with its reason."""
+    order = records.order
+    quote = calculate_refund_quote(
+        order, page_versions=records.page_versions, as_of=records.as_of, policy_tenant=records.policy_tenant
+    )
+    if not quote.eligible:
+        cited = f" ({', '.join(quote.citations)})" if quote.citations else ""
+        raise _not_eligible(f"{quote.explanation_en.rstrip('.')}{cited}.")
+    return ActionEffect(
+        order_id=order.order_id,
+        order_version=order.version,
+        status_before=order.status,
+        status_after=order.status,
+        refund_cents=quote.amount_cents,
+        currency=order.currency,
+        refund_to=RefundDestination.ORIGINAL_PAYMENT_METHOD,
+        policy_pages=tuple(quote.citations),
+        quote_id=quote.quote_id,
+    )
+
+
 def _check_returnable(records: OrderRecords, *, window_page: str, exclusion_page: str, what: str) -> None:
     """What a return and an exchange both require of the order, under its tenant's returns window."""
     order = records.order
@@ -203,6 +231,7 @@ ORDER_RULES: dict[ActionKind, Callable[[ActionRequest, OrderRecords], ActionEffe
     ActionKind.CHANGE_ORDER_ADDRESS: address_change_effect,
     ActionKind.RETURN_ITEMS: return_effect,
     ActionKind.EXCHANGE_ITEMS: exchange_effect,
+    ActionKind.REFUND_ORDER: refund_effect,
 }
 ACCOUNT_RULES: dict[ActionKind, Callable[[ActionRequest, AccountRecords], ActionEffect]] = {
     ActionKind.CHANGE_DEFAULT_ADDRESS: default_address_effect,

@@ -170,6 +170,10 @@ def test_the_kit_passes_against_our_server_over_stdio_and_each_run_pays_the_next
     assert (later.pop("action_exchange_preview_exact"), later.pop("action_exchange_not_eligible")) == ("PASS", "PASS")
     account = (later.pop("action_default_address_preview_exact"), later.pop("action_default_address_not_eligible"))
     assert account == ("PASS", "PASS")
+    # A refund as an action is previewed only: the second run's is of the order the refund checks left unpaid.
+    assert (later.pop("action_refund_preview_exact"), later.pop("action_refund_not_eligible")) == ("PASS", "PASS")
+    assert re.search(r"^PASS action_refund_preview_exact: QH-1002: 17900 cents", first.stdout, re.M), first.stdout
+    assert re.search(r"^PASS action_refund_preview_exact: QH-1009: 8000 cents", second.stdout, re.M), second.stdout
     assert all(later[name] == "SKIP" for name in ACTION_CHECKS if name in later), second.stdout
     assert "no order of cancellable_orders ['QH-1006'] is still processing" in second.stdout
 
@@ -300,7 +304,7 @@ def test_the_kit_checks_default_deny_where_the_tenant_allows_no_action(tmp_path:
     assert seen["action_default_deny"] == "PASS"
     assert (
         "PASS action_default_deny: cancel_order, change_order_address, return_items, exchange_items, "
-        "change_default_address, which tenant 'qinghe' does not allow, "
+        "change_default_address, refund_order, which tenant 'qinghe' does not allow, "
         "refused action_not_allowed" in result.stdout
     )
     assert all(seen[name] == "SKIP" for name in ACTION_CHECKS if name != "action_default_deny"), result.stdout
@@ -317,8 +321,8 @@ def test_the_kit_checks_default_deny_with_the_kinds_a_tenant_does_not_allow(tmp_
     assert (seen["action_default_deny"], seen["action_executes_once"]) == ("PASS", "PASS")
     assert (seen["action_address_preview_exact"], seen["action_address_not_eligible"]) == ("SKIP", "SKIP")
     assert (
-        "PASS action_default_deny: change_order_address, return_items, exchange_items, change_default_address, which "
-        "tenant 'qinghe' does not allow" in result.stdout
+        "PASS action_default_deny: change_order_address, return_items, exchange_items, change_default_address, "
+        "refund_order, which tenant 'qinghe' does not allow" in result.stdout
     )
 
 
