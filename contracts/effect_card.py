@@ -267,6 +267,8 @@ def action_rows(
         else CardRow("account", f"default delivery address (version {effect.account_version})"),
         CardRow("money back", f"{money(effect.refund_cents, effect.currency)} → {effect.refund_to or '-'}"),
     ]
+    if effect.quote_id is not None:
+        rows.append(CardRow("quote", effect.quote_id))
     if effect.invoice_void:
         rows.append(CardRow("invoice", "void"))
     if effect.return_opened is not None:

@@ -5,8 +5,9 @@ says it wants to propose; code decides everything else. Before anything is asked
 the case's directory records it must name a rule for the action (default deny, the same rule the
 commerce server applies). The proposal that comes back is kept only if it is the one asked for: this
 case, this customer and tenant, the plan's order (none for the account's own action), the rule the
-directory names, the agreement that rule asks for the computed amount, a digest over its own fields, an
-expiry within the rule's, and a draft that cites every policy page the effect rests on. A refusal is a
+directory names, the agreement the directory asks for the computed amount, for a refund the very quote the
+case investigated, a digest over its own fields, an expiry within the rule's, and a draft that cites every
+policy page the effect rests on. A refusal is a
 :class:`StopCode` and a detail.
 """
 
@@ -17,7 +18,7 @@ from datetime import datetime, timedelta
 
 from contracts.action_credentials import verify_confirmation
 from contracts.action_policy import ActionKind, ActionRule
-from contracts.actions import ActionProposal, ActionRequest, Agreement, address_in, sku_in
+from contracts.actions import ActionProposal, ActionRequest, address_in, sku_in
 from contracts.approval_claims import CredentialRefused
 from contracts.case import AcceptedConfirmation, CaseStatus
 from contracts.case_input import CaseState
@@ -35,9 +36,20 @@ class ActionRefusal:
     """``needs_input`` where the customer can supply what is missing (the new address, the variant)."""
 
 
-def action_request(plan: Plan, s: CaseState) -> ActionRequest | ActionRefusal:
-    """The request to send ``preview_action``, or why none may be sent (nothing is then asked)."""
-    kind = ACTION_OF_INTENT.get(plan.intent)
+REFUND_AS_ACTION_PATCH = "refund-as-action"
+"""A refund case of a tenant whose policy names ``refund_order`` proposes it through the action contract
+(release 0.12 on); every case recorded before took the refund's own proposal and approval."""
+
+
+def refunds_as_action(s: CaseState) -> bool:
+    """Whether the tenant's policy, as the case's directory records it, names ``refund_order``."""
+    return rule_of(s, ActionKind.REFUND_ORDER) is not None
+
+
+def action_request(plan: Plan, s: CaseState, kind: ActionKind | None = None) -> ActionRequest | ActionRefusal:
+    """The request to send ``preview_action`` for ``kind`` (default: the plan's intent's action), or why
+    none may be sent (nothing is then asked)."""
+    kind = kind or ACTION_OF_INTENT.get(plan.intent)
     if kind is None or not plan.action_requested or (kind.order_bound and plan.order_id is None):
         return ActionRefusal(StopCode.ACTION_WITHOUT_REQUEST, plan.intent.value)
     if rule_of(s, kind) is None:
@@ -79,10 +91,12 @@ def admit_proposal(
     rule = rule_of(s, proposal.kind)
     if rule is None or rule != proposal.rule:
         return ActionRefusal(StopCode.ACTION_PROPOSAL_INVALID, "rule")
-    reviewers = rule.reviewers_required(proposal.effect.refund_cents)
-    expected = Agreement(customer=rule.customer_confirms, reviewers=reviewers)
+    assert s.directory is not None  # rule_of found a rule in it
+    expected = s.directory.action_agreement(applicant.tenant, proposal.kind, proposal.effect.refund_cents)
     if proposal.requires != expected:
         return ActionRefusal(StopCode.ACTION_PROPOSAL_INVALID, "agreement")
+    if proposal.kind is ActionKind.REFUND_ORDER and not _the_quote(proposal, s):
+        return ActionRefusal(StopCode.ACTION_PROPOSAL_INVALID, "not_the_quote")
     latest = proposal.created_at + timedelta(minutes=rule.expires_minutes)
     if not now < proposal.expires_at <= latest:
         return ActionRefusal(StopCode.ACTION_PROPOSAL_INVALID, "expiry")
@@ -90,6 +104,12 @@ def admit_proposal(
     if missing:
         return ActionRefusal(StopCode.MISSING_POLICY_CITATIONS, ",".join(sorted(missing)))
     return None
+
+
+def _the_quote(proposal: ActionProposal, s: CaseState) -> bool:
+    """A refund's proposal pays exactly the quote the case investigated and its draft states."""
+    quote, effect = s.quote, proposal.effect
+    return quote is not None and (effect.refund_cents, effect.quote_id) == (quote.amount_cents, quote.quote_id)
 
 
 def judge_confirmation(

@@ -72,6 +72,8 @@ def effect_sentences(kind: ActionKind, effect: ActionEffect, language: Language)
             f"Order {order} will be sent to {_address(effect.address_after)} instead of "
             f"{_address(effect.address_before)}, free of charge."
         )
+    if kind is ActionKind.REFUND_ORDER:
+        return _refund_sentences(order, effect, language)
     if effect.return_opened is not None:
         return _return_sentences(order, effect.return_opened, effect.currency, language)
     if effect.exchange_opened is not None:
@@ -90,6 +92,19 @@ def effect_sentences(kind: ActionKind, effect: ActionEffect, language: Language)
         f"and {returned} ({effect.refund_cents} cents) goes back to your original payment method"
     )
     return text + ("; its invoice is voided." if effect.invoice_void else ".")
+
+
+def _refund_sentences(order: str, effect: ActionEffect, language: Language) -> str:
+    refunded = money(effect.refund_cents, effect.currency)
+    if _zh(language):
+        return (
+            f"订单 {order} 将退款 {refunded}（{effect.refund_cents} 分）至您的原支付方式；"
+            "运费不自动退还，订单状态不变。"
+        )
+    return (
+        f"Order {order} will be refunded {refunded} ({effect.refund_cents} cents) to your original payment "
+        "method; the delivery charge is not refunded automatically, and the order's status stays as it is."
+    )
 
 
 def _return_sentences(order: str, opened: ReturnTerms, currency: str, language: Language) -> str:
@@ -201,6 +216,16 @@ def receipt_notice(receipt: ActionReceipt, language: Language, *, opened: Return
             f"The exchange of order {receipt.order_id} is open, receipt {receipt.receipt_id}. Please send the item "
             "back; once the warehouse checks it in, the new variant is sent out and the price difference is settled "
             "as proposed. This is SIMULATED on fictional data; no real money moved."
+        )
+    if receipt.kind is ActionKind.REFUND_ORDER:
+        if _zh(language):
+            return (
+                f"订单 {receipt.order_id} 已退款 {returned}（{receipt.refund_cents} 分）至您的原支付方式，回执号 "
+                f"{receipt.receipt_id}。这是模拟操作（SIMULATED），所有数据均为虚构，没有真实资金流动。"
+            )
+        return (
+            f"Order {receipt.order_id} was refunded {returned} ({receipt.refund_cents} cents) to your original "
+            f"payment method, receipt {receipt.receipt_id}. This is SIMULATED on fictional data; no real money moved."
         )
     if receipt.kind is ActionKind.CHANGE_DEFAULT_ADDRESS:
         if _zh(language):

@@ -17,13 +17,14 @@ from datetime import timedelta
 from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
+    from contracts.action_policy import ActionKind
     from contracts.actions import ActionProposal, ActionReceipt
     from contracts.case import ActionExecuteRequest, ActionPreviewRequest, CaseStatus, Decision, Phase
     from contracts.conversation import ProgressKind, ReplySource
     from contracts.errors import SupportError, rebuilt_activity_failures
     from contracts.names import ActivityName, EventKind, StopCode, stop_reason
     from workflows import activity_options as options
-    from workflows import case_details
+    from workflows import case_details, case_metrics
     from workflows.action_gate import ActionRefusal, action_request, admit_proposal
     from workflows.action_notice import proposal_notice, waiting_notice
     from workflows.case_run import CaseRun
@@ -41,11 +42,12 @@ class ActionSteps(CaseRun):
         self._event(EventKind.ACTION_REFUSED, event)
         return CaseStopped(status, code, detail)
 
-    async def _propose_action(self) -> None:
-        """Ask the commerce server for the plan's action and keep its proposal, or stop saying why not."""
+    async def _propose_action(self, kind: ActionKind | None = None) -> None:
+        """Ask the commerce server for ``kind`` (default: the plan's action) and keep its proposal, or stop
+        saying why not."""
         s = self._s
         assert s.plan is not None and s.answer is not None
-        request = action_request(s.plan, s)
+        request = action_request(s.plan, s, kind)
         if isinstance(request, ActionRefusal):
             raise self._refuse_action(
                 request.code, request.detail, f"not asked: {stop_reason(request.code, request.detail)}", request.status
@@ -164,6 +166,8 @@ class ActionSteps(CaseRun):
             self._event(EventKind.SETTLEMENT_FAILED, f"{failure.reported_class}: {failure.code}")
             raise CaseStopped.after(settlement_failure(failure)) from None
         s.action_receipt = receipt
+        if receipt.kind is ActionKind.REFUND_ORDER:  # the workflow takes one receipt, replayed or not
+            case_metrics.refund_paid(s, receipt.refund_cents)
         self._event(
             EventKind.ACTION_EXECUTED,
             f"receipt {receipt.receipt_id}: {receipt.kind.value} of {receipt.target}, agreed by "

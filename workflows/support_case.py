@@ -24,6 +24,7 @@ from temporalio.common import RawValue
 from temporalio.contrib.workflow_streams import WorkflowStream
 
 with workflow.unsafe.imports_passed_through():
+    from contracts.action_policy import ActionKind
     from contracts.case import (
         Budgets,
         CaseEvent,
@@ -56,14 +57,12 @@ with workflow.unsafe.imports_passed_through():
         stop_reason,
     )
     from workflows import case_details, case_metrics, requests
+    from workflows.action_gate import REFUND_AS_ACTION_PATCH, refunds_as_action
     from workflows.action_steps import ActionSteps
     from workflows.applicant_check import verify_applicant
     from workflows.approval_gate import refused_review_error
     from workflows.case_input import AdmittedInput, admit_case_input
-    from workflows.case_view import (
-        case_effect_card,
-        case_view,
-    )
+    from workflows.case_view import case_effect_card, case_view
     from workflows.continued_run import confirm_continued_run
     from workflows.conversation_handlers import ConversationHandlers
     from workflows.deliver_gate import decide_delivery
@@ -240,6 +239,9 @@ class SupportCaseWorkflow(ActionSteps, ConversationHandlers):
             await self._propose_action()
             return
         assert s.quote is not None
+        if refunds_as_action(s) and workflow.patched(REFUND_AS_ACTION_PATCH):
+            await self._propose_action(ActionKind.REFUND_ORDER)  # the same quote, through the action contract
+            return
         started = s.started_at or workflow.info().workflow_start_time  # the first run's start
         s.proposal = requests.refund_proposal(s, workflow.now(), case_started_at=started)
         s.digest = s.proposal.digest()

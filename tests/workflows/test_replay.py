@@ -19,6 +19,7 @@ from contracts.payload_codec import CASE_DATA_CONVERTER, ENCODING
 from devstack.release_manifest import ADDED_RELEASES_DIR
 from tests.release_code import HISTORIES as HISTORIES_ROOT
 from tests.release_code import MANIFEST, SHA, current_release, extracted, releases, replay_in
+from workflows.action_gate import REFUND_AS_ACTION_PATCH
 from workflows.escalation import NEAR_EXPIRY_PATCH, NEAR_EXPIRY_TIMER_SUMMARY
 from workflows.sandbox import workflow_runner
 from workflows.support_case import SupportCaseWorkflow
@@ -294,6 +295,7 @@ ADDED_TO_0_12 = (
     "action_exchange_confirmed",
     "action_exchange_variant_needed",
     "action_default_address_confirmed",
+    "refund_as_action_approved",
     "action_noted_near_expiry_then_expired",
     "refund_noted_near_expiry_then_expired",
 )
@@ -307,6 +309,26 @@ reviewer, each escalated before it closed undecided."""
 NOTED_NEAR_EXPIRY = ADDED_TO_0_12[-2:]
 """Recorded on 0.12 with ``--only near-expiry``: a cancellation and a refund whose tenant names no escalation
 reviewer, each noted as it neared its expiry (the near-expiry patch) before it closed undecided."""
+
+
+def test_the_refund_as_action_history_takes_its_patch_and_pays_through_the_action() -> None:
+    """Recorded on 0.12 with ``--only refund-actions``: its tenant names ``refund_order``, so the case took the
+    refund-as-action patch and executed the action; every refund recorded before took its own proposal."""
+    [path] = sorted(releases()["v0.12"].folder.glob("refund_as_action_approved-*.json"))
+    history = WorkflowHistory.from_json("refund_as_action_approved", json.loads(path.read_text(encoding="utf-8")))
+    patches = [
+        event.marker_recorded_event_attributes.details["patch-data"].payloads[0].data
+        for event in history.events
+        if event.HasField("marker_recorded_event_attributes")
+        and event.marker_recorded_event_attributes.marker_name == "core_patch"
+    ]
+    activities = [
+        event.activity_task_scheduled_event_attributes.activity_type.name
+        for event in history.events
+        if event.HasField("activity_task_scheduled_event_attributes")
+    ]
+    assert any(REFUND_AS_ACTION_PATCH.encode() in data for data in patches), patches
+    assert "execute_action" in activities and "execute_refund" not in activities, activities
 
 
 @pytest.mark.parametrize("name", NOTED_NEAR_EXPIRY)
