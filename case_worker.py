@@ -129,6 +129,7 @@ def build_worker(
             settlement.close_refund_proposal,
             actions.preview_action,
             actions.execute_action,
+            actions.close_action_proposal,
             records.write_case_record,
         ],
         interceptors=[ActivityBoundary()],

@@ -34,6 +34,7 @@ STEP_WHAT: dict[str, str] = {
     ActivityName.RUN_INVESTIGATION_TOOL: "a read-only tool at the commerce server",
     ActivityName.EXECUTE_REFUND: "pay the refund at the commerce server",
     ActivityName.CLOSE_REFUND_PROPOSAL: "close the refund proposal at the commerce server",
+    ActivityName.CLOSE_ACTION_PROPOSAL: "close the action proposal at the commerce server",
     ActivityName.WRITE_CASE_RECORD: "write the case record",
 }
 """Each step of a case as a person names it."""

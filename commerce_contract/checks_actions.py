@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import uuid
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -52,7 +53,7 @@ def required_rule(run: Run, kind: ActionKind = KIND) -> ActionRule:
     return rule
 
 
-async def _cancellable(run: Run) -> Order:
+async def cancellable(run: Run) -> Order:
     """The first fixture order still processing (the one this run cancels)."""
     if run.action_order is not None:
         return run.action_order
@@ -74,7 +75,7 @@ async def previewed(run: Run, order_id: str | None, kind: ActionKind = KIND, **r
     return ActionProposal.model_validate(answer)
 
 
-def _agreement(run: Run, proposal: ActionProposal, *, confirm: bool = True, approve: bool = True) -> dict[str, Any]:
+def agreement_for(run: Run, proposal: ActionProposal, *, confirm: bool = True, approve: bool = True) -> dict[str, Any]:
     """The customer's confirmation and the reviewers' approvals the proposal asks for, signed now."""
     signer = run.keys.signer
     fields: dict[str, Any] = {}
@@ -93,25 +94,25 @@ def _agreement(run: Run, proposal: ActionProposal, *, confirm: bool = True, appr
     return fields
 
 
-def _execution(proposal: ActionProposal, **fields: Any) -> ActionExecution:
+def execution_of(proposal: ActionProposal, **fields: Any) -> ActionExecution:
     return ActionExecution(
         proposal_id=proposal.proposal_id, digest=proposal.digest, idempotency_key=f"kit-{uuid.uuid4().hex}", **fields
     )
 
 
-async def _execute(run: Run, proposal: ActionProposal, execution: ActionExecution) -> Any:
+async def execute(run: Run, proposal: ActionProposal, execution: ActionExecution) -> Any:
     arguments = {"execution": execution.model_dump(mode="json")}
     return await run.result(ToolName.EXECUTE_ACTION, arguments, case_id=proposal.case_id)
 
 
-async def _refused_unchanged(
+async def refused_unchanged(
     run: Run, proposal: ActionProposal, execution: ActionExecution, code: str, what: str
 ) -> str:
     order_id = proposal.effect.order_id
     if order_id is None:
         raise CheckFailed(f"the {proposal.kind.value} proposal names no order")
     before = await run.read_order(order_id)
-    result = await _execute(run, proposal, execution)
+    result = await execute(run, proposal, execution)
     after = await run.read_order(order_id)
     if not result.is_error:
         receipt = (result.structured_content or {}).get("receipt_id", "?")
@@ -145,7 +146,7 @@ async def action_default_deny(run: Run) -> str:
 
 async def action_preview_exact(run: Run) -> str:
     rule = required_rule(run)
-    order = await _cancellable(run)
+    order = await cancellable(run)
     proposal = await previewed(run, order.order_id)
     request = ActionRequest(kind=KIND, case_id=proposal.case_id, order_id=order.order_id)
     expected = action_effect(request, OrderRecords(order=order))
@@ -166,7 +167,7 @@ async def action_preview_exact(run: Run) -> str:
 
 async def action_address_preview_exact(run: Run) -> str:
     rule = required_rule(run, ActionKind.CHANGE_ORDER_ADDRESS)
-    order = await _cancellable(run)
+    order = await cancellable(run)
     proposal = await previewed(run, order.order_id, ActionKind.CHANGE_ORDER_ADDRESS, address=KIT_ADDRESS)
     effect = proposal.effect
     if (effect.address_after, effect.status_after, effect.refund_cents) != (KIT_ADDRESS, order.status, 0):
@@ -216,21 +217,21 @@ async def action_foreign_order(run: Run) -> str:
 async def action_unconfirmed(run: Run) -> str:
     if not required_rule(run).customer_confirms:
         raise CheckSkipped(f"tenant {run.customer.tenant!r} does not ask the customer to confirm {KIND.value}")
-    proposal = await previewed(run, (await _cancellable(run)).order_id)
-    execution = _execution(proposal, **_agreement(run, proposal, confirm=False))
+    proposal = await previewed(run, (await cancellable(run)).order_id)
+    execution = execution_of(proposal, **agreement_for(run, proposal, confirm=False))
     code = CommerceErrorCode.CONFIRMATION_REQUIRED
-    return await _refused_unchanged(run, proposal, execution, code, "an execution without the customer's confirmation")
+    return await refused_unchanged(run, proposal, execution, code, "an execution without the customer's confirmation")
 
 
 async def action_confirmation_of_another_proposal(run: Run) -> str:
     if not required_rule(run).customer_confirms:
         raise CheckSkipped(f"tenant {run.customer.tenant!r} does not ask the customer to confirm {KIND.value}")
-    order = await _cancellable(run)
+    order = await cancellable(run)
     proposal, other = await previewed(run, order.order_id), await previewed(run, order.order_id)
-    fields = _agreement(run, proposal) | {"confirmation_token": _agreement(run, other)["confirmation_token"]}
+    fields = agreement_for(run, proposal) | {"confirmation_token": agreement_for(run, other)["confirmation_token"]}
     code = CommerceErrorCode.CONFIRMATION_INVALID
-    return await _refused_unchanged(
-        run, proposal, _execution(proposal, **fields), code, "the customer's confirmation of another proposal"
+    return await refused_unchanged(
+        run, proposal, execution_of(proposal, **fields), code, "the customer's confirmation of another proposal"
     )
 
 
@@ -240,18 +241,18 @@ async def action_confirmation_of_another_customer(run: Run) -> str:
     other = run.keys.other_customer(run.customer, run.fixture.other_customer)
     if other is None:
         raise CheckSkipped("the directory lists no other customer (the fixture may name other_customer)")
-    proposal = await previewed(run, (await _cancellable(run)).order_id)
+    proposal = await previewed(run, (await cancellable(run)).order_id)
     theirs = run.keys.signer.confirmation_token(other, case_id=proposal.case_id, digest=proposal.digest)
-    execution = _execution(proposal, **_agreement(run, proposal) | {"confirmation_token": theirs})
+    execution = execution_of(proposal, **agreement_for(run, proposal) | {"confirmation_token": theirs})
     code = CommerceErrorCode.CONFIRMATION_INVALID
-    return await _refused_unchanged(
+    return await refused_unchanged(
         run, proposal, execution, code, f"the issuer's real confirmation of this proposal naming {other.subject}"
     )
 
 
 async def action_reviewer_of_another_tenant(run: Run) -> str:
     required_rule(run)
-    proposal = await previewed(run, (await _cancellable(run)).order_id)
+    proposal = await previewed(run, (await cancellable(run)).order_id)
     if not proposal.requires.reviewers:
         raise CheckSkipped(f"tenant {run.customer.tenant!r} asks no reviewer to approve this {KIND.value}")
     foreign = run.keys.foreign_reviewer(run.customer.tenant, run.fixture.foreign_reviewer)
@@ -264,52 +265,52 @@ async def action_reviewer_of_another_tenant(run: Run) -> str:
     token = run.keys.signer.approval_token(
         reviewer, case_id=proposal.case_id, digest=proposal.digest, decision=APPROVE, kid=kid
     )
-    agreement = _agreement(run, proposal)
+    agreement = agreement_for(run, proposal)
     agreement["approval_tokens"] = (token, *agreement["approval_tokens"][1:])
-    execution = _execution(proposal, **agreement)
+    execution = execution_of(proposal, **agreement)
     code = CommerceErrorCode.APPROVAL_INVALID
-    return await _refused_unchanged(
+    return await refused_unchanged(
         run, proposal, execution, code, f"{reviewer.subject}'s real approval ({reviewer.tenant}'s reviewer)"
     )
 
 
 async def action_another_digest(run: Run) -> str:
     required_rule(run)
-    order = await _cancellable(run)
+    order = await cancellable(run)
     proposal, other = await previewed(run, order.order_id), await previewed(run, order.order_id)
-    execution = _execution(proposal, **_agreement(run, other)).model_copy(update={"digest": other.digest})
+    execution = execution_of(proposal, **agreement_for(run, other)).model_copy(update={"digest": other.digest})
     code = CommerceErrorCode.ACTION_CHANGED
-    return await _refused_unchanged(
+    return await refused_unchanged(
         run, proposal, execution, code, "an execution naming another proposal's digest, agreed for that one"
     )
 
 
 async def action_unapproved(run: Run) -> str:
     required_rule(run)
-    proposal = await previewed(run, (await _cancellable(run)).order_id)
+    proposal = await previewed(run, (await cancellable(run)).order_id)
     if not proposal.requires.reviewers:
         raise CheckSkipped(f"tenant {run.customer.tenant!r} asks no reviewer to approve this {KIND.value}")
-    execution = _execution(proposal, **_agreement(run, proposal, approve=False))
+    execution = execution_of(proposal, **agreement_for(run, proposal, approve=False))
     code = CommerceErrorCode.APPROVAL_SIGNATURE_REQUIRED
-    return await _refused_unchanged(run, proposal, execution, code, "an execution without a reviewer's approval")
+    return await refused_unchanged(run, proposal, execution, code, "an execution without a reviewer's approval")
 
 
 async def action_expired(run: Run) -> str:
     required_rule(run)
-    proposal = await previewed(run, (await _cancellable(run)).order_id, expires_in_seconds=EXPIRING_SECONDS)
+    proposal = await previewed(run, (await cancellable(run)).order_id, expires_in_seconds=EXPIRING_SECONDS)
     while datetime.now(UTC) < proposal.expires_at:  # the proposal's own expiry, as the server stated it
         await asyncio.sleep(0.2)
-    execution = _execution(proposal, **_agreement(run, proposal))
-    return await _refused_unchanged(
+    execution = execution_of(proposal, **agreement_for(run, proposal))
+    return await refused_unchanged(
         run, proposal, execution, CommerceErrorCode.PROPOSAL_EXPIRED, "an execution of an expired proposal"
     )
 
 
 async def action_executes_once(run: Run) -> str:
     required_rule(run)
-    order = await _cancellable(run)
+    order = await cancellable(run)
     proposal = await previewed(run, order.order_id)
-    execution = _execution(proposal, **_agreement(run, proposal))
+    execution = execution_of(proposal, **agreement_for(run, proposal))
     first = await run.answer(
         ToolName.EXECUTE_ACTION, {"execution": execution.model_dump(mode="json")}, case_id=proposal.case_id
     )
@@ -344,19 +345,20 @@ async def action_executes_once(run: Run) -> str:
 
 async def action_conflicting_replay(run: Run) -> str:
     required_rule(run)
-    await _cancellable(run)  # nothing left to cancel: not checked, as the execution was not
+    await cancellable(run)  # nothing left to cancel: not checked, as the execution was not
     if run.action is None:
         raise CheckFailed("no action was executed (see action_executes_once)")
     proposal, execution, _ = run.action
     fresh = run.keys.signer.confirmation_token(run.customer, case_id=proposal.case_id, digest=proposal.digest)
     changed = execution.model_copy(update={"confirmation_token": fresh})
-    return await _refused_unchanged(
+    return await refused_unchanged(
         run, proposal, changed, CommerceErrorCode.IDEMPOTENCY_CONFLICT, "the executed proposal's key with another body"
     )
 
 
-def action_checks() -> list[Check]:
-    """In order: default deny, the exact preview, scoping, the refusals, the execution, its replay."""
+def action_checks(before_execution: Sequence[Check] = ()) -> list[Check]:
+    """In order: default deny, the exact preview, scoping, the refusals (and ``before_execution``, which
+    need the cancellable order still processing), the execution, its replay."""
     return [
         action_default_deny,
         action_preview_exact,
@@ -370,6 +372,7 @@ def action_checks() -> list[Check]:
         action_another_digest,
         action_unapproved,
         action_expired,
+        *before_execution,
         action_executes_once,
         action_conflicting_replay,
     ]

@@ -17,7 +17,7 @@ from pydantic import BaseModel
 from activities.commerce.commerce_client import tool_error_from_result
 from commerce_contract.context import CheckFailed, Run, text_of
 from commerce_contract.fixture import Fixture
-from contracts.actions import ActionExecution, ActionRequest
+from contracts.actions import ActionClosure, ActionExecution, ActionRequest
 from contracts.commerce import OrderList, ProposalClosure, RefundApproval
 from contracts.errors import ErrorClass, SupportError, error_from_code
 from contracts.tools import COMMERCE_TOOLS, ToolName
@@ -29,6 +29,7 @@ WRITE_ARGUMENTS: dict[str, dict[str, str | type[BaseModel]]] = {
     ToolName.CLOSE_REFUND_PROPOSAL: {"closure": ProposalClosure},
     ToolName.PREVIEW_ACTION: {"request": ActionRequest},
     ToolName.EXECUTE_ACTION: {"execution": ActionExecution},
+    ToolName.CLOSE_ACTION_PROPOSAL: {"closure": ActionClosure},
 }
 """Each write's arguments: a string, or the contract model the argument is."""
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from commerce_contract.checks_account import account_checks
 from commerce_contract.checks_actions import action_checks
+from commerce_contract.checks_closure import closure_checks
 from commerce_contract.checks_reads import error_classes, identity_scoping, tool_list
 from commerce_contract.checks_refund_action import refund_action_checks
 from commerce_contract.checks_refunds import Check, refund_checks
@@ -52,7 +53,7 @@ def all_checks() -> list[Check]:
         error_classes,
         identity_scoping,
         *refund_checks(),
-        *action_checks(),
+        *action_checks(before_execution=closure_checks()),
         *return_checks(),
         *account_checks(),
         *refund_action_checks(),

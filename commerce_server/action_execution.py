@@ -29,7 +29,7 @@ from commerce_server.action_agreement import Agreed, check_agreement
 from commerce_server.action_preview import action_records, allowed_rule, required_agreement
 from commerce_server.action_receipts import signed_action_receipt
 from commerce_server.action_records import ExecutionState, check_caps, claim_execution, release_claim
-from commerce_server.case_decisions import paid_decision, refuse_if_decided
+from commerce_server.case_decisions import paid_decision, refuse_if_closed, refuse_if_decided
 from commerce_server.db import (
     ActionCredentialUseRow,
     ActionExecutionRow,
@@ -85,7 +85,7 @@ class ActionExecutor:
         self._knowledge = knowledge
 
     def execute(self, execution: ActionExecution, *, token_case: str | None) -> ActionReceipt:
-        proposal = self._own_proposal(execution.proposal_id, token_case=token_case)
+        proposal = own_proposal(self._session, self._identity, execution.proposal_id, token_case=token_case)
         self._keys.signing_key()  # a server that could not sign the receipt executes nothing
         replay = claim_execution(self._session, self._identity, execution, kind=proposal.kind, now=self._now)
         if replay is not None:
@@ -96,15 +96,6 @@ class ActionExecutor:
         except Exception:  # a refusal, or a failure mid-way: nothing was executed, and nothing is cached
             release_claim(self._session, proposal.proposal_id)
             raise
-
-    def _own_proposal(self, proposal_id: str, *, token_case: str | None) -> ActionProposal:
-        row = self._session.get(ActionProposalRow, proposal_id)
-        mine = row is not None and (row.tenant, row.customer) == (self._identity.tenant, self._identity.subject)
-        if row is None or not mine or (token_case is not None and row.case_id != token_case):
-            raise error_from_code(
-                CommerceErrorCode.PROPOSAL_NOT_ACCESSIBLE, "No such proposal is accessible to this customer and case."
-            )
-        return ActionProposal.model_validate_json(row.body)
 
     def _checked(self, proposal: ActionProposal, execution: ActionExecution) -> Agreed:
         if not (execution.digest == proposal.digest == proposal.computed_digest()):
@@ -122,6 +113,8 @@ class ActionExecutor:
             raise error_from_code(CommerceErrorCode.LEDGER_MISMATCH, "The proposal was made on another ledger.")
         if proposal.kind is ActionKind.REFUND_ORDER:
             refuse_if_decided(self._session, proposal.case_id, approval_id=proposal.proposal_id)
+        else:
+            refuse_if_closed(self._session, proposal.case_id)
         request = request_of(proposal.kind, proposal.case_id, proposal.effect)
         records = action_records(self._session, self._identity, request, directory, self._read_order, self._knowledge)
         effect = action_effect(request, records)
@@ -163,24 +156,7 @@ class ActionExecutor:
                 f"The {_record_name(proposal)} changed while the action ran; ask for a new proposal.",
             )
         write_effect_records(session, proposal, now=self._now)
-        if proposal.kind is ActionKind.REFUND_ORDER:
-            # The case's one refund decision, in this transaction: a case paid (or closed) by the other
-            # path meanwhile fails the flush, and nothing is paid.
-            session.add(
-                paid_decision(
-                    proposal.case_id,
-                    identity=self._identity,
-                    digest=proposal.digest,
-                    approval_id=proposal.proposal_id,
-                    at=self._now,
-                )
-            )
-            try:
-                session.flush()
-            except IntegrityError:
-                session.rollback()
-                refuse_if_decided(session, proposal.case_id, approval_id=proposal.proposal_id)
-                raise
+        self._keep_case_decision(proposal)
         for jti, subject in agreed.uses(self._identity.subject):
             session.add(
                 ActionCredentialUseRow(jti=jti, proposal_id=proposal.proposal_id, subject=subject, used_at=self._now)
@@ -210,6 +186,38 @@ class ActionExecutor:
             extra=log_fields(case_id=proposal.case_id, tool="execute_action"),
         )
         return receipt
+
+    def _keep_case_decision(self, proposal: ActionProposal) -> None:
+        """In the action's transaction, with its order's or account's row written: a refund writes the case's
+        ``paid`` decision (a case paid or closed the other way meanwhile fails the insert, and nothing is
+        paid); any other kind checks again that the case was not closed since the first check (SQLite then
+        holds the database's write lock, so no closure can commit meanwhile)."""
+        session, case_id = self._session, proposal.case_id
+        if proposal.kind is not ActionKind.REFUND_ORDER:
+            refuse_if_closed(session, case_id)
+            return
+        identity, now = self._identity, self._now
+        session.add(
+            paid_decision(case_id, identity=identity, digest=proposal.digest, approval_id=proposal.proposal_id, at=now)
+        )
+        try:
+            session.flush()
+        except IntegrityError:
+            session.rollback()
+            refuse_if_decided(session, case_id, approval_id=proposal.proposal_id)
+            raise
+
+
+def own_proposal(session: Session, identity: Identity, proposal_id: str, *, token_case: str | None) -> ActionProposal:
+    """The caller's stored proposal (and, under a bearer token, of the token's case); another customer's and
+    a missing one are refused alike."""
+    row = session.get(ActionProposalRow, proposal_id)
+    mine = row is not None and (row.tenant, row.customer) == (identity.tenant, identity.subject)
+    if row is None or not mine or (token_case is not None and row.case_id != token_case):
+        raise error_from_code(
+            CommerceErrorCode.PROPOSAL_NOT_ACCESSIBLE, "No such proposal is accessible to this customer and case."
+        )
+    return ActionProposal.model_validate_json(row.body)
 
 
 def _record_name(proposal: ActionProposal) -> str:

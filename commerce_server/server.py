@@ -31,7 +31,7 @@ from commerce_server.db import read_ledger_id
 from commerce_server.keys import CommerceKeys
 from commerce_server.service import MAX_TICKET_TEXT, CommerceService
 from commerce_server.tokens import TOOL_SCOPES
-from contracts.actions import ActionExecution, ActionProposal, ActionReceipt, ActionRequest
+from contracts.actions import ActionClosure, ActionExecution, ActionProposal, ActionReceipt, ActionRequest
 from contracts.commerce import (
     FIXTURE_AS_OF,
     SCOPE_RESOURCE_URI,
@@ -86,7 +86,9 @@ SCOPE_DOCUMENT: dict[str, Any] = {
         "no approval of that case is paid. preview_action computes the exact effect of an action the "
         "tenant's policy in the directory allows (default deny) as a proposal with a digest and an expiry; "
         "execute_action executes it once, with the customer's confirmation and the reviewers' approvals the "
-        "policy needs, idempotent by key (a replay is marked), and returns a receipt signed with the commerce key."
+        "policy needs, idempotent by key (a replay is marked), and returns a receipt signed with the commerce key; "
+        "close_action_proposal records that a case's action proposal was rejected, expired or withdrawn, and "
+        "from then on nothing of that case executes."
     ),
     "errors": 'Refusals are tool errors whose text is {"code": ..., "message": ...}.',
     "ledger": (
@@ -328,6 +330,15 @@ def build_server(
         token_case = _token_case()
         return await dispatch.run(
             ToolName.EXECUTE_ACTION, lambda service: service.execute_action(execution, token_case=token_case)
+        )
+
+    @mcp.tool(name=ToolName.CLOSE_ACTION_PROPOSAL, annotations=_annotations(ToolName.CLOSE_ACTION_PROPOSAL))
+    async def close_action_proposal(closure: ActionClosure) -> Annotated[CallToolResult, ProposalClosed]:
+        """Record that a case's action proposal was rejected, expired or withdrawn: nothing of the case executes."""
+        token_case = _token_case()
+        return await dispatch.run(
+            ToolName.CLOSE_ACTION_PROPOSAL,
+            lambda service: service.close_action_proposal(closure, token_case=token_case),
         )
 
     @mcp.resource(

@@ -20,6 +20,7 @@ from sqlalchemy.exc import IntegrityError, OperationalError
 from sqlmodel import Session, col, select
 from sqlmodel.sql.expression import SelectOfScalar
 
+from commerce_server.action_closure import close_action_proposal
 from commerce_server.action_execution import ActionExecutor
 from commerce_server.action_preview import preview_action
 from commerce_server.case_decisions import close_proposal
@@ -35,7 +36,7 @@ from commerce_server.db import (
 from commerce_server.keys import CommerceKeys
 from commerce_server.metrics import count_action_executed, count_action_refused, count_refund_refused
 from commerce_server.refunds import RefundSettlement
-from contracts.actions import ActionExecution, ActionProposal, ActionReceipt, ActionRequest
+from contracts.actions import ActionClosure, ActionExecution, ActionProposal, ActionReceipt, ActionRequest
 from contracts.commerce import (
     ORDER_ID_FORMAT,
     Invoice,
@@ -314,6 +315,12 @@ class CommerceService:
         if not receipt.replay:
             count_action_executed(self.identity.tenant, receipt.kind)
         return receipt
+
+    def close_action_proposal(self, closure: ActionClosure, *, token_case: str | None = None) -> ProposalClosed:
+        """Close a rejected, expired or withdrawn action proposal: from now on nothing of its case executes
+        (:mod:`commerce_server.action_closure`)."""
+        with self._session() as session:
+            return close_action_proposal(session, self.identity, closure, token_case=token_case)
 
     # --- helpers -------------------------------------------------------------------------------
 

@@ -24,7 +24,7 @@ from pydantic import Field, SerializerFunctionWrapHandler, ValidationError, mode
 
 from contracts.action_policy import ActionKind, ActionRule
 from contracts.approval_claims import MAX_TOKEN_CHARS
-from contracts.commerce import ORDER_ID_FORMAT, OrderStatus, canonical_digest
+from contracts.commerce import ORDER_ID_FORMAT, OrderStatus, ProposalOutcome, canonical_digest
 from contracts.frozen import FrozenModel
 
 CASE_ID_PATTERN = r"^[A-Za-z0-9_.:-]{4,80}$"
@@ -263,6 +263,15 @@ class ActionExecution(FrozenModel):
     def body_digest(self) -> str:
         """The digest of the whole request: the same key with another body is a conflict."""
         return canonical_digest(self.model_dump(mode="json"))
+
+
+class ActionClosure(FrozenModel):
+    """What a case's host sends to ``close_action_proposal`` once its proposal was rejected, expired or
+    withdrawn: from then on no agreement to it executes anything."""
+
+    proposal_id: str = Field(pattern=PROPOSAL_ID_PATTERN)
+    digest: str = Field(pattern=DIGEST_PATTERN)
+    outcome: ProposalOutcome
 
 
 class ActionReceipt(FrozenModel):

@@ -160,6 +160,15 @@ class ActionExecuteRequest(FrozenModel):
     approval_tokens: list[str] = Field(default_factory=list, max_length=2)
 
 
+class ActionCloseRequest(FrozenModel):
+    """What the ``close_action_proposal`` activity is asked: the case's action proposal ended unagreed."""
+
+    case_id: str
+    applicant: Identity
+    proposal: ActionProposal
+    outcome: ProposalOutcome
+
+
 # --- results and records -------------------------------------------------------------------------
 
 

@@ -149,6 +149,7 @@ class CommerceErrorCode(StrEnum):
     CONFIRMATION_INVALID = "confirmation_invalid"
     CASE_CLOSED_UNPAID = "case_closed_unpaid"
     CASE_ALREADY_PAID = "case_already_paid"
+    ACTION_EXECUTED = "action_executed"
     LEDGER_MISMATCH = "ledger_mismatch"
     INVALID_ARGUMENT = "invalid_argument"
     TOOL_CALL_REJECTED = "tool_call_rejected"
@@ -187,6 +188,7 @@ COMMERCE_ERROR_CLASSES: dict[str, ErrorClass] = {
     CommerceErrorCode.CONFIRMATION_INVALID: ErrorClass.AUTHORIZATION,
     CommerceErrorCode.CASE_CLOSED_UNPAID: ErrorClass.BUSINESS,
     CommerceErrorCode.CASE_ALREADY_PAID: ErrorClass.BUSINESS,
+    CommerceErrorCode.ACTION_EXECUTED: ErrorClass.BUSINESS,
     CommerceErrorCode.LEDGER_MISMATCH: ErrorClass.BUSINESS,
     CommerceErrorCode.INVALID_ARGUMENT: ErrorClass.CONTRACT,
     CommerceErrorCode.TOOL_CALL_REJECTED: ErrorClass.CONTRACT,

@@ -37,6 +37,7 @@ class ActivityName(StrEnum):
     CLOSE_REFUND_PROPOSAL = "close_refund_proposal"
     PREVIEW_ACTION = "preview_action"
     EXECUTE_ACTION = "execute_action"
+    CLOSE_ACTION_PROPOSAL = "close_action_proposal"
     WRITE_CASE_RECORD = "write_case_record"
 
 

@@ -57,6 +57,7 @@ class ToolName(StrEnum):
     CLOSE_REFUND_PROPOSAL = "close_refund_proposal"
     PREVIEW_ACTION = "preview_action"
     EXECUTE_ACTION = "execute_action"
+    CLOSE_ACTION_PROPOSAL = "close_action_proposal"
 
 
 class ToolSource(StrEnum):
@@ -364,6 +365,12 @@ TOOLS: dict[str, ToolSpec] = {
             ActionReceipt,
             Scope.ACTIONS_WRITE,
             "Execute an agreed action proposal once, and return its signed receipt.",
+        ),
+        _commerce_write(
+            ToolName.CLOSE_ACTION_PROPOSAL,
+            ProposalClosed,
+            Scope.ACTIONS_WRITE,
+            "Record that a case's action proposal was rejected, expired or withdrawn: it never executes.",
         ),
     ]
 }

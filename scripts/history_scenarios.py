@@ -341,6 +341,9 @@ DEFAULT_ADDRESS_SCENARIOS: list[tuple[str, str, str, Language, Action | None, in
 REFUND_ACTION_SCENARIOS: list[tuple[str, str, str, Language, Action | None, int]] = [
     ("refund_as_action_approved", "alice", "Please refund QH-1001", Language.EN, confirmed_and_approved, 900),
 ]
+CLOSED_ACTION_SCENARIOS: list[tuple[str, str, str, Language, Action | None, int]] = [
+    ("action_withdrawn_closed", "alice", "Please cancel my order QH-1006", Language.EN, withdrawn, 900),
+]
 ACTION_STACKS = {
     "actions": (ActionKind.CANCEL_ORDER, 0, None, ACTION_SCENARIOS),
     "reviewed-actions": (ActionKind.CANCEL_ORDER, 1, None, REVIEWED_ACTION_SCENARIOS),
@@ -351,6 +354,7 @@ ACTION_STACKS = {
     "near-expiry": (ActionKind.CANCEL_ORDER, 1, None, NEAR_EXPIRY_SCENARIOS),
     "default-addresses": (ActionKind.CHANGE_DEFAULT_ADDRESS, 0, None, DEFAULT_ADDRESS_SCENARIOS),
     "refund-actions": (ActionKind.REFUND_ORDER, 1, None, REFUND_ACTION_SCENARIOS),
+    "closed-actions": (ActionKind.CANCEL_ORDER, 0, None, CLOSED_ACTION_SCENARIOS),
 }
 """Each list recorded on a stack of its own whose directory allows qinghe one action (release 0.12 on): a
 cancellation with the customer's confirmation alone, then with a reviewer's approval too, then with chen
@@ -359,10 +363,20 @@ the customer confirms; a return the customer confirms and chen approves; an exch
 and one whose message names no product code (the case asks for one; the customer withdraws); a
 cancellation and a refund in a tenant naming no escalation reviewer, noted as they near their expiry (at
 6 s) and closed undecided (at 9 s); a change of the account's default address the customer confirms (no
-order); a refund through ``refund_order`` the customer confirms and chen approves. The main stack's
+order); a refund through ``refund_order`` the customer confirms and chen approves; a cancellation the
+customer withdraws, closed at the commerce server. The main stack's
 directory allows none: there ``action_not_allowed`` asks nothing of the commerce server, and a refund takes
 its own proposal."""
-PARTIAL = ("escalations", "addresses", "returns", "exchanges", "near-expiry", "default-addresses", "refund-actions")
+PARTIAL = (
+    "escalations",
+    "addresses",
+    "returns",
+    "exchanges",
+    "near-expiry",
+    "default-addresses",
+    "refund-actions",
+    "closed-actions",
+)
 """Stacks ``--only`` records alone: shapes added to 0.12 after its first generation (2026-12-issue48)."""
 UNVERIFIED = ("applicant_unverified", "alice", "Please refund QH-1001")
 """A case started without an applicant token: it must read nothing and end with the reason."""

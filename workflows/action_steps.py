@@ -16,10 +16,22 @@ from datetime import timedelta
 
 from temporalio import workflow
 
+CLOSE_ACTION_PATCH = "close-action-proposal"
+"""An action proposal that ends unagreed is closed at the commerce server (release 0.12 on); the histories
+recorded before it end without the call."""
+
 with workflow.unsafe.imports_passed_through():
     from contracts.action_policy import ActionKind
     from contracts.actions import ActionProposal, ActionReceipt
-    from contracts.case import ActionExecuteRequest, ActionPreviewRequest, CaseStatus, Decision, Phase
+    from contracts.case import (
+        ActionCloseRequest,
+        ActionExecuteRequest,
+        ActionPreviewRequest,
+        CaseStatus,
+        Decision,
+        Phase,
+    )
+    from contracts.commerce import ProposalClosed, ProposalOutcome
     from contracts.conversation import ProgressKind, ReplySource
     from contracts.errors import SupportError, rebuilt_activity_failures
     from contracts.names import ActivityName, EventKind, StopCode, stop_reason
@@ -100,9 +112,10 @@ class ActionSteps(CaseRun):
 
         while not s.agreed:
             if s.decision is not None and rejected():
+                await self._close_action(ProposalOutcome.REJECTED)
                 raise CaseStopped(CaseStatus.REJECTED, StopCode.REJECTED, s.decision.reviewer)
             if s.conversation.inbox:
-                self._answer_while_agreeing()
+                await self._answer_while_agreeing()
                 continue
             wake, why = next_wake(s, action.created_at, action.expires_at)
             try:
@@ -117,13 +130,14 @@ class ActionSteps(CaseRun):
                     self._show()
                     continue
                 self._event(EventKind.PROPOSAL_CLOSED, "expired without agreement: nothing was executed")
+                await self._close_action(ProposalOutcome.EXPIRED)
                 raise CaseStopped(CaseStatus.EXPIRED, StopCode.ACTION_EXPIRED_WITHOUT_AGREEMENT) from None
             if not s.agreed and not rejected() and not s.conversation.inbox:
                 await self._continue_as_new()
         while s.conversation.inbox:  # the confirming message, and any sent with it: the receipt answers them
             s.conversation.take_next()
 
-    def _answer_while_agreeing(self) -> None:
+    async def _answer_while_agreeing(self) -> None:
         """A message while the action waits: "withdraw" ends it unexecuted; any other is answered from the
         proposal by code (a confirmation it carried was taken when the message was)."""
         s = self._s
@@ -133,11 +147,41 @@ class ActionSteps(CaseRun):
             s.withdrawn_at = workflow.now()
             self._event(EventKind.WITHDRAWN, f"message {message.turn}: the customer withdrew the proposal")
             self._progress.say(ProgressKind.WITHDRAWN)
+            await self._close_action(ProposalOutcome.WITHDRAWN)
             raise CaseStopped(CaseStatus.WITHDRAWN, StopCode.CUSTOMER_WITHDREW)
         if s.agreed:
             return  # the confirmation this message carried completes the agreement: the receipt answers it
         confirmed = s.confirmation is not None
         self._say(waiting_notice(s.action, confirmed, s.case.language, workflow.now()), ReplySource.CASE_RECORDS)
+
+    async def _close_action(self, outcome: ProposalOutcome) -> None:
+        """Close the unagreed proposal at the commerce server, so that no agreement signed in time executes it
+        afterwards, whoever presents it (the close-action-proposal patch of 0.12; earlier runs ended without).
+        A failure to close is recorded; the case ends as it would have either way."""
+        s = self._s
+        action = s.action
+        if action is None or not workflow.patched(CLOSE_ACTION_PATCH):
+            return
+        request = ActionCloseRequest(
+            case_id=s.case.case_id, applicant=s.case.applicant, proposal=action, outcome=outcome
+        )
+        try:
+            with rebuilt_activity_failures():
+                closed = await workflow.execute_activity(
+                    ActivityName.CLOSE_ACTION_PROPOSAL,
+                    request,
+                    result_type=ProposalClosed,
+                    summary=f"close_action_proposal {outcome.value}: {action.kind.value} of {action.effect.target}",
+                    **options.CLOSE.kwargs(),
+                )
+        except SupportError as failure:
+            self._event(EventKind.PROPOSAL_CLOSE_FAILED, f"{failure.reported_class}: {failure.code}")
+            return
+        at = closed.closed_at.isoformat(timespec="seconds")
+        self._event(
+            EventKind.PROPOSAL_CLOSED,
+            f"closed as {closed.outcome.value} at the commerce server at {at}: nothing of this case executes",
+        )
 
     async def _execute_action(self) -> None:
         """Execute the agreed action once and state the receipt, or stop saying why there is none."""

@@ -1,5 +1,5 @@
-"""The action contract, as a case uses it: ask the commerce server to compute an action's proposal, and
-execute the agreed proposal once.
+"""The action contract, as a case uses it: ask the commerce server to compute an action's proposal, execute
+the agreed proposal once, or close one that ended unagreed.
 
 The idempotency key is the case's and the proposal's: a retried activity (a lost reply, a crashed
 worker) sends the same body under the same key and gets the original receipt back, marked as a
@@ -12,9 +12,11 @@ from __future__ import annotations
 from temporalio import activity
 
 from activities.commerce.commerce_sessions import CommerceGateway, answer_as
-from contracts.actions import ActionExecution, ActionProposal, ActionReceipt
-from contracts.case import ActionExecuteRequest, ActionPreviewRequest
+from contracts.actions import ActionClosure, ActionExecution, ActionProposal, ActionReceipt
+from contracts.case import ActionCloseRequest, ActionExecuteRequest, ActionPreviewRequest
+from contracts.commerce import ProposalClosed
 from contracts.errors import ContractError, WorkerErrorCode
+from contracts.identity import Identity
 from contracts.names import ActivityName
 from contracts.tools import ToolName
 
@@ -48,12 +50,7 @@ class ActionActivities:
     async def execute_action(self, request: ActionExecuteRequest) -> ActionReceipt:
         """The signed receipt of the agreed proposal (the original one, marked a replay, on a retry)."""
         proposal = request.proposal
-        if (proposal.case_id, proposal.customer, proposal.tenant) != (
-            request.case_id,
-            request.applicant.subject,
-            request.applicant.tenant,
-        ):
-            raise ContractError(WorkerErrorCode.ACTION_REQUEST_INVALID, "The proposal is not this case's.")
+        _check_the_cases(proposal, request.case_id, request.applicant)
         if proposal.digest != proposal.computed_digest():
             raise ContractError(WorkerErrorCode.ACTION_REQUEST_INVALID, "The digest does not match the proposal.")
         execution = ActionExecution(
@@ -88,3 +85,26 @@ class ActionActivities:
             receipt.replay,
         )
         return receipt
+
+    @activity.defn(name=ActivityName.CLOSE_ACTION_PROPOSAL)
+    async def close_action_proposal(self, request: ActionCloseRequest) -> ProposalClosed:
+        """Close the case's rejected, expired or withdrawn action proposal at the commerce server (idempotent
+        there): nothing of the case executes afterwards, whoever presents its agreements."""
+        proposal = request.proposal
+        _check_the_cases(proposal, request.case_id, request.applicant)
+        closure = ActionClosure(proposal_id=proposal.proposal_id, digest=proposal.digest, outcome=request.outcome)
+        result = await self.pool.call(
+            request.applicant,
+            ToolName.CLOSE_ACTION_PROPOSAL,
+            {"closure": closure.model_dump(mode="json")},
+            case_id=request.case_id,
+        )
+        closed = answer_as(ProposalClosed, result, "closure answer")
+        activity.logger.info("close_action_proposal case=%s outcome=%s", request.case_id, closed.outcome.value)
+        return closed
+
+
+def _check_the_cases(proposal: ActionProposal, case_id: str, applicant: Identity) -> None:
+    """The proposal a request carries must be its case's, made for its applicant."""
+    if (proposal.case_id, proposal.customer, proposal.tenant) != (case_id, applicant.subject, applicant.tenant):
+        raise ContractError(WorkerErrorCode.ACTION_REQUEST_INVALID, "The proposal is not this case's.")

@@ -33,6 +33,7 @@ EXPECTED_TOOLS = {
     "close_refund_proposal",
     "preview_action",
     "execute_action",
+    "close_action_proposal",
 }
 
 _T = TypeVar("_T")

@@ -42,6 +42,7 @@ def test_every_tool_name_has_one_spec_and_the_commerce_tools_one_scope_each() ->
         ToolName.CLOSE_REFUND_PROPOSAL,
         ToolName.PREVIEW_ACTION,
         ToolName.EXECUTE_ACTION,
+        ToolName.CLOSE_ACTION_PROPOSAL,
     } == WRITE_TOOLS
     assert set(INVESTIGATION_TOOLS).isdisjoint(WRITE_TOOLS) and len(INVESTIGATION_TOOLS) == 12
     assert all((spec.scope is not None) == (spec.source is ToolSource.MCP) for spec in TOOLS.values())

@@ -14,10 +14,15 @@ from __future__ import annotations
 
 import asyncio
 
+from activities.commerce.commerce_client import open_stdio_client
 from commerce_server.db import ActionExecutionRow, CaseDecisionRow, OrderRow, RefundRow
 from contracts.action_policy import ActionKind
+from contracts.actions import ActionExecution
 from contracts.case import CaseStatus
+from contracts.errors import SupportError
 from contracts.names import StopCode
+from contracts.tools import ToolName
+from keystore.signers import KeyFileSigner
 from tests.e2e.action_support import replay_and_conflict
 from tests.e2e.merchant_world import Merchant
 
@@ -98,4 +103,49 @@ async def test_the_tenants_four_eyes_policy_holds_for_a_refund_as_an_action(merc
     waiting = await shop.view(view.case_id)
 
     assert waiting.status is CaseStatus.WAITING_APPROVAL and waiting.approved_by == ["chen"]
+    assert _refunded(shop) == (0, 1) and shop._rows(ActionExecutionRow) == []
+
+
+async def test_a_rejected_refund_as_an_action_is_closed_and_agreements_signed_in_time_execute_nothing(
+    merchant: Merchant,
+) -> None:
+    """chen rejects; the case closes the proposal at the commerce server. The customer's confirmation and
+    chen's approval of the very digest, signed now (before the proposal expires), then sent straight to the
+    server as a hand-made run would, are refused case_closed_unpaid, and nothing is paid."""
+    shop = merchant
+    shop.run("directory", "allow-action", "qinghe", "refund_order", "--reviewers", "1")
+    view = await shop.ask("alice", QUESTION)
+    assert view.action is not None, (view.status, view.reason)
+    rejected = await shop.review("chen", view, "--reject")
+    assert rejected.returncode == 0, (rejected.stdout[-800:], rejected.stderr[-800:])
+    done = await shop.view(view.case_id)
+    assert done.status is CaseStatus.REJECTED, (done.status, done.reason)
+    events = await shop.events(view.case_id)
+    assert any(e.startswith("proposal_closed: closed as rejected at the commerce server") for e in events), events
+
+    action, signer = view.action, KeyFileSigner(shop.state_dir)
+    execution = ActionExecution(
+        proposal_id=action.proposal_id,
+        digest=action.digest,
+        idempotency_key="hand-made-run",
+        confirmation_token=signer.confirmation_token(
+            shop.identity("alice"), case_id=view.case_id, digest=action.digest
+        ),
+        approval_tokens=(
+            signer.approval_token(
+                shop.identity("chen"), case_id=view.case_id, digest=action.digest, decision="approve"
+            ),
+        ),
+    )
+    async with open_stdio_client("alice", shop.state_dir) as commerce:
+        try:
+            receipt = await commerce.call(ToolName.EXECUTE_ACTION, {"execution": execution.model_dump(mode="json")})
+        except SupportError as refused:
+            code = refused.code
+        else:
+            raise AssertionError(f"the commerce server executed a closed proposal: {receipt}")
+
+    assert code == "case_closed_unpaid"
+    [decision] = shop._rows(CaseDecisionRow)
+    assert (decision.case_id, decision.outcome) == (view.case_id, "rejected")
     assert _refunded(shop) == (0, 1) and shop._rows(ActionExecutionRow) == []

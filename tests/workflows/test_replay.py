@@ -20,6 +20,7 @@ from devstack.release_manifest import ADDED_RELEASES_DIR
 from tests.release_code import HISTORIES as HISTORIES_ROOT
 from tests.release_code import MANIFEST, SHA, current_release, extracted, releases, replay_in
 from workflows.action_gate import REFUND_AS_ACTION_PATCH
+from workflows.action_steps import CLOSE_ACTION_PATCH
 from workflows.escalation import NEAR_EXPIRY_PATCH, NEAR_EXPIRY_TIMER_SUMMARY
 from workflows.sandbox import workflow_runner
 from workflows.support_case import SupportCaseWorkflow
@@ -296,6 +297,7 @@ ADDED_TO_0_12 = (
     "action_exchange_variant_needed",
     "action_default_address_confirmed",
     "refund_as_action_approved",
+    "action_withdrawn_closed",
     "action_noted_near_expiry_then_expired",
     "refund_noted_near_expiry_then_expired",
 )
@@ -311,11 +313,10 @@ NOTED_NEAR_EXPIRY = ADDED_TO_0_12[-2:]
 reviewer, each noted as it neared its expiry (the near-expiry patch) before it closed undecided."""
 
 
-def test_the_refund_as_action_history_takes_its_patch_and_pays_through_the_action() -> None:
-    """Recorded on 0.12 with ``--only refund-actions``: its tenant names ``refund_order``, so the case took the
-    refund-as-action patch and executed the action; every refund recorded before took its own proposal."""
-    [path] = sorted(releases()["v0.12"].folder.glob("refund_as_action_approved-*.json"))
-    history = WorkflowHistory.from_json("refund_as_action_approved", json.loads(path.read_text(encoding="utf-8")))
+def patches_and_activities(name: str) -> tuple[list[bytes], list[str]]:
+    """The patch ids (as recorded) and the activities scheduled, in order, of the v0.12 history ``name``."""
+    [path] = sorted(releases()["v0.12"].folder.glob(f"{name}-*.json"))
+    history = WorkflowHistory.from_json(name, json.loads(path.read_text(encoding="utf-8")))
     patches = [
         event.marker_recorded_event_attributes.details["patch-data"].payloads[0].data
         for event in history.events
@@ -327,8 +328,23 @@ def test_the_refund_as_action_history_takes_its_patch_and_pays_through_the_actio
         for event in history.events
         if event.HasField("activity_task_scheduled_event_attributes")
     ]
+    return patches, activities
+
+
+def test_the_refund_as_action_history_takes_its_patch_and_pays_through_the_action() -> None:
+    """Recorded on 0.12 with ``--only refund-actions``: its tenant names ``refund_order``, so the case took the
+    refund-as-action patch and executed the action; every refund recorded before took its own proposal."""
+    patches, activities = patches_and_activities("refund_as_action_approved")
     assert any(REFUND_AS_ACTION_PATCH.encode() in data for data in patches), patches
     assert "execute_action" in activities and "execute_refund" not in activities, activities
+
+
+def test_the_closed_action_history_closes_its_withdrawn_proposal_at_the_commerce_server() -> None:
+    """Recorded on 0.12 with ``--only closed-actions``: the customer withdrew, and the case took the
+    close-action-proposal patch and closed the proposal; the action histories recorded before end without."""
+    patches, activities = patches_and_activities("action_withdrawn_closed")
+    assert any(CLOSE_ACTION_PATCH.encode() in data for data in patches), patches
+    assert activities.count("close_action_proposal") == 1 and "execute_action" not in activities, activities
 
 
 @pytest.mark.parametrize("name", NOTED_NEAR_EXPIRY)
