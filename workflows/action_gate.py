@@ -7,8 +7,7 @@ commerce server applies). The proposal that comes back is kept only if it is the
 case, this customer and tenant, the plan's order (none for the account's own action), the rule the
 directory names, the agreement the directory asks for the computed amount, for a refund the very quote the
 case investigated, a digest over its own fields, an expiry within the rule's, and a draft that cites every
-policy page the effect rests on. A refusal is a
-:class:`StopCode` and a detail.
+policy page the effect rests on. A refusal is a :class:`StopCode` and a detail.
 """
 
 from __future__ import annotations
