@@ -14,7 +14,7 @@ from __future__ import annotations
 from sqlmodel import Session
 
 from commerce_server.action_execution import own_proposal
-from commerce_server.action_records import ExecutionState
+from commerce_server.action_records import ExecutionState, lock_case
 from commerce_server.case_decisions import record_closure
 from commerce_server.db import ActionExecutionRow
 from contracts.actions import ActionClosure
@@ -31,6 +31,7 @@ def close_action_proposal(
     proposal = own_proposal(session, identity, closure.proposal_id, token_case=token_case)
     if closure.digest != proposal.digest:
         raise error_from_code(CommerceErrorCode.INVALID_ARGUMENT, "The digest does not match the proposal.")
+    lock_case(session, proposal.case_id)  # an execution of the case holding it commits first
     _refuse_if_executed(session, closure.proposal_id)
     return record_closure(
         session,

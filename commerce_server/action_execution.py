@@ -28,7 +28,7 @@ from sqlmodel import Session
 from commerce_server.action_agreement import Agreed, check_agreement
 from commerce_server.action_preview import action_records, allowed_rule, required_agreement
 from commerce_server.action_receipts import signed_action_receipt
-from commerce_server.action_records import ExecutionState, check_caps, claim_execution, release_claim
+from commerce_server.action_records import ExecutionState, check_caps, claim_execution, lock_case, release_claim
 from commerce_server.case_decisions import paid_decision, refuse_if_closed, refuse_if_decided
 from commerce_server.db import (
     ActionCredentialUseRow,
@@ -129,6 +129,7 @@ class ActionExecutor:
     def _record(self, proposal: ActionProposal, execution: ActionExecution, agreed: Agreed) -> ActionReceipt:
         effect = proposal.effect
         session = self._session
+        lock_case(session, proposal.case_id)  # before any write: a closure of the case commits first, or waits
         if effect.status_after is not None and effect.order_version is not None:
             moved = session.exec(
                 update(OrderRow)

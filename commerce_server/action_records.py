@@ -16,7 +16,7 @@ from sqlalchemy import func
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col, select
 
-from commerce_server.db import ActionExecutionRow
+from commerce_server.db import ActionExecutionRow, ActionProposalRow
 from contracts.action_policy import ActionKind, ActionRule
 from contracts.actions import ActionExecution, ActionReceipt
 from contracts.errors import CommerceErrorCode, TransientError, error_from_code
@@ -116,6 +116,14 @@ def claim_execution(
         "The same request is being executed; retry after a moment.",
         retry_after_seconds=RETRY_AFTER_SECONDS,
     )
+
+
+def lock_case(session: Session, case_id: str) -> None:
+    """Hold every proposal row of ``case_id`` until the transaction ends (PostgreSQL ``SELECT ... FOR UPDATE``;
+    SQLite serializes writers with its database lock instead). An execution and a closure of one case each
+    take it before they write, so one of them commits before the other reads what it re-checks."""
+    query = select(ActionProposalRow.proposal_id).where(ActionProposalRow.case_id == case_id).with_for_update()
+    session.exec(query).all()
 
 
 def release_claim(session: Session, proposal_id: str) -> None:
