@@ -24,7 +24,7 @@ from sqlmodel import Session
 
 from commerce_server.db import CaseDecisionRow
 from contracts.commerce import ProposalClosed, ProposalClosure, ProposalOutcome
-from contracts.errors import CommerceErrorCode, error_from_code
+from contracts.errors import CommerceErrorCode, SupportError, error_from_code
 from contracts.identity import Identity
 
 PAID = "paid"
@@ -42,10 +42,7 @@ def refuse_if_decided(session: Session, case_id: str, *, approval_id: str) -> No
             CommerceErrorCode.CASE_ALREADY_PAID,
             f"Case {case_id} was already paid at {when}; a case is paid once, on one proposal.",
         )
-    raise error_from_code(
-        CommerceErrorCode.CASE_CLOSED_UNPAID,
-        f"Case {case_id}'s proposal was closed as {decided.outcome} at {when}; no approval of it is paid.",
-    )
+    raise _closed_unpaid(decided, "no approval of it is paid")
 
 
 def paid_decision(case_id: str, *, identity: Identity, digest: str, approval_id: str, at: datetime) -> CaseDecisionRow:
@@ -118,11 +115,15 @@ def refuse_if_closed(session: Session, case_id: str) -> None:
     withdrawn: ``close_action_proposal``)."""
     decided = session.get(CaseDecisionRow, case_id)
     if decided is not None and decided.outcome != PAID:
-        when = decided.decided_at.isoformat(timespec="seconds")
-        raise error_from_code(
-            CommerceErrorCode.CASE_CLOSED_UNPAID,
-            f"Case {case_id}'s proposal was closed as {decided.outcome} at {when}; no agreement to it executes.",
-        )
+        raise _closed_unpaid(decided, "no agreement to it executes")
+
+
+def _closed_unpaid(decided: CaseDecisionRow, consequence: str) -> SupportError:
+    when = decided.decided_at.isoformat(timespec="seconds")
+    return error_from_code(
+        CommerceErrorCode.CASE_CLOSED_UNPAID,
+        f"Case {decided.case_id}'s proposal was closed as {decided.outcome} at {when}; {consequence}.",
+    )
 
 
 def _closed(row: CaseDecisionRow) -> ProposalClosed:
