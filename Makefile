@@ -91,8 +91,8 @@ replay-stress: install
 
 # The commerce contract's conformance kit (docs/commerce-contract.md) against our own commerce server over
 # stdio, on a throwaway state dir (starter.py init: the seeded demo data, the demo directory and keys, plus
-# a second qinghe reviewer, a four-eyes policy and qinghe allowing every action kind, so that every check
-# but default deny runs) that is removed afterwards. The kit pays simulated refunds and cancels an order, so it
+# a second qinghe reviewer, a four-eyes policy and qinghe allowing every action kind this server offers, so
+# that every check runs, default deny with the retail server's kinds) that is removed afterwards. The kit pays simulated refunds and cancels an order, so it
 # never runs on the .state dir you work in.
 CONFORMANCE_ACTIONS := cancel_order change_order_address return_items exchange_items change_default_address refund_order
 CONFORMANCE_ENV := env -u SUPPORT_DIRECTORY -u COMMERCE_DIRECTORY -u COMMERCE_SIGNING_KEY -u COMMERCE_DATABASE_URL

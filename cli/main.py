@@ -27,6 +27,7 @@ COMMAND_MODULES = (
     "case_commands",
     "conversation_commands",
     "usage_command",
+    "tau2_commands",
 )
 """The modules whose import registers their commands on :data:`cli.app.app`, in the order `--help`
 lists them (``audit_command`` imports ``verify_command``, so ``verify`` comes first)."""

@@ -10,14 +10,16 @@ to one action only: its id is consumed in the action's transaction.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import Protocol
 
 from sqlmodel import Session
 
 from commerce_server.db import ActionCredentialUseRow
 from contracts.action_credentials import verify_confirmation
-from contracts.actions import ActionExecution, ActionProposal
+from contracts.actions import ActionExecution, ActionProposal, Agreement
 from contracts.approval_claims import CredentialCode, CredentialRefused
 from contracts.approval_verification import ApprovalRefused, ApprovalTerms, approval_meets, signed_approval
 from contracts.case import Decision
@@ -46,6 +48,20 @@ class Agreed:
         return confirmed + list(self.approvals)
 
 
+class Agreeable(Protocol):
+    """What an agreement is checked against: a proposal of our own server's or of another merchant server
+    that speaks the same contract (:mod:`retail_server`)."""
+
+    @property
+    def case_id(self) -> str: ...
+    @property
+    def digest(self) -> str: ...
+    @property
+    def requires(self) -> Agreement: ...
+    @property
+    def expires_at(self) -> datetime: ...
+
+
 def check_agreement(
     session: Session,
     proposal: ActionProposal,
@@ -55,24 +71,37 @@ def check_agreement(
     *,
     now: datetime,
 ) -> Agreed:
+    """Everyone ``proposal.requires`` agreed, in time, with tokens that agreed to nothing else; else the
+    refusal naming who did not."""
+    agreed = agreement_of(proposal, execution, customer, directory, now=now)
+    refuse_reused(agreed, customer, lambda jti: session.get(ActionCredentialUseRow, jti) is not None)
+    return agreed
+
+
+def agreement_of(
+    proposal: Agreeable, execution: ActionExecution, customer: Identity, directory: Directory, *, now: datetime
+) -> Agreed:
     """Everyone ``proposal.requires`` agreed, in time; else the refusal naming who did not."""
     confirmation_jti, confirmed_at = _confirmation(proposal, execution, customer, directory, now=now)
     approvals = _approvals(proposal, execution, customer, directory, now=now)
     times = ([confirmed_at] if confirmed_at else []) + [signed_at for _, _, signed_at in approvals]
     in_time(proposal, times, now=now)
-    agreed = Agreed(
+    return Agreed(
         confirmation_jti=confirmation_jti,
         approvals=tuple((jti, who) for jti, who, _ in approvals),
     )
+
+
+def refuse_reused(agreed: Agreed, customer: Identity, used: Callable[[str], bool]) -> None:
+    """``approval_reused`` when a token of ``agreed`` already agreed to another action (``used``)."""
     for jti, _ in agreed.uses(customer.subject):
-        if session.get(ActionCredentialUseRow, jti) is not None:
+        if used(jti):
             raise error_from_code(
                 CommerceErrorCode.APPROVAL_REUSED, "A confirmation or approval presented here agreed to another action."
             )
-    return agreed
 
 
-def in_time(proposal: ActionProposal, signed_at: list[datetime], *, now: datetime) -> None:
+def in_time(proposal: Agreeable, signed_at: list[datetime], *, now: datetime) -> None:
     """Every agreement was signed before the proposal expired, and the action runs within the settle window
     of each; an action nobody agrees to runs before the proposal expires."""
     if not signed_at:
@@ -86,7 +115,7 @@ def in_time(proposal: ActionProposal, signed_at: list[datetime], *, now: datetim
 
 
 def _confirmation(
-    proposal: ActionProposal, execution: ActionExecution, customer: Identity, directory: Directory, *, now: datetime
+    proposal: Agreeable, execution: ActionExecution, customer: Identity, directory: Directory, *, now: datetime
 ) -> tuple[str | None, datetime | None]:
     if not proposal.requires.customer:
         return None, None
@@ -110,7 +139,7 @@ def _confirmation(
 
 
 def _approvals(
-    proposal: ActionProposal, execution: ActionExecution, customer: Identity, directory: Directory, *, now: datetime
+    proposal: Agreeable, execution: ActionExecution, customer: Identity, directory: Directory, *, now: datetime
 ) -> list[tuple[str, str, datetime]]:
     needed = proposal.requires.reviewers
     if needed == 0:

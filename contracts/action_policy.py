@@ -43,6 +43,15 @@ class ActionKind(StrEnum):
     refund rule the tenant follows (the same quote as ``quote_refund``: RETURNS p02, p03), to the original
     payment method. Never fewer reviewers than the tenant's refund approval policy asks."""
 
+    MODIFY_ORDER_ITEMS = "modify_order_items"
+    """Swap items of an order that has not been processed yet for other available variants of the same
+    products, once per order; the price difference is charged to, or refunded to, a payment method of the
+    customer's. Offered by a merchant server whose catalogue has variants per product (the ``retail``
+    tenant's, :mod:`retail_server`), not by ours."""
+    CHANGE_ORDER_PAYMENT = "change_order_payment"
+    """Pay an order that has not been processed yet with another of the customer's payment methods: the
+    new one is charged the order's total and the original one refunded (:mod:`retail_server`)."""
+
     @property
     def order_bound(self) -> bool:
         """Whether the action changes one of the customer's orders (every kind but the account's own)."""

@@ -128,6 +128,7 @@ class CommerceErrorCode(StrEnum):
     INVOICE_NOT_ACCESSIBLE = "invoice_not_accessible"
     TICKET_NOT_ACCESSIBLE = "ticket_not_accessible"
     PRODUCT_NOT_FOUND = "product_not_found"
+    CUSTOMER_NOT_FOUND = "customer_not_found"
     APPROVAL_INVALID = "approval_invalid"
     APPROVAL_EXPIRED = "approval_expired"
     APPROVAL_SIGNATURE_REQUIRED = "approval_signature_required"
@@ -167,6 +168,7 @@ COMMERCE_ERROR_CLASSES: dict[str, ErrorClass] = {
     CommerceErrorCode.INVOICE_NOT_ACCESSIBLE: ErrorClass.AUTHORIZATION,
     CommerceErrorCode.TICKET_NOT_ACCESSIBLE: ErrorClass.AUTHORIZATION,
     CommerceErrorCode.PRODUCT_NOT_FOUND: ErrorClass.BUSINESS,
+    CommerceErrorCode.CUSTOMER_NOT_FOUND: ErrorClass.AUTHORIZATION,
     CommerceErrorCode.APPROVAL_INVALID: ErrorClass.AUTHORIZATION,
     CommerceErrorCode.APPROVAL_EXPIRED: ErrorClass.BUSINESS,
     CommerceErrorCode.APPROVAL_SIGNATURE_REQUIRED: ErrorClass.AUTHORIZATION,

@@ -66,6 +66,18 @@ def add_person(
     return _rebuilt(directory, people=[*directory.people, person], keys=keys)
 
 
+def add_customers(directory: Directory, tenant: str, customers: Iterable[tuple[str, str]]) -> Directory:
+    """``directory`` with many new customers of ``tenant`` at once, each ``(subject, display name)``, validated
+    once (an import of a merchant's customer list; :func:`add_person` adds one)."""
+    if directory.tenant(tenant) is None:
+        raise DirectoryEditError(f"unknown tenant {tenant!r}")
+    people = [
+        {"subject": subject, "tenant": tenant, "role": Role.CUSTOMER, "display_name": name[:80], "kids": []}
+        for subject, name in customers
+    ]
+    return _rebuilt(directory, people=[*directory.people, *people])
+
+
 def set_policy(directory: Directory, tenant: str, two_reviewers_from_cents: int | None) -> Directory:
     """``directory`` with ``tenant``'s approval policy: two distinct reviewers for refunds of this many
     cents or more, or (None) one reviewer for every refund."""

@@ -236,7 +236,9 @@ ORDER_RULES: dict[ActionKind, Callable[[ActionRequest, OrderRecords], ActionEffe
 ACCOUNT_RULES: dict[ActionKind, Callable[[ActionRequest, AccountRecords], ActionEffect]] = {
     ActionKind.CHANGE_DEFAULT_ADDRESS: default_address_effect,
 }
-"""The rule of each action kind (every :class:`ActionKind` has one): an order's, or the account's."""
+"""The rule of each action kind this commerce server offers: an order's, or the account's. The kinds of
+a catalogue with variants per product (``modify_order_items``, ``change_order_payment``) are offered by
+the retail tenant's server (:mod:`retail_server`), not by this one."""
 
 
 def action_effect(request: ActionRequest, records: OrderRecords | AccountRecords) -> ActionEffect:
@@ -249,6 +251,10 @@ def action_effect(request: ActionRequest, records: OrderRecords | AccountRecords
         order_rule = ORDER_RULES.get(request.kind)
         if order_rule is not None:
             return order_rule(request, records)
+    if request.kind not in ORDER_RULES and request.kind not in ACCOUNT_RULES:
+        raise error_from_code(
+            CommerceErrorCode.INVALID_ARGUMENT, f"This commerce server does not offer {request.kind.value}."
+        )
     raise error_from_code(CommerceErrorCode.INVALID_ARGUMENT, f"{request.kind.value} does not apply to these records.")
 
 

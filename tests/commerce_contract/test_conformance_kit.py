@@ -304,8 +304,8 @@ def test_the_kit_checks_default_deny_where_the_tenant_allows_no_action(tmp_path:
     assert seen["action_default_deny"] == "PASS"
     assert (
         "PASS action_default_deny: cancel_order, change_order_address, return_items, exchange_items, "
-        "change_default_address, refund_order, which tenant 'qinghe' does not allow, "
-        "refused action_not_allowed" in result.stdout
+        "change_default_address, refund_order, modify_order_items, change_order_payment, which tenant 'qinghe' "
+        "does not allow, refused action_not_allowed" in result.stdout
     )
     assert all(seen[name] == "SKIP" for name in ACTION_CHECKS if name != "action_default_deny"), result.stdout
     assert "tenant 'qinghe' allows no cancel_order (default deny is checked with it" in result.stdout
@@ -322,7 +322,7 @@ def test_the_kit_checks_default_deny_with_the_kinds_a_tenant_does_not_allow(tmp_
     assert (seen["action_address_preview_exact"], seen["action_address_not_eligible"]) == ("SKIP", "SKIP")
     assert (
         "PASS action_default_deny: change_order_address, return_items, exchange_items, change_default_address, "
-        "refund_order, which tenant 'qinghe' does not allow" in result.stdout
+        "refund_order, modify_order_items, change_order_payment, which tenant 'qinghe' does not allow" in result.stdout
     )
 
 

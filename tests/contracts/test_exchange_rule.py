@@ -95,3 +95,11 @@ def test_an_exchange_is_returnable_first_and_names_its_variant() -> None:
 )
 def test_the_variant_is_read_from_the_customers_words_by_code(text: str, sku: str | None) -> None:
     assert sku_in(text) == sku
+
+
+@pytest.mark.parametrize("kind", [ActionKind.MODIFY_ORDER_ITEMS, ActionKind.CHANGE_ORDER_PAYMENT])
+def test_the_retail_servers_kinds_are_not_offered_here(kind: ActionKind) -> None:
+    request = ActionRequest(kind=kind, case_id="case-1", order_id=DESK_ORDER.order_id)
+    with pytest.raises(ContractError) as refused:
+        action_effect(request, OrderRecords(order=DESK_ORDER, variants=DESKS))
+    assert refused.value.message == f"This commerce server does not offer {kind.value}."

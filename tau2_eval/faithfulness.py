@@ -1,0 +1,207 @@
+"""Faithfulness: τ²-bench's gold calls of each task, sent to our retail server over MCP stdio (each write
+proposed, confirmed by the customer with a signed confirmation over its digest, then executed), leave a
+database that, exported to τ²'s format, τ²'s own hash finds equal to its own environment after the
+same calls. A difference is reported per task; where our rule is deliberately stricter than τ²'s tool
+the refused call is named (docs/evaluation.md lists them).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import shutil
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from enum import StrEnum
+from pathlib import Path
+from typing import Any
+
+from commerce_contract.target import stdio_target
+from commerce_server.db import make_engine
+from contracts.credentials import COMMERCE_KID
+from contracts.retail import RetailTool
+from keystore import create_demo_directory, directory_location, load_directory, private_key_path
+from keystore.directory_file import write_directory
+from keystore.signers import KeyFileSigner
+from retail_server.db import create_retail_schema
+from retail_server.directory import enrol_retail
+from retail_server.records import export_database, load_database
+from retail_server.tau2_format import RetailDatabase
+from tau2_eval.environment import Tau2
+
+
+class Verdict(StrEnum):
+    """How our database after a task's gold calls compares with τ²'s own, by τ²'s hash."""
+
+    EQUAL = "equal"
+    EQUAL_IN_CENTS = "equal in cents"
+    """Equal once τ²'s float residue (0.04999999999999716 for 0.05) is rounded: our money is exact cents."""
+    EQUAL_WITH_OWN_PRICES = "equal with each line's own price"
+    """Equal once every line τ²'s item change changed takes its own variant's price and options."""
+    DIFFERENT = "different"
+
+
+@dataclass
+class TaskRun:
+    """One task's gold calls on our server, and the two hashes."""
+
+    task_id: str
+    customer: str
+    calls: int = 0
+    executed: int = 0
+    refused: list[str] = field(default_factory=list)
+    """Gold calls our server refused: ``name: code``."""
+    tau2_failed: list[str] = field(default_factory=list)
+    """Gold calls τ²'s own tools refused (its evaluator logs them and goes on)."""
+    ours: str = ""
+    gold: str = ""
+    gold_in_cents: str = ""
+    """τ²'s hash of its own database after the gold calls with every amount rounded to cents."""
+    gold_own_prices: str = ""
+    """The same, with every line τ²'s item change changed priced by its own variant (τ² prices them all
+    by the last one)."""
+
+    @property
+    def verdict(self) -> Verdict:
+        if self.ours == self.gold:
+            return Verdict.EQUAL
+        if self.ours == self.gold_in_cents:
+            return Verdict.EQUAL_IN_CENTS
+        if self.ours == self.gold_own_prices:
+            return Verdict.EQUAL_WITH_OWN_PRICES
+        return Verdict.DIFFERENT
+
+
+@dataclass(frozen=True)
+class World:
+    """The throwaway state the runs share: keys and a directory with the retail tenant, and a database
+    loaded from τ²'s file, copied fresh for each task."""
+
+    state_dir: Path
+    template: Path
+
+    def environment(self, database: Path) -> dict[str, str]:
+        return {
+            **os.environ,
+            "RETAIL_DATABASE_URL": f"sqlite:///{database}",
+            "COMMERCE_DIRECTORY": directory_location(self.state_dir, {}),
+            "COMMERCE_SIGNING_KEY": str(private_key_path(self.state_dir, COMMERCE_KID)),
+        }
+
+
+def build_world(work_dir: Path, tau2_db: Path) -> World:
+    """Keys, a directory enrolling τ²'s customers as the retail tenant's, and the loaded database."""
+    state = work_dir / "state"
+    create_demo_directory(state)
+    template = work_dir / "retail-template.db"
+    engine = make_engine(f"sqlite:///{template}")
+    create_retail_schema(engine)
+    data = RetailDatabase.model_validate_json(tau2_db.read_bytes())
+    load_database(engine, data)
+    engine.dispose()
+    location = Path(directory_location(state, {}))
+    customers = [(user.user_id, f"{user.name.first_name} {user.name.last_name}") for user in data.users.values()]
+    write_directory(location, enrol_retail(load_directory(str(location)), customers))
+    return World(state_dir=state, template=template)
+
+
+async def run_task(world: World, task: dict[str, Any], gold: dict[str, Any], work_dir: Path) -> TaskRun:
+    """Send ``task``'s gold calls to a fresh copy of the database, then export it for τ²'s hash."""
+    task_id = str(task["id"])
+    if len(gold["users"]) != 1:
+        raise ValueError(f"task {task_id}: τ²'s gold calls concern {len(gold['users'])} customers, not one")
+    customer = gold["users"][0]
+    run = TaskRun(
+        task_id=task_id,
+        customer=customer,
+        gold=gold["hash"],
+        gold_in_cents=gold["hash_in_cents"],
+        gold_own_prices=gold["hash_own_prices"],
+    )
+    run.tau2_failed = [f"{failure['action_id']}: {failure['error']}" for failure in gold["failed"]]
+    database = work_dir / f"task-{task_id}.db"
+    shutil.copyfile(world.template, database)
+    case_id = f"tau2-retail-{task_id}"
+    command = shlex.join(
+        [
+            sys.executable,
+            "-m",
+            "retail_server",
+            "--state-dir",
+            str(world.state_dir),
+            "--customer",
+            customer,
+            "--case",
+            case_id,
+        ]
+    )
+    saved = dict(os.environ)
+    os.environ.update(world.environment(database))
+    try:
+        async with stdio_target(command) as server:
+            for action in (task.get("evaluation_criteria") or {}).get("actions") or []:
+                run.calls += 1
+                await _gold_call(server, world, run, case_id, action)
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+    exported = work_dir / f"task-{task_id}.json"
+    engine = make_engine(f"sqlite:///{database}")
+    exported.write_text(export_database(engine).model_dump_json(), encoding="utf-8")
+    engine.dispose()
+    return run
+
+
+async def _gold_call(server: Any, world: World, run: TaskRun, case_id: str, action: dict[str, Any]) -> None:
+    name = action["name"]
+    result = await server.call(name, action.get("arguments") or {}, case_id=case_id)
+    if result.is_error:
+        run.refused.append(f"{name}: {_code(result)}")
+        return
+    if RetailTool(name).write is None:
+        return
+    proposal = json.loads(result.content[0].text)
+    identity = load_directory(directory_location(world.state_dir, {})).identity(run.customer)
+    token = KeyFileSigner(world.state_dir).confirmation_token(identity, case_id=case_id, digest=proposal["digest"])
+    execution = {
+        "proposal_id": proposal["proposal_id"],
+        "digest": proposal["digest"],
+        "idempotency_key": f"{case_id}-{proposal['proposal_id']}",
+        "confirmation_token": token,
+    }
+    done = await server.call(RetailTool.EXECUTE_RETAIL_PROPOSAL, {"execution": execution}, case_id=case_id)
+    if done.is_error:
+        run.refused.append(f"execute {name}: {_code(done)}")
+    else:
+        run.executed += 1
+
+
+def _code(result: Any) -> str:
+    try:
+        return str(json.loads(result.content[0].text)["code"])
+    except (ValueError, KeyError, IndexError, AttributeError):
+        return "unreadable refusal"
+
+
+async def check_tasks(
+    tau2: Tau2, task_ids: list[str], work_dir: Path, progress: Callable[[str], None] = print
+) -> list[TaskRun]:
+    """Every task of ``task_ids`` sent to our server and hashed by τ² (``work_dir``: throwaway)."""
+    paths = tau2.paths()
+    tasks = {str(task["id"]): task for task in json.loads(Path(paths["tasks"]).read_text(encoding="utf-8"))}
+    unknown = [task_id for task_id in task_ids if task_id not in tasks]
+    if unknown:
+        raise ValueError(f"τ²-bench retail has no task {unknown[0]!r}")
+    world = build_world(work_dir, Path(paths["db"]))
+    gold = tau2.gold(task_ids)
+    runs = []
+    for count, task_id in enumerate(task_ids, start=1):
+        runs.append(await run_task(world, tasks[task_id], gold[task_id], work_dir))
+        if count % 10 == 0 or count == len(task_ids):
+            progress(f"tau2 faithfulness: {count} of {len(task_ids)} tasks sent to the retail server")
+    ours = tau2.hashes([work_dir / f"task-{run.task_id}.json" for run in runs])
+    for run in runs:
+        run.ours = ours[str(work_dir / f"task-{run.task_id}.json")]
+    return runs
