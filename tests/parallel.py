@@ -19,10 +19,11 @@ from typing import Any
 
 import pytest
 
-SERIAL_GROUPS = {"browser": "browser", "cluster": "processes", "faults": "processes"}
+SERIAL_GROUPS = {"browser": "browser", "cluster": "processes", "faults": "processes", "tau2": "tau2"}
 """Suites (their folder under tests/) whose tests run one at a time: headless chromium pages held to
-UI timeouts; and tests that start, pause and kill several worker processes and dev servers of their
-own. Two of them at once would starve each other on a 2-core machine; beside the rest they are fine."""
+UI timeouts; tests that start, pause and kill several worker processes and dev servers of their
+own (two of them at once would starve each other on a 2-core machine; beside the rest they are fine);
+and the τ²-bench evaluations, which install τ²'s own environment once, on first use."""
 
 
 def serial_group(nodeid: str) -> str | None:

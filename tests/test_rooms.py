@@ -1,8 +1,9 @@
 """The tree's shape: rooms that import one way, no circle, no big module, activity options the checker sees.
 
 From the bottom: ``contracts`` < ``knowledge``, ``keystore``, ``case_tracing`` < ``commerce_server``,
-``activities``, ``workflows``, ``rehearsal``, ``codec_server`` < ``case_client``, ``case_worker``,
-``case_eval``, ``commerce_contract`` < ``case_history``, ``reviewer_console``, ``customer_channel`` <
+``retail_server``, ``activities``, ``workflows``, ``rehearsal``, ``codec_server`` < ``case_client``,
+``case_worker``, ``case_eval``, ``commerce_contract`` < ``case_history``, ``reviewer_console``,
+``customer_channel``, ``tau2_eval`` <
 ``cli`` < ``starter``, ``worker``, ``devstack``; no module imports a room above its own. Two rules on
 top: the command line reaches the commerce side only through the packages ``commerce_server`` and
 ``activities`` (their public faces, never a submodule), and nothing of the service imports ``devstack``
@@ -23,9 +24,9 @@ ROOT = Path(__file__).resolve().parents[1]
 ROOMS = {
     "contracts": 0,
     **dict.fromkeys(("knowledge", "keystore", "case_tracing"), 1),
-    **dict.fromkeys(("commerce_server", "activities", "workflows", "rehearsal", "codec_server"), 2),
+    **dict.fromkeys(("commerce_server", "retail_server", "activities", "workflows", "rehearsal", "codec_server"), 2),
     **dict.fromkeys(("case_client", "case_worker", "case_eval", "commerce_contract"), 3),
-    **dict.fromkeys(("case_history", "reviewer_console", "customer_channel"), 4),
+    **dict.fromkeys(("case_history", "reviewer_console", "customer_channel", "tau2_eval"), 4),
     "cli": 5,
     **dict.fromkeys(("starter", "worker", "devstack"), 6),
 }

@@ -3,13 +3,14 @@ proposals that change nothing, execution once with the customer's confirmation, 
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 from sqlalchemy import Engine
 
-from commerce_server.db import make_engine
 from contracts.actions import ActionExecution
 from contracts.credentials import COMMERCE_KID
 from contracts.errors import CommerceErrorCode, SupportError
@@ -22,6 +23,7 @@ from retail_server.directory import enrol_retail
 from retail_server.records import export_database, load_database
 from retail_server.service import RetailService, calculate
 from retail_server.tau2_format import RetailDatabase
+from tests.conftest import postgres_schema_engine, sqlite_engine
 
 ADDRESS = {"address1": "1 Elm St", "address2": "", "city": "Austin", "country": "USA", "state": "TX", "zip": "78701"}
 
@@ -93,15 +95,18 @@ def _database() -> RetailDatabase:
     )
 
 
-@pytest.fixture
-def retail_db(tmp_path: Path) -> tuple[Engine, Path]:
+@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
+def retail_db(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple[Engine, Path]]:
+    """The small domain loaded once on SQLite and once on PostgreSQL, with a directory enrolling its
+    customers as tenant retail's and the demo keys."""
     create_demo_directory(tmp_path)
     location = Path(directory_location(tmp_path, {}))
     write_directory(location, enrol_retail(load_directory(str(location)), [("ana_diaz_1", "Ana"), ("bo_chen_2", "Bo")]))
-    engine = make_engine(f"sqlite:///{tmp_path / 'retail.db'}")
-    create_retail_schema(engine)
-    load_database(engine, _database())
-    return engine, tmp_path
+    opened = sqlite_engine(tmp_path) if request.param == "sqlite" else postgres_schema_engine()
+    with opened as engine:
+        create_retail_schema(engine)
+        load_database(engine, _database())
+        yield engine, tmp_path
 
 
 def _service(retail_db: tuple[Engine, Path], customer: str = "ana_diaz_1") -> RetailService:
@@ -225,3 +230,49 @@ def test_calculate_evaluates_arithmetic_only() -> None:
         with pytest.raises(SupportError) as refused:
             calculate(hostile)
         assert refused.value.code == CommerceErrorCode.INVALID_ARGUMENT
+
+
+def _confirmed(retail_db: tuple[Engine, Path], proposal_digest: str, proposal_id: str, key: str) -> ActionExecution:
+    token = KeyFileSigner(retail_db[1]).confirmation_token(
+        load_directory(directory_location(retail_db[1], {})).identity("ana_diaz_1"),
+        case_id="case-retail-1",
+        digest=proposal_digest,
+    )
+    return ActionExecution(
+        proposal_id=proposal_id, digest=proposal_digest, idempotency_key=key, confirmation_token=token
+    )
+
+
+def test_two_confirmed_writes_of_one_order_racing_execute_one(retail_db: tuple[Engine, Path]) -> None:
+    """A cancellation and an address change of the same pending order, both confirmed, executed at once
+    from two servers: one executes, the other is refused (the order changed), over several rounds."""
+    for round_ in range(4):
+        order = "#W0000001"
+        ana = _service(retail_db)
+        if export_database(retail_db[0]).orders[order].status != "pending":
+            break
+        address: dict[str, object] = {**ADDRESS, "address1": f"{round_} Oak Ave", "order_id": order}
+        cancel = ana.propose(RetailWrite.CANCEL_PENDING_ORDER, {"order_id": order, "reason": "no longer needed"})
+        move = ana.propose(RetailWrite.MODIFY_PENDING_ORDER_ADDRESS, address)
+        executions = [
+            _confirmed(retail_db, cancel.digest, cancel.proposal_id, f"c-{round_}"),
+            _confirmed(retail_db, move.digest, move.proposal_id, f"m-{round_}"),
+        ]
+
+        def run(execution: ActionExecution) -> str:
+            try:
+                _service(retail_db).execute(execution)
+            except SupportError as refused:
+                return refused.code
+            return "executed"
+
+        with ThreadPoolExecutor(max_workers=2) as pool:
+            results = sorted(pool.map(run, executions))
+        if results.count("executed") != 1:
+            pytest.fail(f"round {round_}: {results}")
+        assert results[0] in ("action_changed", "action_not_eligible"), results
+        cancelled = export_database(retail_db[0]).orders[order].status == "cancelled"
+        payments = export_database(retail_db[0]).orders[order].payment_history
+        assert len(payments) == (2 if cancelled else 1), "a cancellation's refund was written once, or not at all"
+        if cancelled:
+            break
