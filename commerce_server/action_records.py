@@ -38,22 +38,16 @@ def check_caps(
 ) -> None:
     """``action_cap_reached`` when one more action of ``kind`` moving ``adding_cents`` would pass the
     rule's count over the last 24 hours or its running total over the last 30 days."""
-    if rule.max_per_customer_per_day is not None:
-        count = _executed(session, identity, kind, since=now - DAY, total=False)
-        if count + 1 > rule.max_per_customer_per_day:
-            raise error_from_code(
-                CommerceErrorCode.ACTION_CAP_REACHED,
-                f"The merchant allows {rule.max_per_customer_per_day} {kind.value} a day per customer; "
-                f"{count} were made in the last 24 hours.",
-            )
-    if rule.max_cents_per_customer_per_30_days is not None:
-        total = _executed(session, identity, kind, since=now - RUNNING_TOTAL_PERIOD, total=True)
-        if total + adding_cents > rule.max_cents_per_customer_per_30_days:
-            raise error_from_code(
-                CommerceErrorCode.ACTION_CAP_REACHED,
-                f"The merchant allows {rule.max_cents_per_customer_per_30_days} cents of {kind.value} per customer "
-                f"in 30 days; {total} were moved already and this one moves {adding_cents}.",
-            )
+    if rule.max_per_customer_per_day is None and rule.max_cents_per_customer_per_30_days is None:
+        return
+    passed = rule.cap_passed(
+        kind,
+        count_today=_executed(session, identity, kind, since=now - DAY, total=False),
+        total_30_days=_executed(session, identity, kind, since=now - RUNNING_TOTAL_PERIOD, total=True),
+        adding_cents=adding_cents,
+    )
+    if passed is not None:
+        raise error_from_code(CommerceErrorCode.ACTION_CAP_REACHED, passed)
 
 
 def _executed(session: Session, identity: Identity, kind: ActionKind, *, since: datetime, total: bool) -> int:

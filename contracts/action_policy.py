@@ -86,6 +86,23 @@ class ActionRule(BaseModel):
             raise ValueError("an action nobody agrees to needs a daily cap (max_per_customer_per_day)")
         return self
 
+    def cap_passed(self, kind: ActionKind, *, count_today: int, total_30_days: int, adding_cents: int) -> str | None:
+        """The sentence saying which cap one more action of ``kind`` moving ``adding_cents`` would pass,
+        given the customer's executed actions of the kind (``count_today``: over the last 24 hours;
+        ``total_30_days``: the cents they moved over the last 30 days); None when it passes none."""
+        if self.max_per_customer_per_day is not None and count_today + 1 > self.max_per_customer_per_day:
+            return (
+                f"The merchant allows {self.max_per_customer_per_day} {kind.value} a day per customer; "
+                f"{count_today} were made in the last 24 hours."
+            )
+        cents_cap = self.max_cents_per_customer_per_30_days
+        if cents_cap is not None and total_30_days + adding_cents > cents_cap:
+            return (
+                f"The merchant allows {cents_cap} cents of {kind.value} per customer in 30 days; "
+                f"{total_30_days} were moved already and this one moves {adding_cents}."
+            )
+        return None
+
     def reviewers_required(self, amount_cents: int) -> int:
         """Distinct reviewers an action moving ``amount_cents`` needs."""
         return self.reviewers if amount_cents >= self.reviewers_from_cents else 0

@@ -147,6 +147,9 @@ class RetailProposalRow(SQLModel, table=True):
     idempotency_key: str | None = Field(default=None, unique=True, max_length=128)
     execution_digest: str | None = Field(default=None, max_length=64)
     receipt_json: str | None = Field(default=None, sa_type=Text)
+    executed_at: datetime | None = Field(default=None, sa_type=IsoDateTime, index=True)
+    moved_cents: int = 0
+    """The money the executed write moved (refunded and charged): what a rule's 30-day cap counts."""
 
 
 class RetailCredentialUseRow(SQLModel, table=True):

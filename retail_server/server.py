@@ -25,7 +25,8 @@ from contracts.actions import ActionExecution
 from contracts.errors import CommerceErrorCode, SupportError
 from contracts.identity import Identity
 from contracts.retail import RetailTool, RetailWrite
-from retail_server.service import TRANSFERRED, RetailService, calculate
+from retail_server.calculator import calculate
+from retail_server.service import TRANSFERRED, RetailService
 
 logger = logging.getLogger(__name__)
 

@@ -8,9 +8,7 @@ customer's order), which is stricter than the benchmark, whose tools answer for 
 
 from __future__ import annotations
 
-import ast
 import json
-import operator
 import uuid
 from collections.abc import Callable
 from datetime import datetime, timedelta
@@ -20,13 +18,13 @@ from sqlmodel import Session, col, select
 
 from commerce_server.action_agreement import agreement_of, refuse_reused
 from contracts.action_credentials import RECEIPT_AUDIENCE
+from contracts.action_policy import ActionRule
 from contracts.actions import ActionExecution
 from contracts.credentials import COMMERCE_KID, sign
 from contracts.directory import Directory
 from contracts.errors import CommerceErrorCode, SupportError, error_from_code
 from contracts.identity import Identity
 from contracts.retail import (
-    RetailAddress,
     RetailEffect,
     RetailProposal,
     RetailReceipt,
@@ -35,6 +33,7 @@ from contracts.retail import (
 from retail_server import records, rules
 from retail_server import tau2_format as t2
 from retail_server.apply import apply_effect
+from retail_server.arguments import WriteArguments
 from retail_server.db import (
     RetailCredentialUseRow,
     RetailOrderRow,
@@ -49,41 +48,6 @@ TRANSFERRED = "Transfer successful"
 
 def _not_found(what: str) -> SupportError:
     return error_from_code(CommerceErrorCode.CUSTOMER_NOT_FOUND, f"{what} not found")
-
-
-def _invalid(message: str) -> SupportError:
-    return error_from_code(CommerceErrorCode.INVALID_ARGUMENT, message)
-
-
-_OPERATORS: dict[type[ast.operator | ast.unaryop], Callable[..., float]] = {
-    ast.Add: operator.add,
-    ast.Sub: operator.sub,
-    ast.Mult: operator.mul,
-    ast.Div: operator.truediv,
-    ast.USub: operator.neg,
-    ast.UAdd: operator.pos,
-}
-
-
-def calculate(expression: str) -> str:
-    """The value of an arithmetic expression (numbers, + - * /, parentheses), rounded to two decimals, as
-    τ²-bench's ``calculate`` answers; anything else is refused, never evaluated."""
-    if len(expression) > 500 or not all(char in "0123456789+-*/(). " for char in expression):
-        raise _invalid("The expression may hold only numbers, + - * / and parentheses.")
-
-    def value(node: ast.expr) -> float:
-        if isinstance(node, ast.Constant) and isinstance(node.value, int | float):
-            return float(node.value)
-        if isinstance(node, ast.BinOp) and type(node.op) in _OPERATORS:
-            return _OPERATORS[type(node.op)](value(node.left), value(node.right))
-        if isinstance(node, ast.UnaryOp) and type(node.op) in _OPERATORS:
-            return _OPERATORS[type(node.op)](value(node.operand))
-        raise _invalid("The expression is not arithmetic.")
-
-    try:
-        return str(round(value(ast.parse(expression, mode="eval").body), 2))
-    except (SyntaxError, ZeroDivisionError, OverflowError):
-        raise _invalid("The expression cannot be calculated.") from None
 
 
 class RetailService:
@@ -151,14 +115,11 @@ class RetailService:
     def propose(self, kind: RetailWrite, arguments: dict[str, object]) -> RetailProposal:
         """The proposal of ``kind`` with ``arguments`` (τ²-bench's), stored until it is executed; nothing
         else changes. The tenant's rule for the kind says who must agree (none named: refused)."""
-        rule = self._directory().action_rule(self._customer.tenant, kind.action_kind)
-        if rule is None:
-            raise error_from_code(
-                CommerceErrorCode.ACTION_NOT_ALLOWED, f"The merchant's policy does not allow {kind.value} here."
-            )
+        rule = self._allowed(self._directory(), kind)
         with Session(self._engine) as session:
             effect = self._effect(session, kind, arguments)
             now = self._now()
+            self._within_caps(session, kind, rule, effect, now)
             agreement = self._directory().action_agreement(
                 self._customer.tenant, kind.action_kind, effect.refund_cents + effect.charge_cents
             )
@@ -194,7 +155,7 @@ class RetailService:
         return proposal
 
     def _effect(self, session: Session, kind: RetailWrite, arguments: dict[str, object]) -> RetailEffect:
-        args = _Arguments(arguments)
+        args = WriteArguments(arguments)
         if kind is RetailWrite.MODIFY_USER_ADDRESS:
             user = self._own_user(session, args.text("user_id"))
             return rules.change_default_address(user, self._user_version(session, user.user_id), args.address())
@@ -245,8 +206,17 @@ class RetailService:
             if execution.digest != proposal.digest:
                 raise error_from_code(CommerceErrorCode.ACTION_CHANGED, "The digest is not this proposal's.")
             now = self._now()
-            agreed = agreement_of(proposal, execution, self._customer, self._directory(), now=now)
+            directory = self._directory()
+            rule = self._allowed(directory, proposal.kind)
+            moved = proposal.effect.refund_cents + proposal.effect.charge_cents
+            if directory.action_agreement(self._customer.tenant, proposal.kind.action_kind, moved) != proposal.requires:
+                raise error_from_code(
+                    CommerceErrorCode.ACTION_CHANGED,
+                    "The merchant's policy on who must agree changed since the proposal; ask for a new one.",
+                )
+            agreed = agreement_of(proposal, execution, self._customer, directory, now=now)
             refuse_reused(agreed, self._customer, lambda jti: session.get(RetailCredentialUseRow, jti) is not None)
+            self._within_caps(session, proposal.kind, rule, proposal.effect, now)
             current = self._effect(session, proposal.kind, proposal.arguments)
             if current != proposal.effect:
                 raise error_from_code(
@@ -261,6 +231,8 @@ class RetailService:
             row.idempotency_key = execution.idempotency_key
             row.execution_digest = execution.body_digest()
             row.receipt_json = receipt.model_dump_json()
+            row.executed_at = now
+            row.moved_cents = proposal.effect.refund_cents + proposal.effect.charge_cents
             session.add(row)
             session.commit()
         return receipt
@@ -314,6 +286,37 @@ class RetailService:
             signature=sign(claims, self._signing_key(), kid=COMMERCE_KID),
         )
 
+    def _allowed(self, directory: Directory, kind: RetailWrite) -> ActionRule:
+        """The tenant's rule for ``kind`` now; ``action_not_allowed`` when its policy names none (default deny)."""
+        rule = directory.action_rule(self._customer.tenant, kind.action_kind)
+        if rule is None:
+            raise error_from_code(
+                CommerceErrorCode.ACTION_NOT_ALLOWED, f"The merchant's policy does not allow {kind.value} here."
+            )
+        return rule
+
+    def _within_caps(
+        self, session: Session, kind: RetailWrite, rule: ActionRule, effect: RetailEffect, now: datetime
+    ) -> None:
+        """``action_cap_reached`` when one more ``kind`` would pass a cap of the tenant's rule, counting the
+        customer's executed writes of the kind (at the proposal, and again at the execution)."""
+        if rule.max_per_customer_per_day is None and rule.max_cents_per_customer_per_30_days is None:
+            return
+        executed = select(RetailProposalRow).where(
+            RetailProposalRow.customer == self._customer.subject,
+            RetailProposalRow.kind == kind.value,
+            col(RetailProposalRow.executed_at) >= now - timedelta(days=30),
+        )
+        rows = list(session.exec(executed))
+        passed = rule.cap_passed(
+            kind.action_kind,
+            count_today=sum(1 for row in rows if row.executed_at and row.executed_at >= now - timedelta(days=1)),
+            total_30_days=sum(row.moved_cents for row in rows),
+            adding_cents=effect.refund_cents + effect.charge_cents,
+        )
+        if passed is not None:
+            raise error_from_code(CommerceErrorCode.ACTION_CAP_REACHED, passed)
+
     # --- records of this customer --------------------------------------------------------------------
 
     def _own_user(self, session: Session, user_id: str) -> t2.User:
@@ -342,28 +345,3 @@ class RetailService:
                 v.item_id: (v.product_id, v.available, v.price_cents, json.loads(v.options_json)) for v in variants
             }
         )
-
-
-class _Arguments:
-    """A write's arguments, read by name and type; a missing or mistyped one is ``invalid_argument``."""
-
-    def __init__(self, arguments: dict[str, object]) -> None:
-        self._arguments = arguments
-
-    def text(self, name: str) -> str:
-        value = self._arguments.get(name)
-        if not isinstance(value, str) or not value or len(value) > 200:
-            raise _invalid(f"{name} must be a non-empty string.")
-        return value
-
-    def ids(self, name: str) -> list[str]:
-        value = self._arguments.get(name)
-        if not isinstance(value, list) or not all(isinstance(v, str) for v in value) or len(value) > 50:
-            raise _invalid(f"{name} must be a list of item ids.")
-        return list(value)
-
-    def address(self) -> RetailAddress:
-        fields = {name: self._arguments.get(name) for name in RetailAddress.model_fields}
-        if not all(isinstance(value, str) for value in fields.values()):
-            raise _invalid("An address names address1, address2, city, state, country and zip, each a string.")
-        return RetailAddress.model_validate(fields)

@@ -11,17 +11,20 @@ from pathlib import Path
 import pytest
 from sqlalchemy import Engine
 
+from contracts.action_policy import ActionKind, ActionRule
 from contracts.actions import ActionExecution
 from contracts.credentials import COMMERCE_KID
 from contracts.errors import CommerceErrorCode, SupportError
-from contracts.retail import RetailWrite
+from contracts.retail import RETAIL_TENANT, RetailWrite
 from keystore import create_demo_directory, directory_location, load_directory, load_private_key, private_key_path
+from keystore.directory_edit import set_action
 from keystore.directory_file import write_directory
 from keystore.signers import KeyFileSigner
+from retail_server.calculator import calculate
 from retail_server.db import create_retail_schema
 from retail_server.directory import enrol_retail
 from retail_server.records import export_database, load_database
-from retail_server.service import RetailService, calculate
+from retail_server.service import RetailService
 from retail_server.tau2_format import RetailDatabase
 from tests.conftest import postgres_schema_engine, sqlite_engine
 
@@ -276,3 +279,52 @@ def test_two_confirmed_writes_of_one_order_racing_execute_one(retail_db: tuple[E
         assert len(payments) == (2 if cancelled else 1), "a cancellation's refund was written once, or not at all"
         if cancelled:
             break
+
+
+def test_the_tenants_caps_hold_at_the_proposal_and_the_execution(retail_db: tuple[Engine, Path]) -> None:
+    location = Path(directory_location(retail_db[1], {}))
+    directory = load_directory(str(location))
+    once_a_day = ActionRule(customer_confirms=True, reviewers=0, max_per_customer_per_day=1)
+    directory = set_action(directory, RETAIL_TENANT, ActionKind.CHANGE_ORDER_ADDRESS, once_a_day)
+    little = ActionRule(customer_confirms=True, reviewers=0, max_cents_per_customer_per_30_days=1000)
+    write_directory(location, set_action(directory, RETAIL_TENANT, ActionKind.CANCEL_ORDER, little))
+    ana = _service(retail_db)
+    refusal = _refused(
+        CommerceErrorCode.ACTION_CAP_REACHED,
+        lambda: ana.propose(RetailWrite.CANCEL_PENDING_ORDER, {"order_id": "#W0000001", "reason": "no longer needed"}),
+    )
+    assert "1000 cents of cancel_order per customer in 30 days" in refusal.message
+    move = {**ADDRESS, "order_id": "#W0000001"}
+    first = ana.propose(RetailWrite.MODIFY_PENDING_ORDER_ADDRESS, {**move, "address1": "2 Oak Ave"})
+    second = ana.propose(RetailWrite.MODIFY_PENDING_ORDER_ADDRESS, {**move, "address1": "3 Oak Ave"})
+    ana.execute(_confirmed(retail_db, first.digest, first.proposal_id, "a-1"))
+    refusal = _refused(
+        CommerceErrorCode.ACTION_CAP_REACHED,
+        lambda: ana.execute(_confirmed(retail_db, second.digest, second.proposal_id, "a-2")),
+    )
+    assert "1 change_order_address a day per customer; 1 were made" in refusal.message
+    assert export_database(retail_db[0]).orders["#W0000001"].address.address1 == "2 Oak Ave"
+
+
+def test_the_policy_now_decides_at_the_execution(retail_db: tuple[Engine, Path]) -> None:
+    """A proposal made under the tenant's rule is refused when the rule is withdrawn, or asks for a reviewer,
+    by the time the customer's confirmation arrives."""
+    location = Path(directory_location(retail_db[1], {}))
+    ana = _service(retail_db)
+    cancel: dict[str, object] = {"order_id": "#W0000001", "reason": "no longer needed"}
+    proposal = ana.propose(RetailWrite.CANCEL_PENDING_ORDER, cancel)
+    with_reviewer = ActionRule(customer_confirms=True, reviewers=1)
+    write_directory(
+        location, set_action(load_directory(str(location)), RETAIL_TENANT, ActionKind.CANCEL_ORDER, with_reviewer)
+    )
+    _refused(
+        CommerceErrorCode.ACTION_CHANGED,
+        lambda: ana.execute(_confirmed(retail_db, proposal.digest, proposal.proposal_id, "p-1")),
+    )
+    write_directory(location, set_action(load_directory(str(location)), RETAIL_TENANT, ActionKind.CANCEL_ORDER, None))
+    _refused(
+        CommerceErrorCode.ACTION_NOT_ALLOWED,
+        lambda: ana.execute(_confirmed(retail_db, proposal.digest, proposal.proposal_id, "p-2")),
+    )
+    _refused(CommerceErrorCode.ACTION_NOT_ALLOWED, lambda: ana.propose(RetailWrite.CANCEL_PENDING_ORDER, cancel))
+    assert export_database(retail_db[0]).orders["#W0000001"].status == "pending"
