@@ -19,7 +19,8 @@ from typing import NoReturn
 
 from commerce_contract.context import Run
 from commerce_contract.fixture import Fixture, KitKeys, load_fixture
-from commerce_contract.runner import check_names, exit_status, run_checks, summary
+from commerce_contract.retail_profile import RETAIL_CHECKS, RetailRun, load_retail_fixture
+from commerce_contract.runner import all_checks, check_names, exit_status, run_checks, summary
 from commerce_contract.target import Target, http_target, stdio_target
 from commerce_server.tokens import TOKEN_SECRET_ENV, token_secret_from_env
 from contracts.credentials import ISSUER_KID
@@ -55,6 +56,12 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     )
     parser.add_argument("--directory", help="the server's directory (file or https URL); default <state dir>/keys/")
     parser.add_argument("--fixture", type=Path, help="JSON naming the customer and orders; default the demo data")
+    parser.add_argument(
+        "--profile",
+        choices=("commerce", "retail"),
+        default="commerce",
+        help="commerce: our contract's tools (default); retail: τ²-bench's retail tools (docs/evaluation.md)",
+    )
     args = parser.parse_args(argv)
     if args.stdio is not None and not args.stdio.strip():
         parser.error("--stdio needs a command")
@@ -79,14 +86,40 @@ async def conform(
     async with target as opened:
         print(f"conformance: checking {opened.description} as {customer.subject} (this PAYS one simulated refund)")
         results = await run_checks(
-            Run(opened, fixture, keys, customer), lambda result: print(result.line(), flush=True)
+            Run(opened, fixture, keys, customer), all_checks(), lambda result: print(result.line(), flush=True)
         )
+        print(summary(results, opened.description))
+    return exit_status(results)
+
+
+async def conform_retail(target: AbstractAsyncContextManager[Target], args: argparse.Namespace) -> int:
+    """The retail profile over ``target``, for the fixture's customer."""
+    fixture = load_retail_fixture(args.fixture)
+    keys = KitKeys.load(args.state_dir, args.directory)
+    customer = keys.customer(fixture.customer)
+    async with target as opened:
+        print(f"conformance: checking {opened.description} as {customer.subject} (retail; this CANCELS one order)")
+        run = RetailRun(opened, fixture, keys, customer)
+        results = await run_checks(run, RETAIL_CHECKS, lambda result: print(result.line(), flush=True))
         print(summary(results, opened.description))
     return exit_status(results)
 
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(sys.argv[1:] if argv is None else argv)
+    if args.profile == "retail":
+        if args.url:
+            print(f"{PROG}: the retail profile runs over stdio (--stdio)", file=sys.stderr)
+            return 2
+        try:
+            return asyncio.run(conform_retail(stdio_target(args.stdio), args))
+        except SupportError as error:
+            print(f"{PROG}: {error.message}", file=sys.stderr)
+            return 2
+        except Exception as error:  # the server never started or was lost outside any check
+            cause = _sole(error)
+            print(f"{PROG}: cannot talk to the server ({type(cause).__name__}: {cause})", file=sys.stderr)
+            return 1
     try:
         fixture, keys, customer = prepare(args)
         secret = token_secret_from_env() if args.url else ""

@@ -8,8 +8,9 @@ and named in the summary.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
+from typing import TypeVar
 
 from commerce_contract.checks_account import account_checks
 from commerce_contract.checks_actions import action_checks
@@ -18,8 +19,10 @@ from commerce_contract.checks_reads import error_classes, identity_scoping, tool
 from commerce_contract.checks_refund_action import refund_action_checks
 from commerce_contract.checks_refunds import Check, refund_checks
 from commerce_contract.checks_returns import return_checks
-from commerce_contract.context import CheckFailed, CheckSkipped, Run
+from commerce_contract.context import CheckFailed, CheckSkipped
 from contracts.errors import SupportError, bounded
+
+_Run = TypeVar("_Run")
 
 PASS = "PASS"
 FAIL = "FAIL"
@@ -64,9 +67,12 @@ def check_names() -> list[str]:
     return [check.__name__ for check in all_checks()]
 
 
-async def run_checks(run: Run, report: Callable[[CheckResult], None]) -> list[CheckResult]:
+async def run_checks(
+    run: _Run, checks: Sequence[Callable[[_Run], Awaitable[str]]], report: Callable[[CheckResult], None]
+) -> list[CheckResult]:
+    """Each of ``checks`` (a profile's: :func:`all_checks` for the commerce one) on ``run``, reported as it ends."""
     results: list[CheckResult] = []
-    for check in all_checks():
+    for check in checks:
         try:
             result = CheckResult(check.__name__, PASS, await check(run))
         except CheckSkipped as skipped:

@@ -231,26 +231,39 @@ def _covers(method: t2.PaymentMethod, amount_cents: int, rule: Rule) -> None:
         raise refuse(rule, f"Gift card {method.id} holds too little for {amount_cents / 100:.2f}.")
 
 
+@dataclass(frozen=True)
+class ItemSwap:
+    """What an item change or an exchange asks: these lines, for these variants, the difference settled
+    through this payment method."""
+
+    item_ids: list[str]
+    new_item_ids: list[str]
+    payment_method_id: str
+
+
+def _priced(
+    order: t2.Order, user: t2.User, swap: ItemSwap, catalogue: Catalogue, *, allow_same: bool
+) -> tuple[tuple[ItemChange, ...], int, t2.PaymentMethod]:
+    """The lines changed, the price difference (above 0: the customer pays it) and the method settling it,
+    which must be the customer's own and, a gift card, cover it."""
+    changes = _item_changes(order, swap.item_ids, swap.new_item_ids, catalogue, allow_same=allow_same)
+    difference = _difference(changes)
+    method = _method(user, swap.payment_method_id)
+    _covers(method, difference, Rule.GIFT_CARD_COVERS_DIFFERENCE)
+    return changes, difference, method
+
+
 def modify_items(
-    order: t2.Order,
-    user: t2.User,
-    versions: tuple[int, int],
-    item_ids: list[str],
-    new_item_ids: list[str],
-    payment_method_id: str,
-    catalogue: Catalogue,
+    order: t2.Order, user: t2.User, versions: tuple[int, int], swap: ItemSwap, catalogue: Catalogue
 ) -> RetailEffect:
     if order.status == ITEMS_MODIFIED:
         raise refuse(Rule.ITEMS_ONCE, f"The items of order {order.order_id} were modified already.")
     _require_status(order, PENDING, Rule.PENDING_TO_MODIFY)
-    changes = _item_changes(order, item_ids, new_item_ids, catalogue, allow_same=False)
-    difference = _difference(changes)
-    method = _method(user, payment_method_id)
-    _covers(method, difference, Rule.GIFT_CARD_COVERS_DIFFERENCE)
+    changes, difference, method = _priced(order, user, swap, catalogue, allow_same=False)
     payment = Payment(
         transaction_type="payment" if difference > 0 else "refund",
         amount_cents=abs(difference),
-        payment_method_id=payment_method_id,
+        payment_method_id=swap.payment_method_id,
     )
     return RetailEffect(
         **_order_effect(order, user, *versions),  # type: ignore[arg-type]
@@ -327,25 +340,16 @@ def return_items(
 
 
 def exchange_items(
-    order: t2.Order,
-    user: t2.User,
-    versions: tuple[int, int],
-    item_ids: list[str],
-    new_item_ids: list[str],
-    payment_method_id: str,
-    catalogue: Catalogue,
+    order: t2.Order, user: t2.User, versions: tuple[int, int], swap: ItemSwap, catalogue: Catalogue
 ) -> RetailEffect:
     _require_status(order, DELIVERED, Rule.DELIVERED_TO_EXCHANGE)
-    changes = _item_changes(order, item_ids, new_item_ids, catalogue, allow_same=True)
-    difference = _difference(changes)
-    method = _method(user, payment_method_id)
-    _covers(method, difference, Rule.GIFT_CARD_COVERS_DIFFERENCE)
+    _, difference, _ = _priced(order, user, swap, catalogue, allow_same=True)
     return RetailEffect(
         **_order_effect(order, user, *versions),  # type: ignore[arg-type]
         status_after="exchange requested",
-        exchange_items=tuple(sorted(item_ids)),
-        exchange_new_items=tuple(sorted(new_item_ids)),
-        exchange_payment_method_id=payment_method_id,
+        exchange_items=tuple(sorted(swap.item_ids)),
+        exchange_new_items=tuple(sorted(swap.new_item_ids)),
+        exchange_payment_method_id=swap.payment_method_id,
         exchange_price_difference_cents=difference,
         policy=cite(
             Rule.DELIVERED_TO_EXCHANGE, Rule.SAME_PRODUCT, Rule.OWN_PAYMENT_METHOD, Rule.GIFT_CARD_COVERS_DIFFERENCE

@@ -170,16 +170,9 @@ class RetailService:
         if kind is RetailWrite.RETURN_DELIVERED_ORDER_ITEMS:
             return rules.return_items(order, user, versions, args.ids("item_ids"), args.text("payment_method_id"))
         catalogue = self._catalogue(session, args.ids("new_item_ids"))
+        swap = rules.ItemSwap(args.ids("item_ids"), args.ids("new_item_ids"), args.text("payment_method_id"))
         change = rules.modify_items if kind is RetailWrite.MODIFY_PENDING_ORDER_ITEMS else rules.exchange_items
-        return change(
-            order,
-            user,
-            versions,
-            args.ids("item_ids"),
-            args.ids("new_item_ids"),
-            args.text("payment_method_id"),
-            catalogue,
-        )
+        return change(order, user, versions, swap, catalogue)
 
     # --- execution -----------------------------------------------------------------------------------
 

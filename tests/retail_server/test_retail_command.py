@@ -40,4 +40,4 @@ def test_serving_needs_a_customer_and_a_case(tmp_path: Path, capsys: pytest.Capt
     with pytest.raises(SystemExit) as exited:
         main(["--state-dir", str(tmp_path), "--customer", "ana_diaz_1"])
     assert exited.value.code == 2
-    assert "serving needs --customer and --case" in capsys.readouterr().err
+    assert "serving over stdio needs --customer and --case" in capsys.readouterr().err
