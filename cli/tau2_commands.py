@@ -78,7 +78,7 @@ def _faithfulness(side: Tau2, task_ids: list[str], work: Path) -> bool:
     work.mkdir()
     started = time.monotonic()
     runs = asyncio.run(check_tasks(side, task_ids, work, progress=errors.print))
-    rows: list[list[object]] = [["task", "customer", "calls", "executed", "refused here", "failed in τ²", "database"]]
+    rows: list[list[object]] = [["task", "customer", "calls", "executed", "refused", "τ² failed", "database"]]
     for run in runs:
         rows.append(
             [run.task_id, run.customer, run.calls, run.executed, len(run.refused), len(run.tau2_failed), run.verdict]
