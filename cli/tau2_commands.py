@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import asyncio
-import json
 import tempfile
 import time
 from collections import Counter
@@ -19,6 +18,7 @@ from cli.render import console, errors, grid
 
 if TYPE_CHECKING:
     from tau2_eval.environment import Tau2
+    from tau2_eval.world import Prepared
 
 
 @eval_app.command("tau2")
@@ -43,7 +43,7 @@ def eval_tau2(
     """τ²-bench retail: its tasks on our retail server, scored by τ²'s own hash."""
     from tau2_eval.environment import Tau2Unavailable, tau2
     from tau2_eval.tasks import select_tasks
-    from tau2_eval.world import ServerStopped
+    from tau2_eval.world import ServerStopped, prepare
 
     if not (faithfulness or mutations):
         errors.print("eval tau2: name what to run: --faithfulness, --mutations, or both")
@@ -60,10 +60,11 @@ def eval_tau2(
     held = True
     with tempfile.TemporaryDirectory(prefix="tau2-eval-") as work:
         try:
+            prepared = prepare(side, task_ids, Path(work))
             if faithfulness:
-                held = _faithfulness(side, task_ids, Path(work) / "faithfulness") and held
+                held = _faithfulness(side, prepared, Path(work) / "faithfulness") and held
             if mutations:
-                held = _mutations(side, paths, task_ids, Path(work) / "mutations") and held
+                held = _mutations(prepared, Path(work) / "mutations") and held
         except (ServerStopped, Tau2Unavailable) as stopped:
             errors.print(f"eval tau2: {stopped}")
             raise typer.Exit(ExitCode.FAILED) from None
@@ -72,12 +73,12 @@ def eval_tau2(
         raise typer.Exit(ExitCode.MISMATCH)
 
 
-def _faithfulness(side: Tau2, task_ids: list[str], work: Path) -> bool:
+def _faithfulness(side: Tau2, prepared: Prepared, work: Path) -> bool:
     from tau2_eval.faithfulness import Verdict, check_tasks
 
     work.mkdir()
     started = time.monotonic()
-    runs = asyncio.run(check_tasks(side, task_ids, work, progress=errors.print))
+    runs = asyncio.run(check_tasks(side, prepared, work, progress=errors.print))
     rows: list[list[object]] = [["task", "customer", "calls", "executed", "refused", "τ² failed", "database"]]
     for run in runs:
         rows.append(
@@ -90,16 +91,12 @@ def _faithfulness(side: Tau2, task_ids: list[str], work: Path) -> bool:
     return not verdicts[Verdict.DIFFERENT]
 
 
-def _mutations(side: Tau2, paths: dict[str, str], task_ids: list[str], work: Path) -> bool:
+def _mutations(prepared: Prepared, work: Path) -> bool:
     from tau2_eval.mutations import MutationKind, mutate_tasks
 
     work.mkdir()
     started = time.monotonic()
-    customers = {task_id: answer["users"][0] for task_id, answer in side.gold(task_ids).items()}
-    known = {str(task["id"]): task for task in json.loads(Path(paths["tasks"]).read_text(encoding="utf-8"))}
-    outcomes = asyncio.run(
-        mutate_tasks([known[task_id] for task_id in task_ids], customers, Path(paths["db"]), work, errors.print)
-    )
+    outcomes = asyncio.run(mutate_tasks(prepared, work, errors.print))
     rows: list[list[object]] = [["variant", "sent", "refused, nothing written", "codes"]]
     for kind in MutationKind:
         of_kind = [outcome for outcome in outcomes if outcome.kind is kind]

@@ -39,7 +39,7 @@ from keystore.directory_edit import DirectoryEditError
 from keystore.directory_file import write_directory
 from retail_server.db import create_retail_schema, retail_database_url
 from retail_server.directory import enrol_retail
-from retail_server.records import LoadError, export_database, load_database
+from retail_server.records import LoadError, customer_names, export_database, load_database
 from retail_server.server import bound, build_retail_http_server, build_retail_server
 from retail_server.tau2_format import RetailDatabase
 
@@ -100,8 +100,7 @@ def _enroll(args: argparse.Namespace) -> int:
     if "://" in location:
         print(f"{PROG}: the directory is served at a URL; enrol the retail tenant where it is edited", file=sys.stderr)
         return 2
-    users = export_database(_engine(args.state_dir)).users.values()
-    customers = [(user.user_id, f"{user.name.first_name} {user.name.last_name}") for user in users]
+    customers = customer_names(_engine(args.state_dir))
     write_directory(Path(location), enrol_retail(keys.directory(), customers))
     print(f"enrolled tenant {RETAIL_TENANT} with {len(customers)} customers in {location}")
     return 0

@@ -50,6 +50,13 @@ def is_loaded(engine: Engine) -> bool:
         return bool(session.exec(select(func.count()).select_from(RetailProductRow)).one())
 
 
+def customer_names(engine: Engine) -> list[tuple[str, str]]:
+    """Every customer's user id and full name, in the domain's order (what the directory enrols)."""
+    with Session(engine) as session:
+        users = session.exec(select(RetailUserRow).order_by(col(RetailUserRow.position)))
+        return [(user.user_id, f"{user.first_name} {user.last_name}") for user in users]
+
+
 def load_database(engine: Engine, data: t2.RetailDatabase) -> None:
     """Write ``data`` into empty tables in one transaction; refused when a catalogue is loaded already."""
     if is_loaded(engine):

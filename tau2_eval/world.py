@@ -30,6 +30,7 @@ from retail_server.db import create_retail_schema
 from retail_server.directory import enrol_retail
 from retail_server.records import export_database, load_database
 from retail_server.tau2_format import RetailDatabase
+from tau2_eval.environment import Tau2
 
 
 @dataclass(frozen=True)
@@ -64,6 +65,34 @@ def build_world(work_dir: Path, tau2_db: Path) -> World:
     return World(state_dir=state, template=template, data=data)
 
 
+def customer_of(task_id: str, gold: dict[str, Any]) -> str:
+    """The one customer τ²'s gold calls of a task concern (``tau2_side.py gold``'s ``users``)."""
+    if len(gold["users"]) != 1:
+        raise ValueError(f"task {task_id}: τ²'s gold calls concern {len(gold['users'])} customers, not one")
+    return str(gold["users"][0])
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """What every check of a run shares: the world, the tasks chosen, and τ²'s answers on their gold calls."""
+
+    world: World
+    tasks: list[dict[str, Any]]
+    gold: dict[str, Any]
+    """Per task id: τ²'s hashes after the gold calls, the calls that failed there, the customers concerned."""
+
+
+def prepare(tau2: Tau2, task_ids: list[str], work_dir: Path) -> Prepared:
+    """The tasks ``task_ids`` name, τ²'s gold answers on them (asked once) and the world (built once)."""
+    paths = tau2.paths()
+    known = {str(task["id"]): task for task in json.loads(Path(paths["tasks"]).read_text(encoding="utf-8"))}
+    unknown = [task_id for task_id in task_ids if task_id not in known]
+    if unknown:
+        raise ValueError(f"τ²-bench retail has no task {unknown[0]!r}")
+    world = build_world(work_dir, Path(paths["db"]))
+    return Prepared(world=world, tasks=[known[task_id] for task_id in task_ids], gold=tau2.gold(task_ids))
+
+
 def refusal_code(result: CallToolResult) -> str:
     """The code of a refused call (a tool error's ``{"code": ...}``)."""
     try:
@@ -93,6 +122,8 @@ class RetailSession:
         self._server = server
         self.customer = customer
         self.case_id = case_id
+        self._identity = load_directory(directory_location(world.state_dir, {})).identity(customer)
+        self._signer = KeyFileSigner(world.state_dir)
         self._executions = 0
 
     async def call(self, tool: str, arguments: dict[str, Any]) -> CallToolResult:
@@ -100,8 +131,7 @@ class RetailSession:
 
     def confirmation(self, digest: str) -> str:
         """The customer's signed "yes" to the proposal ``digest`` (the sign-in service's, from its key)."""
-        identity = load_directory(directory_location(self._world.state_dir, {})).identity(self.customer)
-        return KeyFileSigner(self._world.state_dir).confirmation_token(identity, case_id=self.case_id, digest=digest)
+        return self._signer.confirmation_token(self._identity, case_id=self.case_id, digest=digest)
 
     async def execute(
         self, proposal: dict[str, Any], *, confirmation: str | None, digest: str | None = None

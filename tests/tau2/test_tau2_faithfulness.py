@@ -9,7 +9,6 @@ are each refused with nothing written."""
 from __future__ import annotations
 
 import asyncio
-import json
 import shutil
 from collections import Counter
 from pathlib import Path
@@ -20,7 +19,7 @@ from contracts.retail import RetailWrite
 from tau2_eval.environment import Tau2, ensure_installed, venv_path
 from tau2_eval.faithfulness import Verdict, check_tasks
 from tau2_eval.mutations import MutationKind, domain_digest, mutate_tasks
-from tau2_eval.world import build_world, retail_session
+from tau2_eval.world import build_world, prepare, retail_session
 
 pytestmark = pytest.mark.slow
 
@@ -42,7 +41,7 @@ def tau2() -> Tau2:
 
 
 def test_gold_calls_leave_the_database_tau2_leaves(tau2: Tau2, tmp_path: Path) -> None:
-    runs = asyncio.run(check_tasks(tau2, list(SUBSET), tmp_path, progress=lambda _line: None))
+    runs = asyncio.run(check_tasks(tau2, prepare(tau2, list(SUBSET), tmp_path), tmp_path, progress=lambda _line: None))
     by_task = {run.task_id: run for run in runs}
     assert list(by_task) == list(SUBSET)
     for task_id, run in by_task.items():
@@ -56,12 +55,7 @@ def test_gold_calls_leave_the_database_tau2_leaves(tau2: Tau2, tmp_path: Path) -
 
 
 def test_every_policy_breaking_variant_is_refused_with_nothing_written(tau2: Tau2, tmp_path: Path) -> None:
-    paths = tau2.paths()
-    tasks = {str(task["id"]): task for task in json.loads(Path(paths["tasks"]).read_text(encoding="utf-8"))}
-    customers = {task_id: answer["users"][0] for task_id, answer in tau2.gold(list(SUBSET)).items()}
-    outcomes = asyncio.run(
-        mutate_tasks([tasks[t] for t in SUBSET], customers, Path(paths["db"]), tmp_path, progress=lambda _l: None)
-    )
+    outcomes = asyncio.run(mutate_tasks(prepare(tau2, list(SUBSET), tmp_path), tmp_path, progress=lambda _l: None))
     not_held = [outcome for outcome in outcomes if not outcome.held]
     assert not not_held, not_held
     sent = Counter(outcome.kind for outcome in outcomes)
